@@ -1,0 +1,171 @@
+package api
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"reflect"
+	"strconv"
+	"strings"
+
+	"github.com/labstack/echo/v4"
+
+	"svc/derrors"
+)
+
+// Validator is implemented by request types that check themselves once
+// decoded. Bind calls Validate; an error that wraps no derrors sentinel is
+// answered as 400 with its text, so write it for the client.
+type Validator interface {
+	Validate() error
+}
+
+// jsonSpace is JSON's whitespace (RFC 8259 §2), narrower than unicode.IsSpace.
+const jsonSpace = " \t\r\n"
+
+// Bind decodes the request body strictly into v, a pointer to the typed
+// request. Every refusal tells the client what to fix:
+//   - an empty body, a literal null, malformed JSON (with the byte offset),
+//     a value of the wrong type (naming the field), an unknown field (naming
+//     it), or data after the JSON value: 400 BAD_REQUEST;
+//   - a body past the server's limit: 413 PAYLOAD_TOO_LARGE.
+//
+// When v implements Validator, Bind also calls Validate.
+func Bind(c echo.Context, v any) error {
+	body, err := readBody(c.Request())
+	if err != nil {
+		return err
+	}
+	trimmed := bytes.Trim(body, jsonSpace)
+	if len(trimmed) == 0 {
+		return publicError(derrors.ErrInvalid, nil, "the request body is empty; send a JSON object")
+	}
+	if string(trimmed) == "null" {
+		return publicError(derrors.ErrInvalid, nil, "the request body is null; send a JSON object")
+	}
+
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return decodeError(err, len(body))
+	}
+	end := int(dec.InputOffset())
+	if rest := bytes.TrimLeft(body[end:], jsonSpace); len(rest) > 0 {
+		off := len(body) - len(rest)
+		return publicError(derrors.ErrInvalid, map[string]any{"offset": off},
+			"unexpected data after the JSON value at byte offset %d; send exactly one JSON value", off)
+	}
+
+	if val, ok := v.(Validator); ok {
+		if err := val.Validate(); err != nil {
+			if hasSentinel(err) {
+				return err
+			}
+			return fmt.Errorf("%w: %w", derrors.ErrInvalid, err)
+		}
+	}
+	return nil
+}
+
+// readBody reads the whole body; limitBody has already capped it.
+func readBody(req *http.Request) ([]byte, error) {
+	if req.Body == nil {
+		return nil, nil
+	}
+	body, err := io.ReadAll(req.Body)
+	var maxBytes *http.MaxBytesError
+	switch {
+	case err == nil:
+		return body, nil
+	case errors.As(err, &maxBytes):
+		return nil, tooLarge(maxBytes.Limit)
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		// A chunked body cut off by the client.
+		return nil, publicError(derrors.ErrInvalid, nil, "the request body ended early; send the complete body")
+	default:
+		return nil, fmt.Errorf("api.Bind: reading the request body: %w", err)
+	}
+}
+
+// decodeError words a decoding failure of a body of n bytes.
+func decodeError(err error, n int) error {
+	var syntax *json.SyntaxError
+	var typ *json.UnmarshalTypeError
+	var invalid *json.InvalidUnmarshalError
+	switch {
+	case errors.As(err, &syntax):
+		return publicError(derrors.ErrInvalid, map[string]any{"offset": syntax.Offset},
+			"malformed JSON at byte offset %d: %s; send valid JSON", syntax.Offset, syntax.Error())
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return publicError(derrors.ErrInvalid, map[string]any{"offset": n},
+			"malformed JSON: the body ends at byte offset %d before the JSON value is complete; send valid JSON", n)
+	case errors.As(err, &typ):
+		want := jsonKind(typ.Type)
+		if typ.Field == "" {
+			return publicError(derrors.ErrInvalid, map[string]any{"offset": typ.Offset},
+				"the request body must be a JSON %s, not %s", want, typ.Value)
+		}
+		return publicError(derrors.ErrInvalid, map[string]any{"field": typ.Field, "offset": typ.Offset},
+			"field %q must be a JSON %s, not %s (byte offset %d)", typ.Field, want, typ.Value, typ.Offset)
+	case errors.As(err, &invalid):
+		// v is not a pointer: the handler's bug, not the client's.
+		return fmt.Errorf("api.Bind: %w", err)
+	}
+	// encoding/json reports an unknown field only as text ("json: unknown
+	// field \"x\""), with no type to match; its wording has been stable since
+	// Go 1.10 and a change would only lose the field name, not the 400.
+	if rest, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
+		field, uerr := strconv.Unquote(rest)
+		if uerr != nil {
+			field = rest
+		}
+		return publicError(derrors.ErrInvalid, map[string]any{"field": field},
+			"unknown field %q; remove it (the accepted fields are in /openapi.json)", field)
+	}
+	if hasSentinel(err) {
+		// A field type's own UnmarshalJSON that already said what is wrong.
+		return err
+	}
+	// Any other failure comes from a field type's UnmarshalJSON (a time that
+	// does not parse, say): still the body's fault.
+	return publicError(derrors.ErrInvalid, nil, "invalid value in the request body: %v", err)
+}
+
+// hasSentinel reports whether err already maps to a status of its own.
+func hasSentinel(err error) bool {
+	for _, k := range errorKinds {
+		if k.sentinel != nil && errors.Is(err, k.sentinel) {
+			return true
+		}
+	}
+	return false
+}
+
+// jsonKind names a Go type by the JSON type a client must send for it.
+func jsonKind(t reflect.Type) string {
+	if t == nil {
+		return "value"
+	}
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch t.Kind() {
+	case reflect.Bool:
+		return "boolean"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
+		return "integer"
+	case reflect.Float32, reflect.Float64:
+		return "number"
+	case reflect.String:
+		return "string"
+	case reflect.Slice, reflect.Array:
+		return "array"
+	case reflect.Struct, reflect.Map:
+		return "object"
+	}
+	return "value"
+}

@@ -1,0 +1,168 @@
+package api_test
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/labstack/echo/v4"
+
+	"svc/api"
+	"svc/derrors"
+)
+
+// internalText stands for what an unforeseen error may carry; no response
+// body may contain it.
+const internalText = "pq: password authentication failed for user svc_owner"
+
+func TestErrorMapping(t *testing.T) {
+	tests := []struct {
+		name        string
+		err         error
+		wantStatus  int
+		wantCode    string
+		wantMessage string // substring; for 5xx the whole message
+		wantDetails map[string]any
+		wantHeader  [2]string // a header the response must carry
+	}{
+		{"invalid", derrors.Invalidf("name must not be empty"),
+			400, api.CodeBadRequest, "name must not be empty", nil, [2]string{}},
+		{"unauthenticated", fmt.Errorf("%w: the bearer token has expired; sign in again", derrors.ErrUnauthenticated),
+			401, api.CodeUnauthenticated, "sign in again", nil, [2]string{"WWW-Authenticate", `Bearer realm="svc"`}},
+		{"budget", fmt.Errorf("%w: the workspace spent its monthly budget", derrors.ErrBudgetExceeded),
+			402, api.CodeBudgetExceeded, "monthly budget", nil, [2]string{}},
+		{"forbidden", derrors.Forbiddenf("viewers may not submit runs"),
+			403, api.CodeForbidden, "viewers may not submit runs", nil, [2]string{}},
+		{"not found", derrors.NotFoundf("run %q", "r-1"),
+			404, api.CodeNotFound, `run "r-1"`, nil, [2]string{}},
+		{"conflict wrapped twice", fmt.Errorf("Store.CreateDataset: %w", derrors.Conflictf("dataset d@1.0.0 exists with other content")),
+			409, api.CodeConflict, "exists with other content", nil, [2]string{}},
+		{"too large", fmt.Errorf("%w: the trace has more than 10000 events", derrors.ErrTooLarge),
+			413, api.CodePayloadTooLarge, "10000 events", nil, [2]string{}},
+		{"rate limited", fmt.Errorf("%w: the scheduler queue is full; retry later", derrors.ErrRateLimited),
+			429, api.CodeRateLimited, "queue is full", nil, [2]string{}},
+		{"unavailable hides its cause", fmt.Errorf("%w: %s", derrors.ErrUnavailable, internalText),
+			503, api.CodeUnavailable, "a dependency of the service is unavailable; retry later and quote the requestId if it persists", nil, [2]string{}},
+		{"details", api.WithDetails(derrors.Invalidf("field tags has 21 entries; at most 20"), map[string]any{"field": "tags", "max": 20}),
+			400, api.CodeBadRequest, "at most 20", map[string]any{"field": "tags", "max": float64(20)}, [2]string{}},
+		{"detailed message", &api.DetailedError{Err: derrors.ErrNotFound, Message: "no such harness h@2", Details: map[string]any{"id": "h"}},
+			404, api.CodeNotFound, "no such harness h@2", map[string]any{"id": "h"}, [2]string{}},
+		{"unknown error", errors.New(internalText),
+			500, api.CodeInternal, "internal error; quote the requestId when reporting", nil, [2]string{}},
+		{"unknown error wrapped", fmt.Errorf("activities.Dispatch: %w", errors.New(internalText)),
+			500, api.CodeInternal, "internal error; quote the requestId when reporting", nil, [2]string{}},
+		{"echo error of another 4xx", echo.NewHTTPError(http.StatusUnsupportedMediaType, "send Content-Type: application/json"),
+			415, api.CodeBadRequest, "send Content-Type: application/json", nil, [2]string{}},
+		{"echo error 5xx", echo.NewHTTPError(http.StatusBadGateway, internalText),
+			502, api.CodeInternal, "internal error; quote the requestId when reporting", nil, [2]string{}},
+	}
+	s, client, logs := newServer(t, api.Options{})
+	// Filled before the first request, so the server only ever reads it.
+	errs := map[string]error{}
+	for i, tt := range tests {
+		errs[fmt.Sprint(i)] = tt.err
+	}
+	s.Echo().GET("/test/error/:case", func(c echo.Context) error { return errs[c.Param("case")] })
+
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			res := client.Get(t, fmt.Sprintf("/test/error/%d", i))
+			if res.Status != tt.wantStatus {
+				t.Fatalf("status = %d, want %d; body %s", res.Status, tt.wantStatus, res.Body)
+			}
+			info := res.ErrorInfo(t)
+			if info.Code != tt.wantCode {
+				t.Errorf("code = %q, want %q", info.Code, tt.wantCode)
+			}
+			if tt.wantStatus >= 500 && info.Message != tt.wantMessage {
+				t.Errorf("message = %q, want %q", info.Message, tt.wantMessage)
+			}
+			if !strings.Contains(info.Message, tt.wantMessage) {
+				t.Errorf("message = %q, want it to contain %q", info.Message, tt.wantMessage)
+			}
+			if diff := cmp.Diff(tt.wantDetails, info.Details); diff != "" {
+				t.Errorf("details mismatch (-want +got):\n%s", diff)
+			}
+			if got := res.Header.Get("X-Request-Id"); info.RequestID != got || got == "" {
+				t.Errorf("requestId = %q, X-Request-Id = %q: want equal and set", info.RequestID, got)
+			}
+			if h := tt.wantHeader; h[0] != "" && res.Header.Get(h[0]) != h[1] {
+				t.Errorf("header %s = %q, want %q", h[0], res.Header.Get(h[0]), h[1])
+			}
+			if strings.Contains(string(res.Body), internalText) {
+				t.Errorf("body leaks the internal error: %s", res.Body)
+			}
+			if tt.wantStatus >= 500 {
+				// The operator gets what the client does not: the error
+				// itself, under the id the client quotes.
+				logs.Find(t, "with the error and request id", func(rec map[string]any) bool {
+					return rec["msg"] == "request failed" && rec["request_id"] == info.RequestID &&
+						strings.Contains(rec["error"].(string), internalText)
+				})
+			}
+		})
+	}
+}
+
+func TestUnknownRoute(t *testing.T) {
+	_, client, _ := newServer(t, api.Options{})
+	res := client.Get(t, "/no/such/route")
+	if res.Status != http.StatusNotFound {
+		t.Fatalf("status = %d, want 404", res.Status)
+	}
+	info := res.ErrorInfo(t)
+	if info.Code != api.CodeNotFound || !strings.Contains(info.Message, "/openapi.json") {
+		t.Errorf("error = %+v, want NOT_FOUND pointing at /openapi.json", info)
+	}
+}
+
+func TestMethodNotAllowed(t *testing.T) {
+	_, client, _ := newServer(t, api.Options{})
+	res := client.Do(t, client.NewRequest(t, http.MethodDelete, "/healthz", nil))
+	if res.Status != http.StatusMethodNotAllowed {
+		t.Fatalf("status = %d, want 405", res.Status)
+	}
+	info := res.ErrorInfo(t)
+	if info.Code != api.CodeMethodNotAllowed {
+		t.Errorf("code = %q, want %q", info.Code, api.CodeMethodNotAllowed)
+	}
+	if allow := res.Header.Get("Allow"); !strings.Contains(allow, http.MethodGet) || !strings.Contains(info.Message, allow) {
+		t.Errorf("Allow = %q, message %q: want GET allowed and named", allow, info.Message)
+	}
+}
+
+func TestPanicRecovery(t *testing.T) {
+	const panicText = "secret-panic-text"
+	s, client, logs := newServer(t, api.Options{})
+	s.Echo().GET("/test/panic", func(c echo.Context) error { panic(panicText) })
+
+	res := client.Get(t, "/test/panic")
+	if res.Status != http.StatusInternalServerError {
+		t.Fatalf("status = %d, want 500", res.Status)
+	}
+	info := res.ErrorInfo(t)
+	want := api.ErrorInfo{Code: api.CodeInternal, Message: "internal error; quote the requestId when reporting", RequestID: res.Header.Get("X-Request-Id")}
+	if diff := cmp.Diff(want, info); diff != "" || info.RequestID == "" {
+		t.Errorf("error mismatch (-want +got):\n%s", diff)
+	}
+	if strings.Contains(string(res.Body), panicText) {
+		t.Errorf("body leaks the panic: %s", res.Body)
+	}
+	rec := logs.Find(t, "of the panic", func(rec map[string]any) bool {
+		return rec["msg"] == "request failed" && rec["request_id"] == info.RequestID
+	})
+	if !strings.Contains(rec["error"].(string), panicText) || !strings.Contains(rec["stack"].(string), "errors_test.go") {
+		t.Errorf("panic log lacks the value or the stack: %v", rec)
+	}
+	logs.Find(t, "access line of the 500", func(rec map[string]any) bool {
+		return rec["msg"] == "http request" && rec["request_id"] == info.RequestID && rec["status"] == float64(500)
+	})
+
+	// The server survives: the next request is served.
+	if res := client.Get(t, "/healthz"); res.Status != http.StatusOK {
+		t.Errorf("after the panic, /healthz = %d", res.Status)
+	}
+}

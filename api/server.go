@@ -1,0 +1,149 @@
+// Package api is the HTTP front of svc: one Echo server whose routes all
+// come from one table, one error shape, and the middleware every request
+// passes through (request id, access log and metrics, panic recovery, body
+// limit, tracing). Handlers stay thin: decode with Bind, authorise, call one
+// store or domain function, encode.
+package api
+
+import (
+	"fmt"
+	"log/slog"
+	"net/http"
+	"slices"
+	"time"
+
+	"github.com/labstack/echo/v4"
+	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/contrib/instrumentation/github.com/labstack/echo/otelecho"
+
+	"svc/auth"
+	"svc/config"
+	"svc/store"
+)
+
+// Route is one row of the route table: auth, the OpenAPI document and tests derive from it.
+type Route struct {
+	Method  string      // http.MethodGet, ...
+	Path    string      // Echo path syntax: /runs/:id
+	Action  auth.Action // required action; auth.Public for healthz etc.
+	Summary string      // equals the operation's summary in openapi.json
+	Handler echo.HandlerFunc
+}
+
+// Options are the dependencies of a Server. Only Config matters for the
+// shell; later resources use Store.
+type Options struct {
+	Store    store.Store
+	Logger   *slog.Logger // slog.Default() when nil
+	Config   config.Config
+	Version  string
+	Checkers []Checker            // what /readyz probes
+	Registry *prometheus.Registry // optional; a new one when nil
+}
+
+// Server is the HTTP API. Build it with New; serve Handler.
+type Server struct {
+	e            *echo.Echo
+	store        store.Store
+	logger       *slog.Logger
+	cfg          config.Config
+	version      string
+	checkers     []Checker
+	checkTimeout time.Duration
+	maxBody      int64
+	registry     *prometheus.Registry
+	metrics      *httpMetrics
+	routes       []Route
+	patterns     map[string]bool // "GET /runs/:id" for each row of routes
+}
+
+// probeRoutes are hit every few seconds by orchestrators and scrapers:
+// they are not traced, and their successes are logged at debug level, so
+// that they do not drown the requests people make.
+var probeRoutes = map[string]bool{"/healthz": true, "/readyz": true, "/metrics": true}
+
+// New builds the Echo instance with all middleware and routes. Call
+// telemetry.Setup first: the tracing middleware binds to the global tracer
+// provider here.
+func New(o Options) *Server {
+	s := &Server{
+		store:        o.Store,
+		logger:       o.Logger,
+		cfg:          o.Config,
+		version:      o.Version,
+		checkers:     o.Checkers,
+		checkTimeout: defaultCheckTimeout,
+		maxBody:      o.Config.MaxBodyBytes,
+		registry:     o.Registry,
+		patterns:     map[string]bool{},
+	}
+	if s.logger == nil {
+		s.logger = slog.Default()
+	}
+	if s.maxBody <= 0 {
+		// A zero Config (tests, embedders) still gets the documented limit.
+		s.maxBody = config.Defaults().MaxBodyBytes
+	}
+	if s.registry == nil {
+		s.registry = prometheus.NewRegistry()
+	}
+	s.metrics = newHTTPMetrics(s.registry, s.version)
+
+	e := echo.New()
+	e.HideBanner = true
+	e.HidePort = true
+	e.HTTPErrorHandler = s.handleError
+	// Outermost first. The tracer wraps everything so its span has the final
+	// status; observe turns errors into responses (c.Error) so that it, and
+	// the tracer, see the status the client gets; recovery sits inside
+	// observe so a panic is logged and counted as the 500 it becomes.
+	e.Use(
+		otelecho.Middleware("svc", otelecho.WithSkipper(func(c echo.Context) bool { return probeRoutes[c.Path()] })),
+		s.requestID,
+		s.observe,
+		recoverPanic,
+		s.limitBody,
+	)
+	s.e = e
+
+	s.routes = s.table()
+	for _, r := range s.routes {
+		key := r.Method + " " + r.Path
+		if s.patterns[key] {
+			panic(fmt.Sprintf("api: route %s is declared twice", key))
+		}
+		s.patterns[key] = true
+		e.Add(r.Method, r.Path, r.Handler)
+	}
+	return s
+}
+
+// table is the whole API. Each resource file contributes its rows; a new
+// resource adds its function here.
+func (s *Server) table() []Route {
+	return slices.Concat(
+		s.healthRoutes(),
+		s.metricsRoutes(),
+		s.openapiRoutes(),
+	)
+}
+
+// Handler returns the server as an http.Handler.
+func (s *Server) Handler() http.Handler { return s.e }
+
+// Routes returns a copy of the route table, for tests and the OpenAPI check.
+func (s *Server) Routes() []Route { return slices.Clone(s.routes) }
+
+// Echo returns the Echo instance, for wiring that the table does not cover
+// (such as a test-only route).
+func (s *Server) Echo() *echo.Echo { return s.e }
+
+// routeLabel is the route pattern of the request when it matched a row of
+// the table, else "unmatched": metrics and logs carry it instead of the raw
+// path, so their cardinality stays bounded whatever clients send.
+func (s *Server) routeLabel(c echo.Context) string {
+	if s.patterns[c.Request().Method+" "+c.Path()] {
+		return c.Path()
+	}
+	return "unmatched"
+}

@@ -1,0 +1,81 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"svc/api"
+	"svc/config"
+	"svc/orchestration/devserver"
+	"svc/store/sqlite"
+)
+
+// runDev runs the embedded default: Temporal's own server (SQLite file), the
+// embedded store (SQLite file), the API and the worker, in one process. A
+// second start on the same data dir keeps every record and resumes workflows.
+func runDev(ctx context.Context, cfg config.Config, args []string, stdout, stderr io.Writer) error {
+	if len(args) > 0 {
+		return fmt.Errorf("%w: unexpected arguments %q", errUsage, args)
+	}
+	log := newLogger(cfg, stderr)
+	var sd shutdowns
+	defer func() { sd.run(cfg.ShutdownTimeout, log) }()
+
+	dataDir, err := filepath.Abs(cfg.DataDir)
+	if err != nil {
+		return fmt.Errorf("SVC_DATA_DIR=%s: %v", cfg.DataDir, err)
+	}
+	if err := os.MkdirAll(dataDir, 0o700); err != nil {
+		return fmt.Errorf("SVC_DATA_DIR=%s: cannot create: %v", cfg.DataDir, oneLine(err))
+	}
+	if err := startTelemetry(ctx, cfg, "dev", &sd); err != nil {
+		return err
+	}
+
+	st, err := sqlite.Open(ctx, filepath.Join(dataDir, "svc.db"))
+	if err != nil {
+		return fmt.Errorf("SVC_DATA_DIR=%s: cannot open the embedded store: %v", cfg.DataDir, oneLine(err))
+	}
+	sd.add(func(context.Context) error { return st.Close() })
+	if _, err := st.Migrate(ctx); err != nil {
+		return fmt.Errorf("SVC_DATA_DIR=%s: migrations failed: %v", cfg.DataDir, oneLine(err))
+	}
+
+	ts, err := devserver.Start(ctx, devserver.Options{
+		DBPath:       filepath.Join(dataDir, "temporal.db"),
+		FrontendPort: cfg.TemporalPort,
+		Namespace:    cfg.TemporalNamespace,
+		Logger:       log,
+	})
+	if err != nil {
+		return fmt.Errorf("embedded Temporal: %v", oneLine(err))
+	}
+	sd.add(func(context.Context) error { return ts.Stop() })
+
+	tc, err := dialTemporal(ctx, cfg, ts.HostPort(), log)
+	if err != nil {
+		return err
+	}
+	sd.add(func(context.Context) error { tc.Close(); return nil })
+
+	w, err := startWorker(tc, cfg, st)
+	if err != nil {
+		return err
+	}
+	sd.add(func(context.Context) error { w.Stop(); return nil })
+
+	srv := api.New(api.Options{
+		Store:    st,
+		Logger:   log,
+		Config:   cfg,
+		Version:  version,
+		Checkers: readiness(st, tc),
+	})
+	return serveHTTP(ctx, cfg, srv.Handler(), log, func(url string) {
+		fmt.Fprintf(stdout, "svc dev: API on %s (data in %s, Temporal on %s, task queue %q)\n", url, dataDir, ts.HostPort(), cfg.TaskQueue)
+		fmt.Fprintf(stdout, "try: curl -s %s/healthz\n", url)
+	})
+}

@@ -1,0 +1,53 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+
+	"svc/api"
+	"svc/config"
+)
+
+// runServe runs the stateless API front against PostgreSQL and an external
+// Temporal. Missing or unreachable dependencies stop start-up with one line
+// naming the setting; there is no silent fallback to the embedded default.
+func runServe(ctx context.Context, cfg config.Config, args []string, stdout, stderr io.Writer) error {
+	if len(args) > 0 {
+		return fmt.Errorf("%w: unexpected arguments %q", errUsage, args)
+	}
+	if err := requireExternal(cfg); err != nil {
+		return err
+	}
+	log := newLogger(cfg, stderr)
+	var sd shutdowns
+	defer func() { sd.run(cfg.ShutdownTimeout, log) }()
+	if err := startTelemetry(ctx, cfg, "serve", &sd); err != nil {
+		return err
+	}
+	st, err := openPostgres(ctx, cfg, true)
+	if err != nil {
+		return err
+	}
+	sd.add(func(context.Context) error { return st.Close() })
+	tc, err := dialTemporal(ctx, cfg, cfg.TemporalAddress, log)
+	if err != nil {
+		return err
+	}
+	sd.add(func(context.Context) error { tc.Close(); return nil })
+
+	srv := api.New(api.Options{Store: st, Logger: log, Config: cfg, Version: version, Checkers: readiness(st, tc)})
+	return serveHTTP(ctx, cfg, srv.Handler(), log, func(url string) {
+		fmt.Fprintf(stdout, "svc serve: API on %s (Temporal %s, namespace %q)\n", url, cfg.TemporalAddress, cfg.TemporalNamespace)
+	})
+}
+
+// requireExternal checks the two settings serve and worker cannot run without.
+func requireExternal(cfg config.Config) error {
+	if err := requireSetting(cfg.DatabaseURL, "DATABASE_URL",
+		"give a PostgreSQL URL such as postgres://svc@db:5432/svc, or run `svc dev` for the embedded default"); err != nil {
+		return err
+	}
+	return requireSetting(cfg.TemporalAddress, "TEMPORAL_ADDRESS",
+		"give the Temporal frontend as host:port, such as temporal:7233, or run `svc dev` for the embedded default")
+}

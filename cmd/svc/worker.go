@@ -1,0 +1,47 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+
+	"svc/config"
+)
+
+// runWorker runs the Temporal worker only: workflows and activities, against
+// PostgreSQL and an external Temporal.
+func runWorker(ctx context.Context, cfg config.Config, args []string, stdout, stderr io.Writer) error {
+	if len(args) > 0 {
+		return fmt.Errorf("%w: unexpected arguments %q", errUsage, args)
+	}
+	if err := requireExternal(cfg); err != nil {
+		return err
+	}
+	log := newLogger(cfg, stderr)
+	var sd shutdowns
+	defer func() { sd.run(cfg.ShutdownTimeout, log) }()
+	if err := startTelemetry(ctx, cfg, "worker", &sd); err != nil {
+		return err
+	}
+	// The worker does not migrate: serve and migrate own the schema, so a
+	// worker fleet rolling out never races a schema change.
+	st, err := openPostgres(ctx, cfg, false)
+	if err != nil {
+		return err
+	}
+	sd.add(func(context.Context) error { return st.Close() })
+	tc, err := dialTemporal(ctx, cfg, cfg.TemporalAddress, log)
+	if err != nil {
+		return err
+	}
+	sd.add(func(context.Context) error { tc.Close(); return nil })
+	w, err := startWorker(tc, cfg, st)
+	if err != nil {
+		return err
+	}
+	sd.add(func(context.Context) error { w.Stop(); return nil })
+	fmt.Fprintf(stdout, "svc worker: polling task queue %q on %s (namespace %q)\n", cfg.TaskQueue, cfg.TemporalAddress, cfg.TemporalNamespace)
+	<-ctx.Done()
+	log.Info("shutting down", "reason", "signal")
+	return nil
+}

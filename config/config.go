@@ -1,0 +1,221 @@
+// Package config holds every setting of the svc binary: its flag, its
+// environment variable and its default, in one table, so that `svc help`
+// and `svc <cmd> -h` list them all and no subcommand invents its own.
+package config
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+// Config is the resolved configuration of one svc process.
+type Config struct {
+	Addr              string
+	DataDir           string
+	DatabaseURL       string
+	TemporalAddress   string
+	TemporalNamespace string
+	TaskQueue         string
+	TemporalPort      int
+	MaxBodyBytes      int64
+	RequireAuth       bool
+	InternalToken     string
+	OIDCIssuer        string
+	OIDCAudience      string
+	WorkspaceClaim    string
+	OIDCGroupPrefix   string
+	LogLevel          string
+	LogFormat         string
+	ShutdownTimeout   time.Duration
+	AuthFailLimit     int
+	OTLPEndpoint      string
+	PublicURL         string
+}
+
+// Setting is one row of the settings table.
+type Setting struct {
+	Flag    string // flag name without dashes; empty for environment-only settings
+	Env     string // environment variable
+	Default string // built-in default, as text
+	Usage   string
+	Secret  bool // never a flag (secrets stay out of argv) and never printed
+	set     func(c *Config, v string) error
+}
+
+func str(p func(*Config) *string) func(*Config, string) error {
+	return func(c *Config, v string) error { *p(c) = v; return nil }
+}
+
+func integer(p func(*Config) *int) func(*Config, string) error {
+	return func(c *Config, v string) error {
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			return fmt.Errorf("want a whole number, got %q", v)
+		}
+		*p(c) = n
+		return nil
+	}
+}
+
+func boolean(p func(*Config) *bool) func(*Config, string) error {
+	return func(c *Config, v string) error {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return fmt.Errorf("want true/false or 1/0, got %q", v)
+		}
+		*p(c) = b
+		return nil
+	}
+}
+
+// Settings is the table of every setting, in the order help lists them.
+var Settings = []Setting{
+	{Flag: "addr", Env: "SVC_ADDR", Default: "127.0.0.1:8080", Usage: "address the HTTP API listens on",
+		set: str(func(c *Config) *string { return &c.Addr })},
+	{Flag: "data-dir", Env: "SVC_DATA_DIR", Default: "./.svc", Usage: "folder for the embedded store and embedded Temporal (svc dev)",
+		set: str(func(c *Config) *string { return &c.DataDir })},
+	{Flag: "database-url", Env: "DATABASE_URL", Default: "", Usage: "PostgreSQL URL (postgres://user@host:5432/db); required by serve, worker and migrate",
+		set: str(func(c *Config) *string { return &c.DatabaseURL })},
+	{Flag: "temporal-address", Env: "TEMPORAL_ADDRESS", Default: "", Usage: "Temporal frontend host:port; required by serve and worker",
+		set: str(func(c *Config) *string { return &c.TemporalAddress })},
+	{Flag: "temporal-namespace", Env: "SVC_TEMPORAL_NAMESPACE", Default: "default", Usage: "Temporal namespace",
+		set: str(func(c *Config) *string { return &c.TemporalNamespace })},
+	{Flag: "task-queue", Env: "SVC_TASK_QUEUE", Default: "svc", Usage: "Temporal task queue the worker polls",
+		set: str(func(c *Config) *string { return &c.TaskQueue })},
+	{Flag: "temporal-port", Env: "SVC_TEMPORAL_PORT", Default: "7233", Usage: "loopback port of the embedded Temporal frontend (svc dev); 0 picks a free port",
+		set: integer(func(c *Config) *int { return &c.TemporalPort })},
+	{Flag: "max-body-bytes", Env: "SVC_MAX_BODY_BYTES", Default: "10485760", Usage: "largest request body accepted; larger bodies answer 413",
+		set: func(c *Config, v string) error {
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil || n <= 0 {
+				return fmt.Errorf("want a positive number of bytes, got %q", v)
+			}
+			c.MaxBodyBytes = n
+			return nil
+		}},
+	{Flag: "require-auth", Env: "SVC_REQUIRE_AUTH", Default: "false", Usage: "refuse requests without a bearer credential (401); otherwise the dev principal is used",
+		set: boolean(func(c *Config) *bool { return &c.RequireAuth })},
+	{Env: "SVC_INTERNAL_TOKEN", Default: "", Secret: true, Usage: "operator token for /internal routes (x-internal-token); unset refuses every call",
+		set: str(func(c *Config) *string { return &c.InternalToken })},
+	{Flag: "oidc-issuer", Env: "OIDC_ISSUER", Default: "", Usage: "OIDC issuer URL; enables OIDC bearer tokens when set",
+		set: str(func(c *Config) *string { return &c.OIDCIssuer })},
+	{Flag: "oidc-audience", Env: "OIDC_AUDIENCE", Default: "", Usage: "audience OIDC tokens must carry; unchecked when empty",
+		set: str(func(c *Config) *string { return &c.OIDCAudience })},
+	{Flag: "workspace-claim", Env: "WORKSPACE_CLAIM", Default: "workspace", Usage: "OIDC claim naming the workspace",
+		set: str(func(c *Config) *string { return &c.WorkspaceClaim })},
+	{Flag: "oidc-group-prefix", Env: "SVC_OIDC_GROUP_PREFIX", Default: "/workspaces/", Usage: "group prefix that names a workspace (/workspaces/<ws>/...)",
+		set: str(func(c *Config) *string { return &c.OIDCGroupPrefix })},
+	{Flag: "auth-fail-limit", Env: "SVC_AUTH_FAIL_LIMIT", Default: "20", Usage: "failed authentications per source address per minute before 429",
+		set: integer(func(c *Config) *int { return &c.AuthFailLimit })},
+	{Flag: "log-level", Env: "SVC_LOG_LEVEL", Default: "info", Usage: "debug, info, warn or error",
+		set: str(func(c *Config) *string { return &c.LogLevel })},
+	{Flag: "log-format", Env: "SVC_LOG_FORMAT", Default: "json", Usage: "json or text",
+		set: str(func(c *Config) *string { return &c.LogFormat })},
+	{Flag: "shutdown-timeout", Env: "SVC_SHUTDOWN_TIMEOUT", Default: "20s", Usage: "how long a graceful shutdown waits for in-flight work",
+		set: func(c *Config, v string) error {
+			d, err := time.ParseDuration(v)
+			if err != nil {
+				return fmt.Errorf("want a duration such as 20s, got %q", v)
+			}
+			c.ShutdownTimeout = d
+			return nil
+		}},
+	{Flag: "public-url", Env: "SVC_PUBLIC_URL", Default: "", Usage: "external base URL of the API (for OAuth metadata and links); derived from the request when empty",
+		set: str(func(c *Config) *string { return &c.PublicURL })},
+	{Env: "OTEL_EXPORTER_OTLP_ENDPOINT", Default: "", Usage: "OTLP endpoint for our own traces; tracing is off when unset",
+		set: str(func(c *Config) *string { return &c.OTLPEndpoint })},
+}
+
+// Defaults returns the configuration with built-in defaults only.
+func Defaults() Config {
+	var c Config
+	for _, s := range Settings {
+		if err := s.set(&c, s.Default); err != nil && s.Default != "" {
+			panic("config: bad default for " + s.Env + ": " + err.Error())
+		}
+	}
+	return c
+}
+
+// Load resolves the configuration: built-in defaults, then the environment,
+// then flags parsed from args. Only the settings named in flags become flags
+// of fs (every setting is still read from the environment).
+func Load(fs *flag.FlagSet, args []string, getenv func(string) string) (Config, error) {
+	c := Defaults()
+	for _, s := range Settings {
+		if v := getenv(s.Env); v != "" {
+			if err := s.set(&c, v); err != nil {
+				return c, fmt.Errorf("%s: %w", s.Env, err)
+			}
+		}
+	}
+	var ferr error
+	for _, s := range Settings {
+		if s.Flag == "" || s.Secret {
+			continue
+		}
+		s := s
+		fs.Func(s.Flag, fmt.Sprintf("%s (env %s, default %q)", s.Usage, s.Env, s.Default), func(v string) error {
+			if err := s.set(&c, v); err != nil {
+				ferr = fmt.Errorf("-%s: %w", s.Flag, err)
+				return err
+			}
+			return nil
+		})
+	}
+	if err := fs.Parse(args); err != nil {
+		return c, err
+	}
+	return c, ferr
+}
+
+// PrintSettings writes the settings table: flag, environment variable, default, meaning.
+func PrintSettings(w io.Writer) {
+	tw := tabwriter.NewWriter(w, 0, 2, 2, ' ', 0)
+	fmt.Fprintln(tw, "FLAG\tENVIRONMENT\tDEFAULT\tMEANING")
+	for _, s := range Settings {
+		flagName := "-" + s.Flag
+		if s.Flag == "" || s.Secret {
+			flagName = "(env only)"
+		}
+		def := s.Default
+		if def == "" {
+			def = "(unset)"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", flagName, s.Env, def, s.Usage)
+	}
+	tw.Flush()
+}
+
+// Environ is os.Getenv; a variable so tests can pass their own.
+var Environ = os.Getenv
+
+// Redacted returns c with secret values replaced, for logging.
+func (c Config) Redacted() Config {
+	if c.InternalToken != "" {
+		c.InternalToken = "[set]"
+	}
+	if c.DatabaseURL != "" {
+		c.DatabaseURL = redactURL(c.DatabaseURL)
+	}
+	return c
+}
+
+func redactURL(u string) string {
+	at := strings.LastIndex(u, "@")
+	scheme := strings.Index(u, "://")
+	if at < 0 || scheme < 0 || at < scheme {
+		return u
+	}
+	userinfo := u[scheme+3 : at]
+	if i := strings.Index(userinfo, ":"); i >= 0 {
+		return u[:scheme+3] + userinfo[:i] + ":[redacted]" + u[at:]
+	}
+	return u
+}

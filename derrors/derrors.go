@@ -1,0 +1,59 @@
+// Package derrors holds the service's sentinel errors. Store and domain code
+// wrap them with %w and context; the API maps them to HTTP statuses with
+// errors.Is, never by message text.
+package derrors
+
+import (
+	"errors"
+	"fmt"
+)
+
+var (
+	// ErrInvalid means the caller sent something malformed or semantically wrong (400).
+	ErrInvalid = errors.New("invalid argument")
+	// ErrUnauthenticated means no valid credential was presented (401).
+	ErrUnauthenticated = errors.New("unauthenticated")
+	// ErrBudgetExceeded means the tenant's budget refuses admission (402).
+	ErrBudgetExceeded = errors.New("budget exceeded")
+	// ErrForbidden means the caller is known but may not do this (403).
+	ErrForbidden = errors.New("forbidden")
+	// ErrNotFound means the record does not exist or is not visible to the caller (404).
+	ErrNotFound = errors.New("not found")
+	// ErrConflict means the request conflicts with the current state (409).
+	ErrConflict = errors.New("conflict")
+	// ErrTooLarge means the request body exceeds the configured limit (413).
+	ErrTooLarge = errors.New("request too large")
+	// ErrRateLimited means the caller must slow down (429).
+	ErrRateLimited = errors.New("rate limited")
+	// ErrUnavailable means a dependency (database, Temporal) cannot be reached (503).
+	ErrUnavailable = errors.New("unavailable")
+)
+
+// Wrap adds context to *errp when it is non-nil, keeping the chain for errors.Is:
+//
+//	defer derrors.Wrap(&err, "Store.GetWorkspace(ctx, %q)", id)
+func Wrap(errp *error, format string, args ...any) {
+	if *errp != nil {
+		*errp = fmt.Errorf("%s: %w", fmt.Sprintf(format, args...), *errp)
+	}
+}
+
+// Invalidf returns an ErrInvalid with a message that tells the caller what to fix.
+func Invalidf(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", ErrInvalid, fmt.Sprintf(format, args...))
+}
+
+// NotFoundf returns an ErrNotFound naming what was not found.
+func NotFoundf(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", ErrNotFound, fmt.Sprintf(format, args...))
+}
+
+// Conflictf returns an ErrConflict naming the conflict.
+func Conflictf(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", ErrConflict, fmt.Sprintf(format, args...))
+}
+
+// Forbiddenf returns an ErrForbidden naming what is not permitted.
+func Forbiddenf(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", ErrForbidden, fmt.Sprintf(format, args...))
+}

@@ -1,0 +1,220 @@
+// Package e2e drives the real svc binary as a process: build once, start,
+// signal, kill -9, start again. These are the tests a user would run by hand.
+package e2e
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"svc/store/pgtest"
+)
+
+var svcBin string
+
+func TestMain(m *testing.M) {
+	if testing.Short() {
+		fmt.Println("e2e: skipped in -short mode")
+		os.Exit(0)
+	}
+	dir, err := os.MkdirTemp("", "svc-e2e-bin")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	svcBin = filepath.Join(dir, "svc")
+	build := exec.Command("go", "build", "-o", svcBin, "svc/cmd/svc")
+	build.Stdout, build.Stderr = os.Stdout, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "e2e: building svc:", err)
+		os.Exit(1)
+	}
+	code := pgtest.Main(m)
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// proc is one running svc process.
+type proc struct {
+	t      *testing.T
+	cmd    *exec.Cmd
+	mu     sync.Mutex
+	stdout bytes.Buffer
+	stderr bytes.Buffer
+	urlc   chan string
+	done   chan struct{}
+	err    error
+	URL    string
+}
+
+var apiLine = regexp.MustCompile(`API on (http://\S+)`)
+
+// start runs svc with args and env (on top of a minimal environment) and,
+// when wantURL, waits until it prints the API address.
+func start(t *testing.T, env []string, wantURL bool, args ...string) *proc {
+	t.Helper()
+	p := &proc{t: t, urlc: make(chan string, 1), done: make(chan struct{})}
+	p.cmd = exec.Command(svcBin, args...)
+	p.cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"), "SVC_LOG_LEVEL=warn"}, env...)
+	outR, err := p.cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.cmd.Stderr = &lockedWriter{mu: &p.mu, w: &p.stderr}
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		sc := bufio.NewScanner(outR)
+		for sc.Scan() {
+			line := sc.Text()
+			p.mu.Lock()
+			p.stdout.WriteString(line + "\n")
+			p.mu.Unlock()
+			if m := apiLine.FindStringSubmatch(line); m != nil {
+				select {
+				case p.urlc <- m[1]:
+				default:
+				}
+			}
+		}
+	}()
+	go func() { p.err = p.cmd.Wait(); close(p.done) }()
+	t.Cleanup(func() {
+		select {
+		case <-p.done:
+		default:
+			p.cmd.Process.Kill()
+			<-p.done
+		}
+		if t.Failed() {
+			t.Logf("svc %v stdout:\n%s\nstderr (tail):\n%s", args, p.Stdout(), tail(p.Stderr(), 4000))
+		}
+	})
+	if wantURL {
+		select {
+		case p.URL = <-p.urlc:
+		case <-p.done:
+			t.Fatalf("svc %v exited before listening: %v\nstderr: %s", args, p.err, tail(p.Stderr(), 4000))
+		case <-time.After(2 * time.Minute):
+			t.Fatalf("svc %v did not print its API address within 2 minutes", args)
+		}
+	}
+	return p
+}
+
+func (p *proc) Stdout() string { p.mu.Lock(); defer p.mu.Unlock(); return p.stdout.String() }
+func (p *proc) Stderr() string { p.mu.Lock(); defer p.mu.Unlock(); return p.stderr.String() }
+
+// wait waits for the process to exit and returns its exit code.
+func (p *proc) wait(d time.Duration) int {
+	p.t.Helper()
+	select {
+	case <-p.done:
+	case <-time.After(d):
+		p.t.Fatalf("svc did not exit within %s", d)
+	}
+	return p.cmd.ProcessState.ExitCode()
+}
+
+func (p *proc) signal(s syscall.Signal) {
+	p.t.Helper()
+	if err := p.cmd.Process.Signal(s); err != nil {
+		p.t.Fatalf("signal %v: %v", s, err)
+	}
+}
+
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(b []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(b)
+}
+
+func tail(s string, n int) string {
+	if len(s) > n {
+		return s[len(s)-n:]
+	}
+	return s
+}
+
+// call sends one request and decodes a JSON answer into out (when non-nil).
+func call(t *testing.T, method, url string, body any, out any, headers ...string) int {
+	t.Helper()
+	var rd io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rd = bytes.NewReader(b)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, method, url, rd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	for i := 0; i+1 < len(headers); i += 2 {
+		req.Header.Set(headers[i], headers[i+1])
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, url, err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	if out != nil && len(raw) > 0 {
+		if err := json.Unmarshal(raw, out); err != nil {
+			t.Fatalf("%s %s: decoding %q: %v", method, url, raw, err)
+		}
+	}
+	return resp.StatusCode
+}
+
+// eventually polls f until it returns true or the deadline passes.
+func eventually(t *testing.T, d time.Duration, what string, f func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !f() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", d, what)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func devEnv(dataDir string, extra ...string) []string {
+	return append([]string{
+		"SVC_DATA_DIR=" + dataDir,
+		"SVC_ADDR=127.0.0.1:0",
+		"SVC_TEMPORAL_PORT=0",
+	}, extra...)
+}
+
+func mustContain(t *testing.T, got, want string) {
+	t.Helper()
+	if !strings.Contains(got, want) {
+		t.Fatalf("output lacks %q:\n%s", want, got)
+	}
+}

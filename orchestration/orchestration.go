@@ -1,0 +1,112 @@
+// Package orchestration builds the Temporal client and worker that `svc dev`,
+// `svc serve` and `svc worker` share, so every role logs, traces and reports
+// readiness the same way.
+//
+// It must not import go.temporal.io/server: only orchestration/devserver links
+// Temporal's own server, which costs a large link and memory in every binary
+// and test that imports it.
+package orchestration
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/api/workflowservice/v1"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/contrib/opentelemetry"
+	"go.temporal.io/sdk/interceptor"
+	tlog "go.temporal.io/sdk/log"
+	"go.temporal.io/sdk/worker"
+
+	"svc/derrors"
+)
+
+// DialTimeout bounds Dial, so an unreachable TEMPORAL_ADDRESS fails start-up
+// in seconds instead of retrying forever.
+const DialTimeout = 10 * time.Second
+
+// ClientOptions says which Temporal frontend and namespace to use.
+type ClientOptions struct {
+	HostPort  string       // frontend host:port (TEMPORAL_ADDRESS)
+	Namespace string       // namespace (SVC_TEMPORAL_NAMESPACE); "default" when empty
+	Logger    *slog.Logger // the SDK's own logs; slog.Default() when nil
+}
+
+// WorkerOptions tunes a worker; zero values keep the SDK's defaults.
+type WorkerOptions struct {
+	// MaxConcurrentActivities caps the activities this worker runs at once.
+	MaxConcurrentActivities int
+	// StopTimeout is how long Stop lets running activities finish before
+	// cancelling their contexts.
+	StopTimeout time.Duration
+}
+
+// Dial connects to Temporal and checks that the namespace exists, so a wrong
+// address or namespace fails start-up with one line naming the setting. The
+// client carries the OpenTelemetry tracing interceptor (a no-op until a
+// global TracerProvider is installed), and workers built from it inherit it.
+func Dial(ctx context.Context, o ClientOptions) (client.Client, error) {
+	if o.HostPort == "" {
+		return nil, fmt.Errorf("TEMPORAL_ADDRESS is empty: %w: give the Temporal frontend as host:port", derrors.ErrInvalid)
+	}
+	if o.Namespace == "" {
+		o.Namespace = client.DefaultNamespace
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	tracing, err := opentelemetry.NewTracingInterceptor(opentelemetry.TracerOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("temporal tracing interceptor: %w", err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, DialTimeout)
+	defer cancel()
+	c, err := client.DialContext(ctx, client.Options{
+		HostPort:     o.HostPort,
+		Namespace:    o.Namespace,
+		Logger:       tlog.NewStructuredLogger(o.Logger),
+		Interceptors: []interceptor.ClientInterceptor{tracing},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("TEMPORAL_ADDRESS=%s: cannot reach Temporal: %w: %w", o.HostPort, derrors.ErrUnavailable, err)
+	}
+	_, err = c.WorkflowService().DescribeNamespace(ctx, &workflowservice.DescribeNamespaceRequest{Namespace: o.Namespace})
+	if err != nil {
+		c.Close()
+		var nf *serviceerror.NamespaceNotFound
+		if errors.As(err, &nf) {
+			return nil, fmt.Errorf("SVC_TEMPORAL_NAMESPACE=%s: %w: namespace does not exist on %s (register it with `temporal operator namespace create`)",
+				o.Namespace, derrors.ErrNotFound, o.HostPort)
+		}
+		return nil, fmt.Errorf("TEMPORAL_ADDRESS=%s: cannot describe namespace %q: %w: %w", o.HostPort, o.Namespace, derrors.ErrUnavailable, err)
+	}
+	return c, nil
+}
+
+// NewWorker returns an unstarted worker polling taskQueue, with reg's
+// workflows and activities registered. The tracing interceptor comes from
+// the client made by Dial: the SDK applies a client's interceptors to its
+// workers, and setting it here as well would record every span twice.
+func NewWorker(c client.Client, taskQueue string, reg func(worker.Registry), opts WorkerOptions) worker.Worker {
+	w := worker.New(c, taskQueue, worker.Options{
+		MaxConcurrentActivityExecutionSize: opts.MaxConcurrentActivities,
+		WorkerStopTimeout:                  opts.StopTimeout,
+	})
+	if reg != nil {
+		reg(w)
+	}
+	return w
+}
+
+// Ready reports whether the Temporal frontend answers its health check; it
+// backs /readyz.
+func Ready(ctx context.Context, c client.Client) error {
+	if _, err := c.CheckHealth(ctx, &client.CheckHealthRequest{}); err != nil {
+		return fmt.Errorf("temporal health check: %w: %w", derrors.ErrUnavailable, err)
+	}
+	return nil
+}

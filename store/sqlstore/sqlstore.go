@@ -1,0 +1,176 @@
+// Package sqlstore implements store.Store once, on database/sql, for both
+// backends. store/postgres and store/sqlite open the connections, supply a
+// Dialect for the few things that differ (error codes, time columns,
+// isolation) and add what only they have (Migrate, Close, the pgx pool).
+//
+// Every query is written once: both drivers take $N placeholders, and both
+// databases support ON CONFLICT ... DO NOTHING and RETURNING.
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"svc/derrors"
+	"svc/store"
+)
+
+// Dialect is what differs between the databases.
+type Dialect interface {
+	// Name is "postgres" or "sqlite".
+	Name() string
+	// IsUniqueViolation reports whether err is a unique-constraint violation,
+	// by the driver's error code.
+	IsUniqueViolation(err error) bool
+	// IsRetryable reports whether a transaction that failed with err may
+	// succeed when run again (serialization failure, deadlock, busy).
+	IsRetryable(err error) bool
+	// TimeArg is the value a created_at column stores for t, which is UTC
+	// and truncated to microseconds.
+	TimeArg(t time.Time) any
+}
+
+// Options tune a DB.
+type Options struct {
+	// TxOptions are passed to BeginTx by Transact.
+	TxOptions *sql.TxOptions
+	// MaxAttempts bounds how many times Transact runs fn when the
+	// transaction fails with a retryable error; 0 means 10.
+	MaxAttempts int
+}
+
+// DB is a store.Store without Close: the backends own the connections.
+type DB struct {
+	ops
+	read, write *sql.DB
+	opts        Options
+}
+
+// New returns a DB that reads through read and writes through write; they
+// may be the same *sql.DB. Transact runs on write.
+func New(d Dialect, read, write *sql.DB, opts Options) *DB {
+	if opts.MaxAttempts <= 0 {
+		opts.MaxAttempts = 10
+	}
+	return &DB{
+		ops:   ops{d: d, r: read, w: write, kind: "Store"},
+		read:  read,
+		write: write,
+		opts:  opts,
+	}
+}
+
+// Dialect returns the database's dialect name.
+func (db *DB) Dialect() string { return db.d.Name() }
+
+// Ping checks that both the read and write connections answer.
+func (db *DB) Ping(ctx context.Context) (err error) {
+	defer derrors.Wrap(&err, "Store.Ping(ctx)")
+	for _, h := range []*sql.DB{db.write, db.read} {
+		if err := h.PingContext(ctx); err != nil {
+			return fmt.Errorf("%w: %v", derrors.ErrUnavailable, err)
+		}
+	}
+	return nil
+}
+
+// Transact runs fn in one transaction; see store.Store. Inside fn use only
+// tx: on SQLite the transaction holds the only write connection, so a write
+// through the Store would wait for it until ctx ends.
+func (db *DB) Transact(ctx context.Context, fn func(tx store.Tx) error) (err error) {
+	defer derrors.Wrap(&err, "Store.Transact(ctx)")
+	for attempt := 1; ; attempt++ {
+		err = db.transactOnce(ctx, fn)
+		if err == nil || !db.d.IsRetryable(err) {
+			return err
+		}
+		if attempt >= db.opts.MaxAttempts {
+			return fmt.Errorf("%w: gave up after %d attempts: %w", derrors.ErrUnavailable, attempt, err)
+		}
+		t := time.NewTimer(backoff(attempt))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return errors.Join(err, ctx.Err())
+		case <-t.C:
+		}
+	}
+}
+
+// backoff is the pause before attempt+1: exponential from 1ms, capped at
+// 100ms, with jitter so that the transactions that collided do not collide
+// again in lockstep.
+func backoff(attempt int) time.Duration {
+	d := time.Millisecond << min(attempt-1, 7)
+	d = min(d, 100*time.Millisecond)
+	return d/2 + rand.N(d/2+1)
+}
+
+func (db *DB) transactOnce(ctx context.Context, fn func(tx store.Tx) error) (err error) {
+	tx, err := db.write.BeginTx(ctx, db.opts.TxOptions)
+	if err != nil {
+		return fmt.Errorf("begin: %w", err)
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			_ = tx.Rollback()
+			panic(p)
+		}
+		if err != nil {
+			// The error that made us roll back is the one that matters.
+			_ = tx.Rollback()
+		}
+	}()
+	if err := fn(ops{d: db.d, r: tx, w: tx, kind: "Tx"}); err != nil {
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("commit: %w", err)
+	}
+	return nil
+}
+
+// querier is what *sql.DB and *sql.Tx have in common.
+type querier interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+// ops implements store.Tx on a pair of queriers: on the Store, reads go to
+// the read pool and writes to the writer; in a transaction both are the tx,
+// so it reads its own writes.
+type ops struct {
+	d    Dialect
+	r, w querier
+	kind string // "Store" or "Tx", for error context
+}
+
+var _ store.Tx = ops{}
+
+// normTime is how the store keeps times: UTC, to the microsecond (the
+// resolution of a PostgreSQL timestamp), so they round-trip alike on both
+// backends.
+func normTime(t time.Time) time.Time {
+	if t.IsZero() {
+		t = time.Now()
+	}
+	return t.UTC().Truncate(time.Microsecond)
+}
+
+// mapErr turns driver errors into the store's sentinels.
+func (o ops) mapErr(err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, sql.ErrNoRows):
+		return fmt.Errorf("%w: %v", derrors.ErrNotFound, err)
+	case o.d.IsUniqueViolation(err):
+		return fmt.Errorf("%w: %v", derrors.ErrConflict, err)
+	}
+	return err
+}

@@ -1,0 +1,37 @@
+package storetest
+
+import (
+	"testing"
+
+	"svc/store"
+)
+
+// BenchAppendEvent measures one autocommit AppendEvent.
+func BenchAppendEvent(b *testing.B, s store.Store) {
+	ctx := b.Context()
+	for b.Loop() {
+		if _, err := s.AppendEvent(ctx, store.Event{Workspace: "bench", Type: "bench.appended"}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchAppendEventBatch measures n AppendEvents in one Transact, and reports
+// the time per event too.
+func BenchAppendEventBatch(b *testing.B, s store.Store, n int) {
+	ctx := b.Context()
+	for b.Loop() {
+		err := s.Transact(ctx, func(tx store.Tx) error {
+			for range n {
+				if _, err := tx.AppendEvent(ctx, store.Event{Workspace: "bench", Type: "bench.appended"}); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/event")
+}
