@@ -72,7 +72,7 @@ func openPostgres(ctx context.Context, cfg config.Config, migrate bool) (*postgr
 	shown := cfg.Redacted().DatabaseURL
 	st, err := postgres.Open(ctx, cfg.DatabaseURL)
 	if err != nil {
-		return nil, fmt.Errorf("DATABASE_URL=%s: cannot open PostgreSQL: %v", shown, oneLine(err))
+		return nil, fmt.Errorf("DATABASE_URL=%s: cannot reach PostgreSQL: %v", shown, oneLine(err))
 	}
 	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()

@@ -35,7 +35,11 @@ var (
 
 // Main runs the package's tests and then stops the cluster, if one was
 // started, before exiting with the tests' status.
-func Main(m *testing.M) {
+func Main(m *testing.M) { os.Exit(Run(m)) }
+
+// Run runs the tests and stops the cluster, if one was started, and returns
+// the exit code, for a TestMain that has clean-up of its own.
+func Run(m *testing.M) int {
 	code := m.Run()
 	mu.Lock()
 	if cluster != nil {
@@ -45,7 +49,7 @@ func Main(m *testing.M) {
 		cluster = nil
 	}
 	mu.Unlock()
-	os.Exit(code)
+	return code
 }
 
 // base returns the URL of the server to create test databases on, starting
