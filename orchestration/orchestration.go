@@ -34,6 +34,16 @@ type ClientOptions struct {
 	HostPort  string       // frontend host:port (TEMPORAL_ADDRESS)
 	Namespace string       // namespace (SVC_TEMPORAL_NAMESPACE); "default" when empty
 	Logger    *slog.Logger // the SDK's own logs; slog.Default() when nil
+	// Setting names where HostPort came from, for error messages;
+	// "TEMPORAL_ADDRESS" when empty (svc dev says "embedded Temporal").
+	Setting string
+}
+
+func (o ClientOptions) setting() string {
+	if o.Setting == "" {
+		return "TEMPORAL_ADDRESS"
+	}
+	return o.Setting
 }
 
 // WorkerOptions tunes a worker; zero values keep the SDK's defaults.
@@ -72,7 +82,7 @@ func Dial(ctx context.Context, o ClientOptions) (client.Client, error) {
 		Interceptors: []interceptor.ClientInterceptor{tracing},
 	})
 	if err != nil {
-		return nil, fmt.Errorf("TEMPORAL_ADDRESS=%s: cannot reach Temporal: %w: %w", o.HostPort, derrors.ErrUnavailable, err)
+		return nil, fmt.Errorf("%s=%s: cannot reach Temporal: %w: %w", o.setting(), o.HostPort, derrors.ErrUnavailable, err)
 	}
 	_, err = c.WorkflowService().DescribeNamespace(ctx, &workflowservice.DescribeNamespaceRequest{Namespace: o.Namespace})
 	if err != nil {
@@ -82,7 +92,7 @@ func Dial(ctx context.Context, o ClientOptions) (client.Client, error) {
 			return nil, fmt.Errorf("SVC_TEMPORAL_NAMESPACE=%s: %w: namespace does not exist on %s (register it with `temporal operator namespace create`)",
 				o.Namespace, derrors.ErrNotFound, o.HostPort)
 		}
-		return nil, fmt.Errorf("TEMPORAL_ADDRESS=%s: cannot describe namespace %q: %w: %w", o.HostPort, o.Namespace, derrors.ErrUnavailable, err)
+		return nil, fmt.Errorf("%s=%s: cannot describe namespace %q: %w: %w", o.setting(), o.HostPort, o.Namespace, derrors.ErrUnavailable, err)
 	}
 	return c, nil
 }

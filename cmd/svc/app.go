@@ -90,11 +90,12 @@ func openPostgres(ctx context.Context, cfg config.Config, migrate bool) (*postgr
 }
 
 // dialTemporal connects to Temporal; a failure names TEMPORAL_ADDRESS.
-func dialTemporal(ctx context.Context, cfg config.Config, hostPort string, log *slog.Logger) (client.Client, error) {
+func dialTemporal(ctx context.Context, cfg config.Config, hostPort, setting string, log *slog.Logger) (client.Client, error) {
 	c, err := orchestration.Dial(ctx, orchestration.ClientOptions{
 		HostPort:  hostPort,
 		Namespace: cfg.TemporalNamespace,
 		Logger:    log,
+		Setting:   setting,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("%v", oneLine(err))

@@ -55,7 +55,7 @@ func runDev(ctx context.Context, cfg config.Config, args []string, stdout, stder
 	}
 	sd.add(func(context.Context) error { return ts.Stop() })
 
-	tc, err := dialTemporal(ctx, cfg, ts.HostPort(), log)
+	tc, err := dialTemporal(ctx, cfg, ts.HostPort(), "embedded Temporal", log)
 	if err != nil {
 		return err
 	}

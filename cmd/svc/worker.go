@@ -30,7 +30,7 @@ func runWorker(ctx context.Context, cfg config.Config, args []string, stdout, st
 		return err
 	}
 	sd.add(func(context.Context) error { return st.Close() })
-	tc, err := dialTemporal(ctx, cfg, cfg.TemporalAddress, log)
+	tc, err := dialTemporal(ctx, cfg, cfg.TemporalAddress, "", log)
 	if err != nil {
 		return err
 	}
