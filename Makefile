@@ -17,8 +17,8 @@ dev: ## run svc dev: embedded Temporal + SQLite store + API + worker, data in ./
 build: ## build bin/svc
 	$(GO) build -ldflags "$(LDFLAGS)" -o bin/svc ./cmd/svc
 
-test: ## run every test, SQLite and PostgreSQL (starts a throwaway PostgreSQL when DATABASE_URL is unset)
-	$(GO) run ./internal/cmd/withpg -- $(GO) test $(TESTFLAGS) ./...
+test: build ## run every test, SQLite and PostgreSQL (starts a throwaway PostgreSQL when DATABASE_URL is unset)
+	SVC_BIN=$(CURDIR)/bin/svc $(GO) run ./internal/cmd/withpg -- $(GO) test $(TESTFLAGS) ./...
 
 test-short: ## fast tests only: no PostgreSQL cluster, no embedded Temporal, no end-to-end
 	$(GO) test -short $(TESTFLAGS) ./...

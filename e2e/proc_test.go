@@ -32,17 +32,22 @@ func TestMain(m *testing.M) {
 		fmt.Println("e2e: skipped in -short mode")
 		os.Exit(0)
 	}
+	// make test builds bin/svc once and passes it in SVC_BIN, so the
+	// Temporal server is not compiled twice in one run.
 	dir, err := os.MkdirTemp("", "svc-e2e-bin")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	svcBin = filepath.Join(dir, "svc")
-	build := exec.Command("go", "build", "-o", svcBin, "svc/cmd/svc")
-	build.Stdout, build.Stderr = os.Stdout, os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "e2e: building svc:", err)
-		os.Exit(1)
+	svcBin = os.Getenv("SVC_BIN")
+	if svcBin == "" {
+		svcBin = filepath.Join(dir, "svc")
+		build := exec.Command("go", "build", "-o", svcBin, "svc/cmd/svc")
+		build.Stdout, build.Stderr = os.Stdout, os.Stderr
+		if err := build.Run(); err != nil {
+			fmt.Fprintln(os.Stderr, "e2e: building svc:", err)
+			os.Exit(1)
+		}
 	}
 	code := pgtest.Run(m)
 	os.RemoveAll(dir)
