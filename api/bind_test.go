@@ -69,6 +69,7 @@ func TestBind(t *testing.T) {
 		name        string
 		body        string
 		chunked     bool
+		contentType string // empty: application/json
 		wantStatus  int
 		wantCode    string
 		wantMessage string
@@ -103,6 +104,13 @@ func TestBind(t *testing.T) {
 			wantMessage: "invalid value in the request body"},
 		{name: "fails Validate", body: `{"count":-1}`, wantStatus: 400, wantCode: api.CodeBadRequest,
 			wantMessage: "count must not be negative"},
+		{name: "json with charset", body: `{"name":"a"}`, contentType: "application/json; charset=utf-8", wantStatus: 200},
+		{name: "vendor json", body: `{"name":"a"}`, contentType: "application/merge-patch+json", wantStatus: 200},
+		{name: "no content type", body: `{"name":"a"}`, contentType: "-", wantStatus: 200},
+		{name: "text/plain as a cross-site form would", body: `{"name":"a"}`, contentType: "text/plain", wantStatus: 415,
+			wantCode: api.CodeBadRequest, wantMessage: "send the body with Content-Type: application/json"},
+		{name: "form as curl -d sends", body: `{"name":"a"}`, contentType: "application/x-www-form-urlencoded", wantStatus: 415,
+			wantCode: api.CodeBadRequest, wantMessage: "is not JSON"},
 		{name: "too large with Content-Length", body: overLimit, wantStatus: 413, wantCode: api.CodePayloadTooLarge,
 			wantMessage: "limit of 256 bytes", wantDetails: map[string]any{"limitBytes": float64(limit)}},
 		{name: "too large chunked", body: overLimit, chunked: true, wantStatus: 413, wantCode: api.CodePayloadTooLarge,
@@ -115,6 +123,13 @@ func TestBind(t *testing.T) {
 				body = chunked{body}
 			}
 			req := client.NewRequest(t, http.MethodPost, "/test/bind", body)
+			switch tt.contentType {
+			case "":
+			case "-":
+				req.Header.Del("Content-Type")
+			default:
+				req.Header.Set("Content-Type", tt.contentType)
+			}
 			if tt.chunked {
 				req.TransferEncoding = []string{"chunked"}
 			}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/labstack/echo/v4"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/prometheus/client_golang/prometheus"
 	"go.opentelemetry.io/contrib/instrumentation/github.com/labstack/echo/otelecho"
 
@@ -30,8 +31,9 @@ type Route struct {
 	Handler echo.HandlerFunc
 }
 
-// Options are the dependencies of a Server. Only Config matters for the
-// shell; later resources use Store.
+// Options are the dependencies of a Server. Config decides authentication
+// (SVC_REQUIRE_AUTH, OIDC_*, SVC_INTERNAL_TOKEN, SVC_AUTH_FAIL_LIMIT,
+// SVC_PUBLIC_URL); the resources read and write Store.
 type Options struct {
 	Store    store.Store
 	Logger   *slog.Logger // slog.Default() when nil
@@ -39,6 +41,9 @@ type Options struct {
 	Version  string
 	Checkers []Checker            // what /readyz probes
 	Registry *prometheus.Registry // optional; a new one when nil
+	// Now is the clock for timestamps and invite expiry; time.Now when nil.
+	// Tests move it instead of sleeping.
+	Now func() time.Time
 }
 
 // Server is the HTTP API. Build it with New; serve Handler.
@@ -55,6 +60,11 @@ type Server struct {
 	metrics      *httpMetrics
 	routes       []Route
 	patterns     map[string]bool // "GET /runs/:id" for each row of routes
+	now          func() time.Time
+	resolver     *auth.Resolver
+	dev          devWorkspaces
+	mcp          http.Handler // the MCP SDK's streamable-HTTP handler
+	mcpServer    *mcp.Server  // where later issues add the tools
 }
 
 // probeRoutes are hit every few seconds by orchestrators and scrapers:
@@ -62,10 +72,21 @@ type Server struct {
 // that they do not drown the requests people make.
 var probeRoutes = map[string]bool{"/healthz": true, "/readyz": true, "/metrics": true}
 
-// New builds the Echo instance with all middleware and routes. Call
-// telemetry.Setup first: the tracing middleware binds to the global tracer
-// provider here.
+// New is NewServer for configurations known to be valid; it panics on the
+// error NewServer would return (a malformed OIDC_ISSUER).
 func New(o Options) *Server {
+	s, err := NewServer(o)
+	if err != nil {
+		panic(err)
+	}
+	return s
+}
+
+// NewServer builds the Echo instance with all middleware and routes. Call
+// telemetry.Setup first: the tracing middleware binds to the global tracer
+// provider here. It fails only when the authentication settings cannot
+// work, such as an OIDC_ISSUER that is not an http(s) URL.
+func NewServer(o Options) (*Server, error) {
 	s := &Server{
 		store:        o.Store,
 		logger:       o.Logger,
@@ -76,14 +97,25 @@ func New(o Options) *Server {
 		maxBody:      o.Config.MaxBodyBytes,
 		registry:     o.Registry,
 		patterns:     map[string]bool{},
+		now:          o.Now,
+		dev:          devWorkspaces{done: map[string]bool{}},
+	}
+	if s.now == nil {
+		s.now = time.Now
 	}
 	if s.logger == nil {
 		s.logger = slog.Default()
 	}
+	rv, err := newResolver(o, s.now)
+	if err != nil {
+		return nil, err
+	}
+	s.resolver = rv
 	if s.maxBody <= 0 {
 		// A zero Config (tests, embedders) still gets the documented limit.
 		s.maxBody = config.Defaults().MaxBodyBytes
 	}
+	s.mcp = s.newMCPHandler()
 	if s.registry == nil {
 		s.registry = prometheus.NewRegistry()
 	}
@@ -113,9 +145,11 @@ func New(o Options) *Server {
 			panic(fmt.Sprintf("api: route %s is declared twice", key))
 		}
 		s.patterns[key] = true
-		e.Add(r.Method, r.Path, r.Handler)
+		// Authentication is derived from the row's action, so no route can
+		// be added without saying who may call it.
+		e.Add(r.Method, r.Path, r.Handler, s.authenticate(r))
 	}
-	return s
+	return s, nil
 }
 
 // table is the whole API. Each resource file contributes its rows; a new
@@ -125,6 +159,13 @@ func (s *Server) table() []Route {
 		s.healthRoutes(),
 		s.metricsRoutes(),
 		s.openapiRoutes(),
+		s.identityRoutes(),
+		s.workspaceRoutes(),
+		s.keyRoutes(),
+		s.memberRoutes(),
+		s.inviteRoutes(),
+		s.teamRoutes(),
+		s.mcpRoutes(),
 	)
 }
 

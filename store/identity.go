@@ -74,7 +74,8 @@ type Identity interface {
 	// DeleteAPIKey deletes a key of the workspace; an unknown or foreign id is a no-op.
 	DeleteAPIKey(ctx context.Context, workspace, id string) error
 
-	// PutMember inserts or updates a membership (role and email).
+	// PutMember inserts or updates a membership (role and email); an update
+	// keeps the first AddedAt.
 	PutMember(ctx context.Context, m Member) (Member, error)
 	// EnsureMember inserts m unless the subject is already a member, and
 	// returns the stored membership either way.
@@ -91,15 +92,16 @@ type Identity interface {
 	// CountAdmins returns how many members of the workspace are admins.
 	CountAdmins(ctx context.Context, workspace string) (int, error)
 
-	// CreateInvite inserts an invite.
+	// CreateInvite inserts an invite; a duplicate ID or hash is ErrConflict.
 	CreateInvite(ctx context.Context, inv Invite) (Invite, error)
 	// InviteByHash returns the invite whose token hashes to hash (any workspace), or ErrNotFound.
 	InviteByHash(ctx context.Context, hash []byte) (Invite, error)
-	// ListInvites returns a workspace's invites that are neither revoked nor expired at now.
+	// ListInvites returns a workspace's invites that are neither revoked nor
+	// expired at now (ExpiresAt after now), oldest first.
 	ListInvites(ctx context.Context, workspace string, now time.Time) ([]Invite, error)
 	// RevokeInvite marks an invite revoked; unknown or foreign ids are ErrNotFound.
 	RevokeInvite(ctx context.Context, workspace, id string, at time.Time) error
-	// CountInviteAcceptance increments an invite's acceptedCount.
+	// CountInviteAcceptance increments an invite's acceptedCount; an unknown id is ErrNotFound.
 	CountInviteAcceptance(ctx context.Context, id string) error
 
 	// CreateTeam inserts a team; an existing id in the workspace is ErrConflict.
@@ -112,12 +114,14 @@ type Identity interface {
 	UpdateTeam(ctx context.Context, t Team) (Team, error)
 	// DeleteTeam deletes a team and its memberships; absent is a no-op.
 	DeleteTeam(ctx context.Context, workspace, id string) error
-	// AddTeamMember adds a subject to a team (idempotent).
+	// AddTeamMember adds a subject to a team (idempotent: a member already
+	// there is returned as stored); an unknown or foreign team is ErrNotFound.
 	AddTeamMember(ctx context.Context, m TeamMember) (TeamMember, error)
 	// RemoveTeamMember removes a subject from a team; absent is a no-op.
 	RemoveTeamMember(ctx context.Context, workspace, teamID, subject string) error
-	// ListTeamMembers returns a team's members ordered by subject.
+	// ListTeamMembers returns a team's members ordered by subject; an unknown
+	// or foreign team is ErrNotFound.
 	ListTeamMembers(ctx context.Context, workspace, teamID string) ([]TeamMember, error)
-	// TeamsOf returns the ids of the teams a subject belongs to in a workspace.
+	// TeamsOf returns the ids of the teams a subject belongs to in a workspace, ordered by id.
 	TeamsOf(ctx context.Context, workspace, subject string) ([]string, error)
 }

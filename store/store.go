@@ -36,6 +36,7 @@ type Store interface {
 type Tx interface {
 	Workspaces
 	Events
+	Identity
 }
 
 // Workspace is a tenant: the trust zone every record belongs to.

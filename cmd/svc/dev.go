@@ -67,13 +67,16 @@ func runDev(ctx context.Context, cfg config.Config, args []string, stdout, stder
 	}
 	sd.add(func(context.Context) error { w.Stop(); return nil })
 
-	srv := api.New(api.Options{
+	srv, err := api.NewServer(api.Options{
 		Store:    st,
 		Logger:   log,
 		Config:   cfg,
 		Version:  version,
 		Checkers: readiness(st, tc),
 	})
+	if err != nil {
+		return err
+	}
 	return serveHTTP(ctx, cfg, srv.Handler(), log, func(url string) {
 		fmt.Fprintf(stdout, "svc dev: API on %s (data in %s, Temporal on %s, task queue %q)\n", url, dataDir, ts.HostPort(), cfg.TaskQueue)
 		fmt.Fprintf(stdout, "try: curl -s %s/healthz\n", url)

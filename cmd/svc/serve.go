@@ -36,7 +36,10 @@ func runServe(ctx context.Context, cfg config.Config, args []string, stdout, std
 	}
 	sd.add(func(context.Context) error { tc.Close(); return nil })
 
-	srv := api.New(api.Options{Store: st, Logger: log, Config: cfg, Version: version, Checkers: readiness(st, tc)})
+	srv, err := api.NewServer(api.Options{Store: st, Logger: log, Config: cfg, Version: version, Checkers: readiness(st, tc)})
+	if err != nil {
+		return err
+	}
 	return serveHTTP(ctx, cfg, srv.Handler(), log, func(url string) {
 		fmt.Fprintf(stdout, "svc serve: API on %s (Temporal %s, namespace %q)\n", url, cfg.TemporalAddress, cfg.TemporalNamespace)
 	})

@@ -95,6 +95,18 @@ func (dialect) Name() string { return migrations.Postgres }
 // TimeArg passes t as is: the columns are timestamptz.
 func (dialect) TimeArg(t time.Time) any { return t }
 
+// eventLockKey names the event log's append lock among the database's
+// advisory locks ("svc-evts" in ASCII).
+const eventLockKey int64 = 0x7376632d65767473
+
+// EventLockSQL takes a transaction-scoped advisory lock: an identity value
+// is drawn at insert, not at commit, so without it a transaction holding seq
+// 5 could commit after one holding seq 6, and a poller that had read 6 would
+// never see 5.
+func (dialect) EventLockSQL() string {
+	return fmt.Sprintf("SELECT pg_advisory_xact_lock(%d)", eventLockKey)
+}
+
 // IsUniqueViolation reports SQLSTATE 23505.
 func (dialect) IsUniqueViolation(err error) bool { return sqlState(err) == uniqueViolation }
 

@@ -106,6 +106,10 @@ const timeLayout = "2006-01-02T15:04:05.000000Z"
 // TimeArg formats t as the TEXT the time columns hold.
 func (dialect) TimeArg(t time.Time) any { return t.UTC().Format(timeLayout) }
 
+// EventLockSQL is empty: with one writer, transactions commit one at a
+// time, so appends already commit in seq order.
+func (dialect) EventLockSQL() string { return "" }
+
 // IsUniqueViolation reports a UNIQUE or PRIMARY KEY constraint failure.
 func (dialect) IsUniqueViolation(err error) bool {
 	switch code(err) {

@@ -52,7 +52,34 @@ func (o ops) AppendEvent(ctx context.Context, e store.Event) (_ store.Event, err
 	if err := checkDoc(doc); err != nil {
 		return store.Event{}, err
 	}
-	err = o.w.QueryRowContext(ctx,
+	if o.d.EventLockSQL() == "" {
+		return o.insertEvent(ctx, e, doc)
+	}
+	// The lock is held from before seq is drawn until commit, so appends
+	// commit in seq order. An autocommit append gets a transaction of its
+	// own, since the lock ends with the transaction.
+	var out store.Event
+	err = o.atomic(ctx, func(o ops) error {
+		if !o.tx.eventLocked {
+			if _, err := o.w.ExecContext(ctx, o.d.EventLockSQL()); err != nil {
+				return fmt.Errorf("take the event lock: %w", o.mapErr(err))
+			}
+			o.tx.eventLocked = true
+		}
+		var err error
+		out, err = o.insertEvent(ctx, e, doc)
+		return err
+	})
+	if err != nil {
+		return store.Event{}, err
+	}
+	return out, nil
+}
+
+// insertEvent inserts e (its document doc) unless its id is logged, and
+// returns what is stored.
+func (o ops) insertEvent(ctx context.Context, e store.Event, doc []byte) (store.Event, error) {
+	err := o.w.QueryRowContext(ctx,
 		`INSERT INTO events (id, workspace, type, subject, created_at, doc)
 		VALUES ($1, $2, $3, $4, $5, $6)
 		ON CONFLICT (id) DO NOTHING

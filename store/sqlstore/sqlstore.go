@@ -32,6 +32,12 @@ type Dialect interface {
 	// TimeArg is the value a created_at column stores for t, which is UTC
 	// and truncated to microseconds.
 	TimeArg(t time.Time) any
+	// EventLockSQL is a statement AppendEvent runs in its transaction before
+	// inserting, so that events commit in seq order and a poller reading
+	// with AfterSeq cannot pass over an event that commits late. It must
+	// hold its lock until the transaction ends. Empty when the database
+	// already commits appends in seq order (SQLite: one writer).
+	EventLockSQL() string
 }
 
 // Options tune a DB.
@@ -56,12 +62,13 @@ func New(d Dialect, read, write *sql.DB, opts Options) *DB {
 	if opts.MaxAttempts <= 0 {
 		opts.MaxAttempts = 10
 	}
-	return &DB{
-		ops:   ops{d: d, r: read, w: write, kind: "Store"},
+	db := &DB{
 		read:  read,
 		write: write,
 		opts:  opts,
 	}
+	db.ops = ops{d: d, r: read, w: write, kind: "Store", db: db}
+	return db
 }
 
 // Dialect returns the database's dialect name.
@@ -83,6 +90,11 @@ func (db *DB) Ping(ctx context.Context) (err error) {
 // through the Store would wait for it until ctx ends.
 func (db *DB) Transact(ctx context.Context, fn func(tx store.Tx) error) (err error) {
 	defer derrors.Wrap(&err, "Store.Transact(ctx)")
+	return db.run(ctx, func(o ops) error { return fn(o) })
+}
+
+// run runs fn on the ops of one transaction, retrying as Transact does.
+func (db *DB) run(ctx context.Context, fn func(o ops) error) (err error) {
 	for attempt := 1; ; attempt++ {
 		err = db.transactOnce(ctx, fn)
 		if err == nil || !db.d.IsRetryable(err) {
@@ -110,7 +122,7 @@ func backoff(attempt int) time.Duration {
 	return d/2 + rand.N(d/2+1)
 }
 
-func (db *DB) transactOnce(ctx context.Context, fn func(tx store.Tx) error) (err error) {
+func (db *DB) transactOnce(ctx context.Context, fn func(o ops) error) (err error) {
 	tx, err := db.write.BeginTx(ctx, db.opts.TxOptions)
 	if err != nil {
 		return fmt.Errorf("begin: %w", err)
@@ -125,7 +137,7 @@ func (db *DB) transactOnce(ctx context.Context, fn func(tx store.Tx) error) (err
 			_ = tx.Rollback()
 		}
 	}()
-	if err := fn(ops{d: db.d, r: tx, w: tx, kind: "Tx"}); err != nil {
+	if err := fn(ops{d: db.d, r: tx, w: tx, kind: "Tx", tx: &txState{}}); err != nil {
 		return err
 	}
 	if err := tx.Commit(); err != nil {
@@ -147,10 +159,27 @@ type querier interface {
 type ops struct {
 	d    Dialect
 	r, w querier
-	kind string // "Store" or "Tx", for error context
+	kind string   // "Store" or "Tx", for error context
+	db   *DB      // on the Store: where atomic begins a transaction; nil in one
+	tx   *txState // in a transaction: what it has done so far; nil on the Store
+}
+
+// txState is what one transaction remembers across the ops calls made in it.
+type txState struct {
+	eventLocked bool // EventLockSQL has run
 }
 
 var _ store.Tx = ops{}
+
+// atomic runs fn on ops inside one transaction: o itself when it is a
+// transaction's, else a new transaction (retried as Transact is), so that a
+// method of several statements never half-applies when called on the Store.
+func (o ops) atomic(ctx context.Context, fn func(o ops) error) error {
+	if o.db == nil {
+		return fn(o)
+	}
+	return o.db.run(ctx, fn)
+}
 
 // normTime is how the store keeps times: UTC, to the microsecond (the
 // resolution of a PostgreSQL timestamp), so they round-trip alike on both

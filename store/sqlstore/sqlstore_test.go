@@ -23,7 +23,8 @@ type fakeDialect struct{}
 func (fakeDialect) Name() string                 { return "fake" }
 func (fakeDialect) IsUniqueViolation(error) bool { return false }
 func (fakeDialect) IsRetryable(err error) bool   { return errors.Is(err, errRetry) }
-func (fakeDialect) TimeArg(t time.Time) any      { return t.Format(time.RFC3339Nano) }
+func (fakeDialect) TimeArg(t time.Time) any      { return t.UTC().Format("2006-01-02T15:04:05.000000Z") }
+func (fakeDialect) EventLockSQL() string         { return "" }
 
 func newDB(t *testing.T, maxAttempts int) *DB {
 	t.Helper()

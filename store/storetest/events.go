@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -166,6 +167,90 @@ var eventCases = []Case{
 				t.Errorf("seqs not increasing in append order: %v", seqs(acme))
 				break
 			}
+		}
+	}},
+	{"events/poller_sees_every_append_once", func(t *testing.T, s store.Store) {
+		// A poller that reads with AfterSeq while writers append must see
+		// every event exactly once. It would miss one if a transaction
+		// holding a lower seq could commit after one holding a higher seq
+		// that the poller had already read past.
+		ctx := t.Context()
+		const writers, each = 4, 40
+		var wg sync.WaitGroup
+		errs := make(chan error, writers*each)
+		appended := make(chan string, writers*each)
+		for g := range writers {
+			wg.Go(func() {
+				for i := range each {
+					id := fmt.Sprintf("evt_%d_%d", g, i)
+					if i%2 == 0 {
+						if _, err := s.AppendEvent(ctx, store.Event{ID: id, Workspace: "acme", Type: "a.happened"}); err != nil {
+							errs <- err
+							continue
+						}
+						appended <- id
+						continue
+					}
+					// Work after the append keeps the transaction open, so
+					// later appends have time to commit first if they can.
+					err := s.Transact(ctx, func(tx store.Tx) error {
+						if _, err := tx.AppendEvent(ctx, store.Event{ID: id, Workspace: "acme", Type: "a.happened"}); err != nil {
+							return err
+						}
+						for j := range 3 {
+							if _, err := tx.AppendEvent(ctx, store.Event{Workspace: fmt.Sprintf("other_%d", j), Type: "b.happened"}); err != nil {
+								return err
+							}
+						}
+						return nil
+					})
+					if err != nil {
+						errs <- err
+						continue
+					}
+					appended <- id
+				}
+			})
+		}
+		done := make(chan struct{})
+		go func() { wg.Wait(); close(done) }()
+		seen := map[string]int{}
+		var cursor int64
+		poll := func() int {
+			es := listEvents(t, s, store.EventFilter{Workspace: "acme", AfterSeq: cursor, Limit: 1000})
+			for _, e := range es {
+				seen[e.ID]++
+				cursor = e.Seq
+			}
+			return len(es)
+		}
+		for finished := false; ; {
+			select {
+			case <-done:
+				finished = true
+			default:
+			}
+			// After the writers are done, poll until a read comes back empty:
+			// what is committed by then is everything.
+			if n := poll(); finished && n == 0 {
+				break
+			}
+		}
+		close(errs)
+		close(appended)
+		for err := range errs {
+			t.Error(err)
+		}
+		var missed []string
+		n := 0
+		for id := range appended {
+			n++
+			if seen[id] != 1 {
+				missed = append(missed, fmt.Sprintf("%s seen %d times", id, seen[id]))
+			}
+		}
+		if len(missed) > 0 || len(seen) != n {
+			t.Errorf("the poller saw %d distinct events of %d appended; not seen exactly once: %v", len(seen), n, missed)
 		}
 	}},
 	{"events/default_limit_is_100", func(t *testing.T, s store.Store) {

@@ -29,7 +29,8 @@ type Case struct {
 
 // Cases is the whole suite.
 func Cases() []Case {
-	return slices.Concat(workspaceCases, eventCases, transactCases, storeCases, textCases)
+	return slices.Concat(workspaceCases, eventCases, transactCases, storeCases, textCases,
+		apiKeyCases, memberCases, inviteCases, teamCases, identityTxCases)
 }
 
 // Run runs every case as a subtest, each on a store from newStore, which

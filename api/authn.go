@@ -1,0 +1,255 @@
+package api
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"svc/auth"
+	"svc/derrors"
+	"svc/store"
+)
+
+// retryAfterSeconds is what a 429 for failed authentication tells the
+// client to wait: the failure limiter's window is one minute, so after that
+// the address is allowed again whatever happened inside the window.
+const retryAfterSeconds = 60
+
+// identityAdapter lets package auth reach the store through its own narrow
+// interfaces (auth.KeyLookup, auth.Memberships), so auth never imports store.
+type identityAdapter struct {
+	st  store.Store
+	now func() time.Time
+}
+
+var (
+	_ auth.KeyLookup   = identityAdapter{}
+	_ auth.Memberships = identityAdapter{}
+)
+
+// KeyByHash implements auth.KeyLookup.
+func (a identityAdapter) KeyByHash(ctx context.Context, hash []byte) (auth.StoredKey, error) {
+	k, err := a.st.APIKeyByHash(ctx, hash)
+	if err != nil {
+		return auth.StoredKey{}, err
+	}
+	return storedKey(k), nil
+}
+
+// storedKey converts the store's record into what auth verifies.
+func storedKey(k store.APIKey) auth.StoredKey {
+	roles := make([]auth.Role, 0, len(k.Roles))
+	for _, r := range k.Roles {
+		roles = append(roles, auth.Role(r))
+	}
+	// An unknown scope is passed through as is: auth refuses such a key
+	// rather than widening it by dropping the scope.
+	scopes := make([]auth.Scope, 0, len(k.Scopes))
+	for _, s := range k.Scopes {
+		scopes = append(scopes, auth.Scope(s))
+	}
+	return auth.StoredKey{
+		ID:        k.ID,
+		Workspace: k.Workspace,
+		Subject:   k.Subject,
+		Roles:     roles,
+		Scopes:    scopes,
+		Prefix:    k.Prefix,
+		Kind:      auth.KeyKind(k.Kind),
+		Hash:      k.Hash,
+	}
+}
+
+// Membership implements auth.Memberships.
+func (a identityAdapter) Membership(ctx context.Context, workspace, subject string) (auth.Role, bool, error) {
+	m, err := a.st.GetMember(ctx, workspace, subject)
+	if errors.Is(err, derrors.ErrNotFound) {
+		return "", false, nil
+	}
+	if err != nil {
+		return "", false, err
+	}
+	return auth.Role(m.Role), true, nil
+}
+
+// EnsureMembership implements auth.Memberships. It also creates the
+// workspace record when absent (lazy promotion of a token's workspace
+// claim), so that every workspace a principal acts in is listed.
+func (a identityAdapter) EnsureMembership(ctx context.Context, workspace, subject string, role auth.Role) error {
+	return a.st.Transact(ctx, func(tx store.Tx) error {
+		return ensureMember(ctx, tx, store.Member{Workspace: workspace, Subject: subject, Role: string(role), AddedAt: a.now()}, subject)
+	})
+}
+
+// ensureWorkspace creates the workspace record unless it exists.
+func ensureWorkspace(ctx context.Context, tx store.Tx, id, createdBy string, now time.Time) error {
+	_, err := tx.GetWorkspace(ctx, id)
+	if err == nil {
+		return nil
+	}
+	if !errors.Is(err, derrors.ErrNotFound) {
+		return err
+	}
+	_, err = tx.CreateWorkspace(ctx, store.Workspace{ID: id, Name: id, CreatedBy: createdBy, CreatedAt: now})
+	if errors.Is(err, derrors.ErrConflict) {
+		return nil // created by a concurrent request outside this transaction's view
+	}
+	return err
+}
+
+// ensureMember creates m.Workspace when absent and adds m unless the subject
+// is already a member (whose role is then left alone).
+func ensureMember(ctx context.Context, tx store.Tx, m store.Member, createdBy string) error {
+	if err := ensureWorkspace(ctx, tx, m.Workspace, createdBy, m.AddedAt); err != nil {
+		return err
+	}
+	_, err := tx.EnsureMember(ctx, m)
+	return err
+}
+
+// devWorkspaces remembers the workspaces whose record and dev admin
+// membership this process has already ensured, so the dev principal costs a
+// write only on its first request per workspace.
+type devWorkspaces struct {
+	mu   sync.Mutex
+	done map[string]bool
+}
+
+// ensureDev makes the dev principal's workspace a real workspace with dev as
+// an admin member, so that `svc dev` lists something sensible under
+// /workspaces and /members.
+func (s *Server) ensureDev(ctx context.Context, workspace string) error {
+	if s.store == nil {
+		return nil
+	}
+	s.dev.mu.Lock()
+	done := s.dev.done[workspace]
+	s.dev.mu.Unlock()
+	if done {
+		return nil
+	}
+	m := store.Member{Workspace: workspace, Subject: devSubject, Role: string(auth.RoleAdmin), AddedAt: s.now()}
+	if err := s.store.Transact(ctx, func(tx store.Tx) error { return ensureMember(ctx, tx, m, devSubject) }); err != nil {
+		return fmt.Errorf("api: ensuring the dev workspace %q: %w", workspace, err)
+	}
+	s.dev.mu.Lock()
+	s.dev.done[workspace] = true
+	s.dev.mu.Unlock()
+	return nil
+}
+
+// devSubject is the dev fallback principal's subject (spec §5.5).
+const devSubject = "dev"
+
+// newResolver builds the authenticator chain from the configuration: API
+// keys from the store, OIDC when OIDC_ISSUER is set, then the dev fallback
+// unless SVC_REQUIRE_AUTH.
+func newResolver(o Options, now func() time.Time) (*auth.Resolver, error) {
+	rc := auth.ResolverConfig{
+		OIDC: auth.OIDCConfig{
+			Issuer:         o.Config.OIDCIssuer,
+			Audience:       o.Config.OIDCAudience,
+			WorkspaceClaim: o.Config.WorkspaceClaim,
+			GroupPrefix:    o.Config.OIDCGroupPrefix,
+		},
+		RequireAuth: o.Config.RequireAuth,
+		FailLimit:   o.Config.AuthFailLimit,
+	}
+	if o.Store != nil {
+		a := identityAdapter{st: o.Store, now: now}
+		rc.Keys, rc.Memberships = a, a
+	}
+	rv, err := auth.NewResolver(rc)
+	if err != nil {
+		return nil, fmt.Errorf("api: building the authenticator chain (check OIDC_ISSUER): %w", err)
+	}
+	// The limiter counts the peer that connected, never X-Forwarded-For:
+	// a header the client writes would let it pick a fresh address for
+	// every guess.
+	rv.ClientAddr = func(r *http.Request) string { return r.RemoteAddr }
+	return rv, nil
+}
+
+// authenticate is the middleware derived from a route's action: public
+// routes pass, internal routes need the operator token, every other route
+// needs a principal, and role-gated routes also need Authorize to allow the
+// action. The principal is stored in the request context for the handler.
+func (s *Server) authenticate(r Route) echo.MiddlewareFunc {
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		switch r.Action {
+		case auth.Public:
+			return next
+		case auth.Internal:
+			return func(c echo.Context) error {
+				if err := s.checkInternal(c); err != nil {
+					return err
+				}
+				return next(c)
+			}
+		}
+		return func(c echo.Context) error {
+			req := c.Request()
+			p, err := s.resolver.Resolve(req.Context(), req)
+			if err != nil {
+				return s.authError(c, err)
+			}
+			if p.Via == auth.ViaDev {
+				if err := s.ensureDev(req.Context(), p.Workspace); err != nil {
+					return err
+				}
+			}
+			if r.Action != auth.Authenticated {
+				if err := auth.Authorize(p, r.Action); err != nil {
+					return err
+				}
+			}
+			c.SetRequest(req.WithContext(auth.WithPrincipal(req.Context(), p)))
+			return next(c)
+		}
+	}
+}
+
+// authError adds the headers a refusal needs: Retry-After on 429, and on
+// /mcp a 401 that points at the protected-resource metadata (RFC 9728 §5.1),
+// which is how an MCP client learns where to get a token.
+func (s *Server) authError(c echo.Context, err error) error {
+	switch {
+	case errors.Is(err, derrors.ErrRateLimited):
+		c.Response().Header().Set("Retry-After", strconv.Itoa(retryAfterSeconds))
+	case errors.Is(err, derrors.ErrUnauthenticated) && c.Path() == mcpPath:
+		c.Response().Header().Set(echo.HeaderWWWAuthenticate,
+			fmt.Sprintf("Bearer resource_metadata=%q", s.publicURL(c)+resourceMetadataPath))
+	}
+	return err
+}
+
+// checkInternal admits a call of an /internal route when its
+// x-internal-token equals SVC_INTERNAL_TOKEN. Failures count against the
+// source address like failed logins, so the operator token cannot be
+// guessed at full speed either.
+func (s *Server) checkInternal(c echo.Context) error {
+	req := c.Request()
+	lim := s.resolver.Limiter
+	if lim != nil && !lim.Allow(req.RemoteAddr) {
+		return s.authError(c, fmt.Errorf("%w: too many failed authentications from this address; retry in a minute", derrors.ErrRateLimited))
+	}
+	if err := auth.CheckInternalToken(s.cfg.InternalToken, req.Header.Get(auth.InternalTokenHeader)); err != nil {
+		if lim != nil && s.cfg.InternalToken != "" {
+			lim.Fail(req.RemoteAddr)
+		}
+		return err
+	}
+	return nil
+}
+
+// principal is the caller of a route that went through authenticate.
+func principal(c echo.Context) auth.Principal {
+	p, _ := auth.FromContext(c.Request().Context())
+	return p
+}
