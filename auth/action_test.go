@@ -272,4 +272,12 @@ func TestActionsDocTable(t *testing.T) {
 	if diff := cmp.Diff(string(want), got); diff != "" {
 		t.Errorf("%s is stale; run go test ./auth -run TestActionsDocTable -update (-want +got):\n%s", golden, diff)
 	}
+	// The user docs carry the same table.
+	doc, err := os.ReadFile(filepath.Join("..", "docs", "identity.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(doc), got) {
+		t.Errorf("docs/identity.md does not contain the current action table; paste testdata/actions.md into it")
+	}
 }
