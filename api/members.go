@@ -31,10 +31,7 @@ func (s *Server) listMembers(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if ms == nil {
-		ms = []store.Member{}
-	}
-	return c.JSON(http.StatusOK, ms)
+	return listJSON(c, ms)
 }
 
 // memberNotFound is the 404 for a subject that is not a member of the

@@ -188,3 +188,12 @@ func (s *Server) routeLabel(c echo.Context) string {
 	}
 	return "unmatched"
 }
+
+// listJSON answers 200 with items as a JSON array: [] rather than null when
+// there are none, so clients can always iterate.
+func listJSON[T any](c echo.Context, items []T) error {
+	if items == nil {
+		items = []T{}
+	}
+	return c.JSON(http.StatusOK, items)
+}

@@ -87,6 +87,16 @@ func teamNotFound(id string) error {
 		"no team %q in this workspace; GET /teams lists the ones you can see", clip(id))
 }
 
+// teamExists is nil when the workspace has the team, else teamNotFound.
+func teamExists(ctx context.Context, tx store.Tx, workspace, id string) error {
+	if _, err := tx.GetTeam(ctx, workspace, id); errors.Is(err, derrors.ErrNotFound) {
+		return teamNotFound(id)
+	} else if err != nil {
+		return err
+	}
+	return nil
+}
+
 // visibleTeam returns a team of the active workspace that p may see.
 func (s *Server) visibleTeam(ctx context.Context, p auth.Principal, id string) (store.Team, error) {
 	t, err := s.store.GetTeam(ctx, p.Workspace, id)
@@ -209,9 +219,7 @@ func (s *Server) deleteTeam(c echo.Context) error {
 	ctx := c.Request().Context()
 	p := principal(c)
 	err = s.store.Transact(ctx, func(tx store.Tx) error {
-		if _, err := tx.GetTeam(ctx, p.Workspace, id); errors.Is(err, derrors.ErrNotFound) {
-			return teamNotFound(id)
-		} else if err != nil {
+		if err := teamExists(ctx, tx, p.Workspace, id); err != nil {
 			return err
 		}
 		return tx.DeleteTeam(ctx, p.Workspace, id)
@@ -238,10 +246,7 @@ func (s *Server) listTeamMembers(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if ms == nil {
-		ms = []store.TeamMember{}
-	}
-	return c.JSON(http.StatusOK, ms)
+	return listJSON(c, ms)
 }
 
 // putTeamMember adds a member of the workspace to a team (idempotent). The
@@ -255,9 +260,7 @@ func (s *Server) putTeamMember(c echo.Context) error {
 	ctx := c.Request().Context()
 	p := principal(c)
 	err = s.store.Transact(ctx, func(tx store.Tx) error {
-		if _, err := tx.GetTeam(ctx, p.Workspace, id); errors.Is(err, derrors.ErrNotFound) {
-			return teamNotFound(id)
-		} else if err != nil {
+		if err := teamExists(ctx, tx, p.Workspace, id); err != nil {
 			return err
 		}
 		if _, err := tx.GetMember(ctx, p.Workspace, subject); errors.Is(err, derrors.ErrNotFound) {
@@ -285,9 +288,7 @@ func (s *Server) deleteTeamMember(c echo.Context) error {
 	ctx := c.Request().Context()
 	p := principal(c)
 	err = s.store.Transact(ctx, func(tx store.Tx) error {
-		if _, err := tx.GetTeam(ctx, p.Workspace, id); errors.Is(err, derrors.ErrNotFound) {
-			return teamNotFound(id)
-		} else if err != nil {
+		if err := teamExists(ctx, tx, p.Workspace, id); err != nil {
 			return err
 		}
 		return tx.RemoveTeamMember(ctx, p.Workspace, id, subject)
