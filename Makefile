@@ -6,7 +6,7 @@ LDFLAGS := -X main.version=$(VERSION)
 # One `go test` invocation builds the Temporal server once; -vet=off because `make lint` vets.
 TESTFLAGS ?= -vet=off -timeout 25m
 
-.PHONY: help dev build test test-short lint fmt bench fuzz clean
+.PHONY: help dev build test test-short lint tools fmt bench fuzz clean
 
 help: ## list the targets
 	@grep -hE '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  %-12s %s\n", $$1, $$2}'
@@ -26,7 +26,11 @@ test-short: ## fast tests only: no PostgreSQL cluster, no embedded Temporal, no 
 lint: ## gofmt, go vet, staticcheck (when installed)
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
-	@if command -v staticcheck >/dev/null; then staticcheck ./...; else echo "staticcheck not installed: skipped (go install honnef.co/go/tools/cmd/staticcheck@latest)"; fi
+	@sc=$$(command -v staticcheck || echo "$$($(GO) env GOPATH)/bin/staticcheck"); \
+	if [ -x "$$sc" ]; then echo "$$sc ./..."; "$$sc" ./...; else echo "staticcheck not installed: skipped (make tools installs it)"; fi
+
+tools: ## install the linters make lint uses (staticcheck)
+	$(GO) install honnef.co/go/tools/cmd/staticcheck@2026.2.2
 
 fmt: ## gofmt -w every Go file
 	gofmt -w $$(git ls-files '*.go')

@@ -1,7 +1,6 @@
 package api_test
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -395,14 +394,4 @@ func TestPathParamEscaping(t *testing.T) {
 	}
 	want(t, e.do(t, http.MethodGet, "/members/%ff%2F", "", bearer(a.key)), http.StatusBadRequest, "invalid UTF-8 subject")
 	want(t, e.do(t, http.MethodGet, "/members/a%00b", "", bearer(a.key)), http.StatusBadRequest, "NUL in subject")
-}
-
-// jsonOf is a compact JSON encoding, for bodies built from Go values.
-func jsonOf(t testing.TB, v any) string {
-	t.Helper()
-	b, err := json.Marshal(v)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
 }

@@ -29,6 +29,9 @@ func startOrSkip(t *testing.T) *Cluster {
 }
 
 func TestStartServesQueriesAndStopRemovesEverything(t *testing.T) {
+	if testing.Short() {
+		t.Skip("PostgreSQL cluster: skipped in -short mode")
+	}
 	c := startOrSkip(t)
 	ctx := t.Context()
 
@@ -68,6 +71,9 @@ func TestStartServesQueriesAndStopRemovesEverything(t *testing.T) {
 }
 
 func TestTwoClustersRunSideBySide(t *testing.T) {
+	if testing.Short() {
+		t.Skip("PostgreSQL cluster: skipped in -short mode")
+	}
 	a := startOrSkip(t)
 	b := startOrSkip(t)
 	if a.URL() == b.URL() {

@@ -187,6 +187,9 @@ func waitForTimer(ctx context.Context, c client.Client, id string) error {
 // the worker and the server while it waits, starts both again on the same
 // database file, and expects the workflow to finish with its value.
 func TestWorkflowSurvivesRestart(t *testing.T) {
+	if testing.Short() {
+		t.Skip("embedded Temporal: skipped in -short mode")
+	}
 	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
 	defer cancel()
 	dbPath := filepath.Join(t.TempDir(), "temporal.db")
@@ -226,6 +229,9 @@ func TestWorkflowSurvivesRestart(t *testing.T) {
 }
 
 func TestStartRefuses(t *testing.T) {
+	if testing.Short() {
+		t.Skip("embedded Temporal: skipped in -short mode")
+	}
 	taken, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -287,6 +293,9 @@ func TestStartRefuses(t *testing.T) {
 // started on the same file to finish the workflow: nothing a crash can lose
 // lives outside the file.
 func TestWorkflowSurvivesKill(t *testing.T) {
+	if testing.Short() {
+		t.Skip("embedded Temporal: skipped in -short mode")
+	}
 	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
 	defer cancel()
 	dbPath := filepath.Join(t.TempDir(), "temporal.db")

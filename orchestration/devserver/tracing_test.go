@@ -18,6 +18,9 @@ import (
 // workflow through a client from orchestration.Dial and running it on a worker
 // from orchestration.NewWorker records the SDK's spans.
 func TestTemporalCallsAreTraced(t *testing.T) {
+	if testing.Short() {
+		t.Skip("embedded Temporal: skipped in -short mode")
+	}
 	rec := tracetest.NewSpanRecorder()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
 	prev := otel.GetTracerProvider()

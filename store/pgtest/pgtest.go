@@ -79,6 +79,9 @@ func base(ctx context.Context) (string, error) {
 // skips t, except when CI=true: there a missing PostgreSQL is a failure.
 func URL(t testing.TB) string {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("pgtest: PostgreSQL tests are skipped in -short mode")
+	}
 	// Not t.Context: the cluster outlives this test.
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(t.Context()), 2*time.Minute)
 	defer cancel()

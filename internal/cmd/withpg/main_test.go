@@ -60,6 +60,9 @@ func TestGivenDatabaseURLIsKept(t *testing.T) {
 }
 
 func TestStartsAndStopsACluster(t *testing.T) {
+	if testing.Short() {
+		t.Skip("PostgreSQL cluster: skipped in -short mode")
+	}
 	bin, err := pgcluster.FindBinaries()
 	if errors.Is(err, pgcluster.ErrNoBinaries) {
 		if os.Getenv("CI") == "true" {
