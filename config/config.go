@@ -36,6 +36,7 @@ type Config struct {
 	AuthFailLimit     int
 	OTLPEndpoint      string
 	PublicURL         string
+	SecretKey         string
 }
 
 // Setting is one row of the settings table.
@@ -103,6 +104,8 @@ var Settings = []Setting{
 		set: boolean(func(c *Config) *bool { return &c.RequireAuth })},
 	{Env: "SVC_INTERNAL_TOKEN", Default: "", Secret: true, Usage: "operator token for /internal routes (x-internal-token); unset refuses every call",
 		set: str(func(c *Config) *string { return &c.InternalToken })},
+	{Env: "SVC_SECRET_KEY", Default: "", Secret: true, Usage: "base64 of 32 random bytes: encrypts workspace secrets at rest; secrets routes refuse to store values while unset",
+		set: str(func(c *Config) *string { return &c.SecretKey })},
 	{Flag: "oidc-issuer", Env: "OIDC_ISSUER", Default: "", Usage: "OIDC issuer URL; enables OIDC bearer tokens when set",
 		set: str(func(c *Config) *string { return &c.OIDCIssuer })},
 	{Flag: "oidc-audience", Env: "OIDC_AUDIENCE", Default: "", Usage: "audience OIDC tokens must carry; unchecked when empty",
@@ -200,6 +203,9 @@ var Environ = os.Getenv
 func (c Config) Redacted() Config {
 	if c.InternalToken != "" {
 		c.InternalToken = "[set]"
+	}
+	if c.SecretKey != "" {
+		c.SecretKey = "[set]"
 	}
 	if c.DatabaseURL != "" {
 		c.DatabaseURL = redactURL(c.DatabaseURL)
