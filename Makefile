@@ -30,7 +30,7 @@ lint: ## gofmt, go vet, staticcheck (when installed)
 	if [ -x "$$sc" ]; then echo "$$sc ./..."; "$$sc" ./...; else echo "staticcheck not installed: skipped (make tools installs it)"; fi
 
 tools: ## install the linters make lint uses (staticcheck)
-	$(GO) install honnef.co/go/tools/cmd/staticcheck@2026.2.2
+	$(GO) install honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
 fmt: ## gofmt -w every Go file
 	gofmt -w $$(git ls-files '*.go')
