@@ -276,7 +276,8 @@ func TestDialectsProduceTheSameLogicalSchema(t *testing.T) {
 			t.Fatalf("%s: %v", d, err)
 		}
 	}
-	for _, want := range []string{"workspaces", "events", "schema_migrations", "api_keys", "members", "invites", "teams", "team_members"} {
+	for _, want := range []string{"workspaces", "events", "schema_migrations", "api_keys", "members", "invites", "teams", "team_members",
+		"registry_entities", "registry_versions", "dataset_cases", "dataset_case_tags", "secrets"} {
 		if _, ok := got[SQLite][want]; !ok {
 			t.Errorf("sqlite schema lacks table %s", want)
 		}

@@ -58,10 +58,12 @@ type DatasetCase struct {
 // CaseFilter selects cases of a dataset version. Empty IDs and Tags select
 // every case; IDs and Tags together select cases matching either.
 type CaseFilter struct {
-	IDs      []string
-	Tags     []string // any match
-	AfterOrd int      // only cases with Ord > AfterOrd; -1 (or less) for all
-	Limit    int      // 0: no limit
+	IDs  []string
+	Tags []string // any match
+	// FromOrd selects only cases with Ord >= FromOrd; the zero value
+	// selects from the first case. To page, pass the last Ord seen + 1.
+	FromOrd int
+	Limit   int // 0: no limit
 }
 
 // Registry stores versioned entities. Lookups name an exact owner; the
@@ -71,8 +73,10 @@ type Registry interface {
 	// RegisterVersion stores v (and, for datasets, its cases). When the
 	// version exists with the same digest it is returned with created=false
 	// (a tombstoned one is revived); with another digest it is ErrConflict.
-	// The entity row is created on first registration (TeamID and CreatedBy
-	// taken from v's entity fields passed in team and v.CreatedBy).
+	// The entity row is created on first registration, with TeamID team and
+	// CreatedBy v.CreatedBy. Cases come in dataset order: the store sets
+	// their Ord (0, 1, ...) and v.CaseCount, and takes them only for kind
+	// "dataset".
 	RegisterVersion(ctx context.Context, v EntityVersion, team string, cases []DatasetCase) (stored EntityVersion, created bool, err error)
 	// GetVersion returns a live version with its spec, or ErrNotFound.
 	GetVersion(ctx context.Context, kind, owner, id, version string) (EntityVersion, error)
@@ -84,15 +88,17 @@ type Registry interface {
 	ListEntities(ctx context.Context, kind string, owners []string) ([]Entity, error)
 	// SetVersionTags replaces a live version's tags; ErrNotFound otherwise.
 	SetVersionTags(ctx context.Context, kind, owner, id, version string, tags []string) error
-	// StampVersionOrigin sets a version's origin unless one is already set,
-	// and returns the stored origin either way (the first answer wins).
+	// StampVersionOrigin sets a live version's origin unless one is already
+	// set, and returns the stored origin either way (the first answer wins);
+	// ErrNotFound when the version is not live.
 	StampVersionOrigin(ctx context.Context, kind, owner, id, version string, origin json.RawMessage) (json.RawMessage, error)
 	// TombstoneVersion soft-deletes a live version; ErrNotFound otherwise.
 	TombstoneVersion(ctx context.Context, kind, owner, id, version string, at time.Time) error
 	// MoveEntity sets the owning team of an entity (all versions, tombstones
 	// included); ErrNotFound for an unknown entity.
 	MoveEntity(ctx context.Context, kind, owner, id, team string) error
-	// ListDatasetCases returns the selected cases of a dataset version in Ord order.
+	// ListDatasetCases returns the selected cases of a live dataset version
+	// in Ord order; ErrNotFound when the version is not live.
 	ListDatasetCases(ctx context.Context, owner, id, version string, f CaseFilter) ([]DatasetCase, error)
 }
 

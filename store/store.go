@@ -37,6 +37,8 @@ type Tx interface {
 	Workspaces
 	Events
 	Identity
+	Registry
+	Secrets
 }
 
 // Workspace is a tenant: the trust zone every record belongs to.

@@ -79,3 +79,7 @@ func BenchmarkAppendEvent(b *testing.B) {
 func BenchmarkAppendEventBatch1000(b *testing.B) {
 	storetest.BenchAppendEventBatch(b, newStore(b), 1000)
 }
+
+func BenchmarkRegisterDataset10k(b *testing.B) {
+	storetest.BenchRegisterDataset(b, newStore(b), 10000)
+}

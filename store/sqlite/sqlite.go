@@ -110,6 +110,13 @@ func (dialect) TimeArg(t time.Time) any { return t.UTC().Format(timeLayout) }
 // time, so appends already commit in seq order.
 func (dialect) EventLockSQL() string { return "" }
 
+// RegistrySeqSQL is max(seq) + 1: the one writer draws it inside its
+// transaction, so no two draws can meet, and versions are never deleted, so
+// a seq is never drawn twice.
+func (dialect) RegistrySeqSQL() string {
+	return "(SELECT coalesce(max(seq), 0) + 1 FROM registry_versions)"
+}
+
 // IsUniqueViolation reports a UNIQUE or PRIMARY KEY constraint failure.
 func (dialect) IsUniqueViolation(err error) bool {
 	switch code(err) {

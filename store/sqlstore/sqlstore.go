@@ -38,6 +38,20 @@ type Dialect interface {
 	// hold its lock until the transaction ends. Empty when the database
 	// already commits appends in seq order (SQLite: one writer).
 	EventLockSQL() string
+	// RegistrySeqSQL is an SQL expression drawing the next registry_versions
+	// seq inside a write transaction: a value greater than every seq drawn
+	// before, never drawn again.
+	RegistrySeqSQL() string
+}
+
+// Copier is implemented by a Dialect that bulk-loads rows faster than
+// INSERT statements can (PostgreSQL's COPY). Without it, bulk writes use a
+// prepared INSERT in the transaction.
+type Copier interface {
+	// CopyRows appends rows (values in the order of columns) to table
+	// through conn, inside the transaction open on conn. It may refresh
+	// the table's planner statistics after a large load.
+	CopyRows(ctx context.Context, conn *sql.Conn, table string, columns []string, rows [][]any) error
 }
 
 // Options tune a DB.
@@ -123,7 +137,14 @@ func backoff(attempt int) time.Duration {
 }
 
 func (db *DB) transactOnce(ctx context.Context, fn func(o ops) error) (err error) {
-	tx, err := db.write.BeginTx(ctx, db.opts.TxOptions)
+	// A dedicated connection rather than write.BeginTx, so that a Copier
+	// can reach the driver connection the transaction runs on.
+	conn, err := db.write.Conn(ctx)
+	if err != nil {
+		return fmt.Errorf("begin: %w", err)
+	}
+	defer conn.Close()
+	tx, err := conn.BeginTx(ctx, db.opts.TxOptions)
 	if err != nil {
 		return fmt.Errorf("begin: %w", err)
 	}
@@ -137,7 +158,7 @@ func (db *DB) transactOnce(ctx context.Context, fn func(o ops) error) (err error
 			_ = tx.Rollback()
 		}
 	}()
-	if err := fn(ops{d: db.d, r: tx, w: tx, kind: "Tx", tx: &txState{}}); err != nil {
+	if err := fn(ops{d: db.d, r: tx, w: tx, kind: "Tx", tx: &txState{conn: conn}}); err != nil {
 		return err
 	}
 	if err := tx.Commit(); err != nil {
@@ -151,6 +172,7 @@ type querier interface {
 	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
 	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
 	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+	PrepareContext(ctx context.Context, query string) (*sql.Stmt, error)
 }
 
 // ops implements store.Tx on a pair of queriers: on the Store, reads go to
@@ -166,7 +188,8 @@ type ops struct {
 
 // txState is what one transaction remembers across the ops calls made in it.
 type txState struct {
-	eventLocked bool // EventLockSQL has run
+	eventLocked bool      // EventLockSQL has run
+	conn        *sql.Conn // the connection the transaction runs on, for a Copier
 }
 
 var _ store.Tx = ops{}

@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"fmt"
 	"testing"
 
 	"svc/store"
@@ -34,4 +35,20 @@ func BenchAppendEventBatch(b *testing.B, s store.Store, n int) {
 		}
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/event")
+}
+
+// BenchRegisterDataset measures registering a dataset version of n cases
+// (each iteration a new version), and reports the time per case too.
+func BenchRegisterDataset(b *testing.B, s store.Store, n int) {
+	ctx := b.Context()
+	cases := makeCases(n, func(i int) []string { return []string{fmt.Sprintf("bucket-%d", i%10)} })
+	i := 0
+	for b.Loop() {
+		i++
+		v := dataset("bench", "big", fmt.Sprintf("%d.0.0", i))
+		if _, created, err := s.RegisterVersion(ctx, v, "", cases); err != nil || !created {
+			b.Fatalf("RegisterVersion(%s): created = %v, err = %v", v.Version, created, err)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/case")
 }

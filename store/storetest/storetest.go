@@ -30,7 +30,7 @@ type Case struct {
 // Cases is the whole suite.
 func Cases() []Case {
 	return slices.Concat(workspaceCases, eventCases, transactCases, storeCases, textCases,
-		apiKeyCases, memberCases, inviteCases, teamCases, identityTxCases)
+		apiKeyCases, memberCases, inviteCases, teamCases, identityTxCases, registryCases, secretCases)
 }
 
 // Run runs every case as a subtest, each on a store from newStore, which

@@ -1,0 +1,314 @@
+// Package k8s talks to a Kubernetes cluster named by a runtime of kind k8s.
+//
+// For now it holds the connection (NewClient, which applies the spec's auth
+// precedence) and the reachability probe behind POST /runtimes/probe; the
+// driver that runs jobs builds on the same NewClient so that probing and
+// running can never disagree about which credentials a runtime uses.
+package k8s
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"regexp"
+	"strings"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/version"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+)
+
+// Kind is the runtime kind this package serves, as it appears in a RuntimeSpec and a probe Result.
+const Kind = "k8s"
+
+// ProbeTimeout is the longest a probe may take (interface spec: runtime probe, 10 s cap).
+const ProbeTimeout = 10 * time.Second
+
+// The auth paths of the spec's precedence (§2.6), as named in Client.Auth and a probe's Detail.
+const (
+	// AuthKubeconfigSecret: a whole kubeconfig stored as a workspace secret.
+	AuthKubeconfigSecret = "kubeconfigSecret"
+	// AuthServerToken: the runtime's server URL with the bearer token stored as authSecret.
+	AuthServerToken = "server+authSecret"
+	// AuthContext: a context of the control plane's own kubeconfig (KUBECONFIG or ~/.kube/config).
+	AuthContext = "context"
+)
+
+// Config is how the control plane reaches one cluster. Token and
+// Kubeconfig are the resolved values of the runtime's authSecret and
+// kubeconfigSecret: credentials, never logged or put into a Result or an
+// error.
+type Config struct {
+	Server     string // https URL of the API server (with Token)
+	Token      string // bearer token, the value of authSecret (with Server)
+	CAData     []byte // optional PEM CA for Server; the host's trust store when empty
+	Kubeconfig []byte // the value of kubeconfigSecret; wins over everything else
+	Context    string // a context name: in Kubeconfig when set, else in the control plane's kubeconfig
+	Namespace  string // optional; else the context's namespace, else "default"
+}
+
+// ProbeConfig is what Probe needs; it is the connection Config so the API
+// builds one value for probing and, later, for running.
+type ProbeConfig = Config
+
+// Client is a resolved connection to one cluster.
+type Client struct {
+	// REST is the client-go configuration; build typed clients from it
+	// (kubernetes.NewForConfig) rather than re-resolving the runtime.
+	REST *rest.Config
+	// Namespace is where jobs go: Config.Namespace, else the context's, else "default".
+	Namespace string
+	// Auth says which path of the precedence was taken, e.g. "kubeconfigSecret"
+	// or "context prod"; safe to show.
+	Auth string
+}
+
+// NewClient resolves cfg with the spec's precedence: Kubeconfig (from
+// kubeconfigSecret), then Server with Token (authSecret), then Context in the
+// control plane's own kubeconfig (its current context, or in-cluster
+// credentials, when Context is empty).
+//
+// A kubeconfig from a workspace secret is tenant input, so it may not name
+// exec or auth-provider plugins or files: either would let a tenant run a
+// program or read a file on the control plane. The control plane's own
+// kubeconfig is the operator's and may use them.
+func NewClient(cfg Config) (*Client, error) {
+	switch {
+	case len(cfg.Kubeconfig) > 0:
+		return fromKubeconfigSecret(cfg)
+	case cfg.Server != "" && cfg.Token != "":
+		return fromServerToken(cfg)
+	case cfg.Server != "":
+		return nil, errors.New("server is set without authSecret; set authSecret to a secret holding a bearer token, or drop server to use a context")
+	case cfg.Token != "":
+		return nil, errors.New("authSecret is set without server; set server to the API server's https URL")
+	default:
+		return fromContext(cfg)
+	}
+}
+
+func fromKubeconfigSecret(cfg Config) (*Client, error) {
+	auth := AuthKubeconfigSecret
+	if cfg.Context != "" {
+		auth += " (context " + cfg.Context + ")"
+	}
+	kc, err := clientcmd.Load(cfg.Kubeconfig)
+	if err != nil {
+		// Parser errors can quote the document (a YAML type error prints the
+		// offending value), so keep only where it failed.
+		where := ""
+		if m := lineRE.FindString(err.Error()); m != "" {
+			where = " (" + m + ")"
+		}
+		return nil, fmt.Errorf("%s: not a valid kubeconfig%s", auth, where)
+	}
+	if err := checkTenantKubeconfig(kc); err != nil {
+		return nil, fmt.Errorf("%s: %w", auth, err)
+	}
+	cc := clientcmd.NewNonInteractiveClientConfig(*kc, cfg.Context, &clientcmd.ConfigOverrides{}, nil)
+	return finish(cc, cfg, auth)
+}
+
+var lineRE = regexp.MustCompile(`line \d+`)
+
+// checkTenantKubeconfig refuses what would act on the control plane's host.
+func checkTenantKubeconfig(kc *clientcmdapi.Config) error {
+	const inline = "inline the credential (token, client-certificate-data, client-key-data, certificate-authority-data)"
+	for name, u := range kc.AuthInfos {
+		switch {
+		case u.Exec != nil:
+			return fmt.Errorf("user %q uses an exec credential plugin, which would run a program on the control plane; %s", name, inline)
+		case u.AuthProvider != nil:
+			return fmt.Errorf("user %q uses an auth-provider plugin, which the control plane does not run for workspaces; %s", name, inline)
+		case u.TokenFile != "", u.ClientCertificate != "", u.ClientKey != "":
+			return fmt.Errorf("user %q names a file, which would be read from the control plane's disk; %s", name, inline)
+		}
+	}
+	for name, c := range kc.Clusters {
+		if c.CertificateAuthority != "" {
+			return fmt.Errorf("cluster %q names a CA file, which would be read from the control plane's disk; %s", name, inline)
+		}
+	}
+	return nil
+}
+
+func fromServerToken(cfg Config) (*Client, error) {
+	u, err := url.Parse(cfg.Server)
+	switch {
+	case err != nil || u.Scheme != "https" || u.Host == "":
+		// Plain http would send the bearer token in the clear.
+		return nil, fmt.Errorf("%s: server %q: want an https:// URL", AuthServerToken, cfg.Server)
+	case u.User != nil:
+		return nil, fmt.Errorf("%s: server %s must not carry credentials", AuthServerToken, u.Redacted())
+	}
+	ns := cfg.Namespace
+	if ns == "" {
+		ns = "default"
+	}
+	return &Client{
+		REST: &rest.Config{
+			Host:            cfg.Server,
+			BearerToken:     cfg.Token,
+			TLSClientConfig: rest.TLSClientConfig{CAData: cfg.CAData},
+		},
+		Namespace: ns,
+		Auth:      AuthServerToken,
+	}, nil
+}
+
+func fromContext(cfg Config) (*Client, error) {
+	auth := AuthContext + " (current)"
+	if cfg.Context != "" {
+		auth = AuthContext + " " + cfg.Context
+	}
+	cc := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(
+		clientcmd.NewDefaultClientConfigLoadingRules(),
+		&clientcmd.ConfigOverrides{CurrentContext: cfg.Context})
+	return finish(cc, cfg, auth)
+}
+
+func finish(cc clientcmd.ClientConfig, cfg Config, auth string) (*Client, error) {
+	rc, err := cc.ClientConfig()
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", auth, err)
+	}
+	ns := cfg.Namespace
+	if ns == "" {
+		if ns, _, err = cc.Namespace(); err != nil {
+			return nil, fmt.Errorf("%s: namespace: %w", auth, err)
+		}
+	}
+	if ns == "" {
+		ns = "default"
+	}
+	return &Client{REST: rc, Namespace: ns, Auth: auth}, nil
+}
+
+// Result is the answer of POST /runtimes/probe.
+type Result struct {
+	Kind      string `json:"kind"`
+	Reachable bool   `json:"reachable"`
+	Detail    string `json:"detail"`
+}
+
+// Option adjusts a probe.
+type Option func(*options)
+
+type options struct {
+	timeout time.Duration
+}
+
+// WithTimeout replaces the ProbeTimeout cap (tests use a short one).
+func WithTimeout(d time.Duration) Option {
+	return func(o *options) {
+		if d > 0 {
+			o.timeout = d
+		}
+	}
+}
+
+// Probe reports whether the cluster in cfg answers GET /version with the
+// credentials NewClient picks. It never returns an error: every failure,
+// including refused credentials, is a Result with Reachable false and the
+// reason in Detail, which also names the auth path taken
+// ("kubeconfigSecret; v1.36.4"). It gives up at the earlier of ctx's
+// deadline and the cap.
+func Probe(ctx context.Context, cfg ProbeConfig, opts ...Option) Result {
+	o := options{timeout: ProbeTimeout}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	limit := effectiveLimit(ctx, o.timeout)
+	ctx, cancel := context.WithTimeout(ctx, o.timeout)
+	defer cancel()
+
+	res := Result{Kind: Kind}
+	creds := []string{cfg.Token}
+	c, err := NewClient(cfg)
+	if err != nil {
+		res.Detail = clean(err.Error(), creds)
+		return res
+	}
+	creds = append(creds, c.REST.BearerToken, c.REST.Password)
+
+	info, err := serverVersion(ctx, c.REST)
+	if err != nil {
+		res.Detail = clean(c.Auth+": "+reason(ctx, limit, err), creds)
+		return res
+	}
+	res.Reachable = true
+	res.Detail = clean(c.Auth+"; "+info.GitVersion, creds)
+	return res
+}
+
+// serverVersion is discovery's ServerVersion with a context: the discovery
+// method sends context.TODO(), which no cap could interrupt.
+func serverVersion(ctx context.Context, rc *rest.Config) (*version.Info, error) {
+	dc, err := discovery.NewDiscoveryClientForConfig(rc)
+	if err != nil {
+		return nil, err
+	}
+	body, err := dc.RESTClient().Get().AbsPath("/version").Do(ctx).Raw()
+	if err != nil {
+		return nil, err
+	}
+	var info version.Info
+	if err := json.Unmarshal(body, &info); err != nil {
+		return nil, fmt.Errorf("GET /version answered something that is not a Kubernetes version: %w", err)
+	}
+	if info.GitVersion == "" {
+		return nil, errors.New("GET /version answered without a gitVersion; is this a Kubernetes API server?")
+	}
+	return &info, nil
+}
+
+// effectiveLimit is the earlier of the caller's deadline and the cap, for
+// telling the user how long the probe waited.
+func effectiveLimit(ctx context.Context, limit time.Duration) time.Duration {
+	if dl, ok := ctx.Deadline(); ok {
+		if d := time.Until(dl); d < limit {
+			return d.Round(time.Millisecond)
+		}
+	}
+	return limit
+}
+
+// reason says why the request failed, naming the cap when it was the cap
+// that ran out rather than the caller giving up.
+func reason(ctx context.Context, limit time.Duration, err error) string {
+	switch {
+	case errors.Is(ctx.Err(), context.DeadlineExceeded):
+		return fmt.Sprintf("no answer within %s", limit)
+	case errors.Is(ctx.Err(), context.Canceled):
+		return "probe canceled"
+	case apierrors.IsUnauthorized(err):
+		// client-go's text ("the server has asked for the client to provide
+		// credentials") hides that this is about the runtime's own secret.
+		return "the API server refused the credentials (401 Unauthorized)"
+	}
+	return err.Error()
+}
+
+// maxDetail bounds what a remote server can make us echo back.
+const maxDetail = 512
+
+// clean keeps Detail a short single line and scrubs credentials, in case a
+// server or proxy reflects one in an error body.
+func clean(s string, creds []string) string {
+	for _, v := range creds {
+		if v != "" {
+			s = strings.ReplaceAll(s, v, "[redacted]")
+		}
+	}
+	s = strings.Join(strings.Fields(s), " ")
+	if len(s) > maxDetail {
+		s = strings.ToValidUTF8(s[:maxDetail], "") + "..."
+	}
+	return s
+}

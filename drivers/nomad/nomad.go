@@ -1,0 +1,229 @@
+// Package nomad talks to a Nomad cluster named by a runtime of kind nomad.
+//
+// For now it holds the connection (NewClient) and the reachability probe
+// behind POST /runtimes/probe; the driver that runs jobs builds on the same
+// NewClient so both see a runtime's address and credentials the same way.
+package nomad
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/nomad/api"
+)
+
+// Kind is the runtime kind this package serves, as it appears in a RuntimeSpec and a probe Result.
+const Kind = "nomad"
+
+// ProbeTimeout is the longest a probe may take (interface spec: runtime probe, 10 s cap).
+const ProbeTimeout = 10 * time.Second
+
+// Config is how the control plane reaches one Nomad cluster: the runtime's
+// addr, region and namespace, and Token, the resolved value of its
+// authSecret. Token is a credential: it is sent only as X-Nomad-Token and is
+// never logged or put into a Result or an error.
+type Config struct {
+	Addr      string // http(s)://host:port of a Nomad agent
+	Region    string // optional; the agent's own region when empty
+	Namespace string // optional; "default" when empty
+	Token     string // optional ACL token (the value of authSecret)
+}
+
+// ProbeConfig is what Probe needs; it is the connection Config so the API
+// builds one value for probing and, later, for running.
+type ProbeConfig = Config
+
+// NewClient returns a Nomad API client for cfg.
+//
+// Unlike api.DefaultConfig it reads nothing from the environment: a
+// runtime belongs to a workspace, and the control plane's own NOMAD_TOKEN,
+// NOMAD_ADDR or TLS files must never leak into a tenant's connection. It also
+// refuses redirects, because X-Nomad-Token is a custom header that Go's HTTP
+// client would carry to whatever host a redirect names.
+func NewClient(cfg Config) (*api.Client, error) {
+	if err := checkAddr(cfg.Addr); err != nil {
+		return nil, err
+	}
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	// The Nomad API is HTTP/1 (its exec and log streams need it), as in api.defaultClient.
+	tr.ForceAttemptHTTP2 = false
+	hc := &http.Client{
+		Transport: tr,
+		CheckRedirect: func(*http.Request, []*http.Request) error {
+			return errors.New("redirects are not followed")
+		},
+	}
+	if err := api.ConfigureTLS(hc, &api.TLSConfig{}); err != nil {
+		return nil, fmt.Errorf("nomad: configuring TLS for %s: %w", cfg.Addr, err)
+	}
+	c, err := api.NewClient(&api.Config{
+		Address:    cfg.Addr,
+		Region:     cfg.Region,
+		Namespace:  cfg.Namespace,
+		SecretID:   cfg.Token,
+		HttpClient: hc,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("nomad: client for %s: %w", cfg.Addr, err)
+	}
+	return c, nil
+}
+
+// checkAddr accepts only absolute http(s) URLs without credentials: a
+// tenant-supplied unix:// socket would reach the control plane's own host,
+// and a password in the URL would bypass the secret store.
+func checkAddr(addr string) error {
+	if addr == "" {
+		return errors.New("addr is empty")
+	}
+	u, err := url.Parse(addr)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") {
+		return fmt.Errorf("addr %q: want an http:// or https:// URL", addr)
+	}
+	if u.Host == "" {
+		return fmt.Errorf("addr %q has no host", addr)
+	}
+	if u.User != nil {
+		return fmt.Errorf("addr %s must not carry credentials; put the token in authSecret", u.Redacted())
+	}
+	return nil
+}
+
+// Result is the answer of POST /runtimes/probe.
+type Result struct {
+	Kind      string `json:"kind"`
+	Reachable bool   `json:"reachable"`
+	Detail    string `json:"detail"`
+}
+
+// Option adjusts a probe.
+type Option func(*options)
+
+type options struct {
+	timeout time.Duration
+}
+
+// WithTimeout replaces the ProbeTimeout cap (tests use a short one).
+func WithTimeout(d time.Duration) Option {
+	return func(o *options) {
+		if d > 0 {
+			o.timeout = d
+		}
+	}
+}
+
+// Probe reports whether the Nomad cluster in cfg answers: it asks
+// /v1/status/leader (is there a leader to schedule jobs) and then
+// /v1/agent/self (which Nomad version). It never returns an error: every
+// failure is a Result with Reachable false and the reason in Detail. It
+// gives up at the earlier of ctx's deadline and the cap.
+//
+// A leader but a refused /v1/agent/self (a token without agent:read is
+// common for job submitters) is still reachable; Detail says why the
+// version is unknown.
+func Probe(ctx context.Context, cfg ProbeConfig, opts ...Option) Result {
+	o := options{timeout: ProbeTimeout}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	limit := effectiveLimit(ctx, o.timeout)
+	ctx, cancel := context.WithTimeout(ctx, o.timeout)
+	defer cancel()
+
+	res := Result{Kind: Kind}
+	c, err := NewClient(cfg)
+	if err != nil {
+		res.Detail = clean(err.Error(), cfg.Token)
+		return res
+	}
+	defer c.Close()
+
+	// Status().Leader() and Agent().Self() take no options and so no
+	// context; the same endpoints through Raw carry ctx, which is what
+	// lets the cap cut a hanging agent off.
+	q := (&api.QueryOptions{}).WithContext(ctx)
+	var leader string
+	if _, err := c.Raw().Query("/v1/status/leader", &leader, q); err != nil {
+		res.Detail = clean(reason(ctx, limit, "asking "+cfg.Addr+" for the leader", err).Error(), cfg.Token)
+		return res
+	}
+	if leader == "" {
+		res.Detail = clean(fmt.Sprintf("%s answered but the cluster has no leader", cfg.Addr), cfg.Token)
+		return res
+	}
+	res.Reachable = true
+
+	var self api.AgentSelf
+	if _, err := c.Raw().Query("/v1/agent/self", &self, q); err != nil {
+		res.Detail = clean(fmt.Sprintf("leader %s, nomad version unknown (%s)", leader, reason(ctx, limit, "agent/self", err)), cfg.Token)
+		return res
+	}
+	res.Detail = clean(fmt.Sprintf("leader %s, nomad %s", leader, agentVersion(&self)), cfg.Token)
+	return res
+}
+
+// agentVersion reads the version the way `nomad version` prints it
+// (1.9.3, 1.10.0-beta.1, 1.9.3+ent) from config.Version, falling back to
+// the member's build tag, which older agents also set.
+func agentVersion(self *api.AgentSelf) string {
+	if v, ok := self.Config["Version"].(map[string]any); ok {
+		s, _ := v["Version"].(string)
+		if s != "" {
+			if pre, _ := v["VersionPrerelease"].(string); pre != "" {
+				s += "-" + pre
+			}
+			if meta, _ := v["VersionMetadata"].(string); meta != "" {
+				s += "+" + meta
+			}
+			return s
+		}
+	}
+	if b := self.Member.Tags["build"]; b != "" {
+		return b
+	}
+	return "version unknown"
+}
+
+// effectiveLimit is the earlier of the caller's deadline and the cap, for
+// telling the user how long the probe waited.
+func effectiveLimit(ctx context.Context, limit time.Duration) time.Duration {
+	if dl, ok := ctx.Deadline(); ok {
+		if d := time.Until(dl); d < limit {
+			return d.Round(time.Millisecond)
+		}
+	}
+	return limit
+}
+
+// reason says why a request failed, naming the cap when it was the cap
+// that ran out rather than the caller giving up.
+func reason(ctx context.Context, limit time.Duration, what string, err error) error {
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return fmt.Errorf("%s: no answer within %s", what, limit)
+	}
+	if errors.Is(ctx.Err(), context.Canceled) {
+		return fmt.Errorf("%s: probe canceled", what)
+	}
+	return fmt.Errorf("%s: %w", what, err)
+}
+
+// maxDetail bounds what a remote server can make us echo back.
+const maxDetail = 512
+
+// clean keeps Detail a short single line and scrubs the token, in case a
+// server or proxy reflects it in an error body.
+func clean(s, token string) string {
+	if token != "" {
+		s = strings.ReplaceAll(s, token, "[redacted]")
+	}
+	s = strings.Join(strings.Fields(s), " ")
+	if len(s) > maxDetail {
+		s = strings.ToValidUTF8(s[:maxDetail], "") + "..."
+	}
+	return s
+}
