@@ -13,7 +13,6 @@ import (
 	"fmt"
 	"net/url"
 	"regexp"
-	"strings"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -22,13 +21,15 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"svc/drivers/probe"
 )
 
 // Kind is the runtime kind this package serves, as it appears in a RuntimeSpec and a probe Result.
 const Kind = "k8s"
 
 // ProbeTimeout is the longest a probe may take (interface spec: runtime probe, 10 s cap).
-const ProbeTimeout = 10 * time.Second
+const ProbeTimeout = probe.Timeout
 
 // The auth paths of the spec's precedence (§2.6), as named in Client.Auth and a probe's Detail.
 const (
@@ -191,27 +192,13 @@ func finish(cc clientcmd.ClientConfig, cfg Config, auth string) (*Client, error)
 }
 
 // Result is the answer of POST /runtimes/probe.
-type Result struct {
-	Kind      string `json:"kind"`
-	Reachable bool   `json:"reachable"`
-	Detail    string `json:"detail"`
-}
+type Result = probe.Result
 
 // Option adjusts a probe.
-type Option func(*options)
-
-type options struct {
-	timeout time.Duration
-}
+type Option = probe.Option
 
 // WithTimeout replaces the ProbeTimeout cap (tests use a short one).
-func WithTimeout(d time.Duration) Option {
-	return func(o *options) {
-		if d > 0 {
-			o.timeout = d
-		}
-	}
-}
+func WithTimeout(d time.Duration) Option { return probe.WithTimeout(d) }
 
 // Probe reports whether the cluster in cfg answers GET /version with the
 // credentials NewClient picks. It never returns an error: every failure,
@@ -220,30 +207,25 @@ func WithTimeout(d time.Duration) Option {
 // ("kubeconfigSecret; v1.36.4"). It gives up at the earlier of ctx's
 // deadline and the cap.
 func Probe(ctx context.Context, cfg ProbeConfig, opts ...Option) Result {
-	o := options{timeout: ProbeTimeout}
-	for _, opt := range opts {
-		opt(&o)
-	}
-	limit := effectiveLimit(ctx, o.timeout)
-	ctx, cancel := context.WithTimeout(ctx, o.timeout)
+	ctx, cancel, limit := probe.Limit(ctx, opts...)
 	defer cancel()
 
 	res := Result{Kind: Kind}
 	creds := []string{cfg.Token}
 	c, err := NewClient(cfg)
 	if err != nil {
-		res.Detail = clean(err.Error(), creds)
+		res.Detail = probe.Clean(err.Error(), cfg.Token)
 		return res
 	}
 	creds = append(creds, c.REST.BearerToken, c.REST.Password)
 
 	info, err := serverVersion(ctx, c.REST)
 	if err != nil {
-		res.Detail = clean(c.Auth+": "+reason(ctx, limit, err), creds)
+		res.Detail = probe.Clean(c.Auth+": "+reason(ctx, limit, err), creds...)
 		return res
 	}
 	res.Reachable = true
-	res.Detail = clean(c.Auth+"; "+info.GitVersion, creds)
+	res.Detail = probe.Clean(c.Auth+"; "+info.GitVersion, creds...)
 	return res
 }
 
@@ -268,47 +250,17 @@ func serverVersion(ctx context.Context, rc *rest.Config) (*version.Info, error) 
 	return &info, nil
 }
 
-// effectiveLimit is the earlier of the caller's deadline and the cap, for
-// telling the user how long the probe waited.
-func effectiveLimit(ctx context.Context, limit time.Duration) time.Duration {
-	if dl, ok := ctx.Deadline(); ok {
-		if d := time.Until(dl); d < limit {
-			return d.Round(time.Millisecond)
-		}
-	}
-	return limit
-}
-
 // reason says why the request failed, naming the cap when it was the cap
 // that ran out rather than the caller giving up.
 func reason(ctx context.Context, limit time.Duration, err error) string {
+	if why, ok := probe.GaveUp(ctx, limit); ok {
+		return why
+	}
 	switch {
-	case errors.Is(ctx.Err(), context.DeadlineExceeded):
-		return fmt.Sprintf("no answer within %s", limit)
-	case errors.Is(ctx.Err(), context.Canceled):
-		return "probe canceled"
 	case apierrors.IsUnauthorized(err):
 		// client-go's text ("the server has asked for the client to provide
 		// credentials") hides that this is about the runtime's own secret.
 		return "the API server refused the credentials (401 Unauthorized)"
 	}
 	return err.Error()
-}
-
-// maxDetail bounds what a remote server can make us echo back.
-const maxDetail = 512
-
-// clean keeps Detail a short single line and scrubs credentials, in case a
-// server or proxy reflects one in an error body.
-func clean(s string, creds []string) string {
-	for _, v := range creds {
-		if v != "" {
-			s = strings.ReplaceAll(s, v, "[redacted]")
-		}
-	}
-	s = strings.Join(strings.Fields(s), " ")
-	if len(s) > maxDetail {
-		s = strings.ToValidUTF8(s[:maxDetail], "") + "..."
-	}
-	return s
 }

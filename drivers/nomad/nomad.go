@@ -11,17 +11,18 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"strings"
 	"time"
 
 	"github.com/hashicorp/nomad/api"
+
+	"svc/drivers/probe"
 )
 
 // Kind is the runtime kind this package serves, as it appears in a RuntimeSpec and a probe Result.
 const Kind = "nomad"
 
 // ProbeTimeout is the longest a probe may take (interface spec: runtime probe, 10 s cap).
-const ProbeTimeout = 10 * time.Second
+const ProbeTimeout = probe.Timeout
 
 // Config is how the control plane reaches one Nomad cluster: the runtime's
 // addr, region and namespace, and Token, the resolved value of its
@@ -95,27 +96,13 @@ func checkAddr(addr string) error {
 }
 
 // Result is the answer of POST /runtimes/probe.
-type Result struct {
-	Kind      string `json:"kind"`
-	Reachable bool   `json:"reachable"`
-	Detail    string `json:"detail"`
-}
+type Result = probe.Result
 
 // Option adjusts a probe.
-type Option func(*options)
-
-type options struct {
-	timeout time.Duration
-}
+type Option = probe.Option
 
 // WithTimeout replaces the ProbeTimeout cap (tests use a short one).
-func WithTimeout(d time.Duration) Option {
-	return func(o *options) {
-		if d > 0 {
-			o.timeout = d
-		}
-	}
-}
+func WithTimeout(d time.Duration) Option { return probe.WithTimeout(d) }
 
 // Probe reports whether the Nomad cluster in cfg answers: it asks
 // /v1/status/leader (is there a leader to schedule jobs) and then
@@ -127,18 +114,13 @@ func WithTimeout(d time.Duration) Option {
 // common for job submitters) is still reachable; Detail says why the
 // version is unknown.
 func Probe(ctx context.Context, cfg ProbeConfig, opts ...Option) Result {
-	o := options{timeout: ProbeTimeout}
-	for _, opt := range opts {
-		opt(&o)
-	}
-	limit := effectiveLimit(ctx, o.timeout)
-	ctx, cancel := context.WithTimeout(ctx, o.timeout)
+	ctx, cancel, limit := probe.Limit(ctx, opts...)
 	defer cancel()
 
 	res := Result{Kind: Kind}
 	c, err := NewClient(cfg)
 	if err != nil {
-		res.Detail = clean(err.Error(), cfg.Token)
+		res.Detail = probe.Clean(err.Error(), cfg.Token)
 		return res
 	}
 	defer c.Close()
@@ -149,21 +131,21 @@ func Probe(ctx context.Context, cfg ProbeConfig, opts ...Option) Result {
 	q := (&api.QueryOptions{}).WithContext(ctx)
 	var leader string
 	if _, err := c.Raw().Query("/v1/status/leader", &leader, q); err != nil {
-		res.Detail = clean(reason(ctx, limit, "asking "+cfg.Addr+" for the leader", err).Error(), cfg.Token)
+		res.Detail = probe.Clean(reason(ctx, limit, "asking "+cfg.Addr+" for the leader", err).Error(), cfg.Token)
 		return res
 	}
 	if leader == "" {
-		res.Detail = clean(fmt.Sprintf("%s answered but the cluster has no leader", cfg.Addr), cfg.Token)
+		res.Detail = probe.Clean(fmt.Sprintf("%s answered but the cluster has no leader", cfg.Addr), cfg.Token)
 		return res
 	}
 	res.Reachable = true
 
 	var self api.AgentSelf
 	if _, err := c.Raw().Query("/v1/agent/self", &self, q); err != nil {
-		res.Detail = clean(fmt.Sprintf("leader %s, nomad version unknown (%s)", leader, reason(ctx, limit, "agent/self", err)), cfg.Token)
+		res.Detail = probe.Clean(fmt.Sprintf("leader %s, nomad version unknown (%s)", leader, reason(ctx, limit, "agent/self", err)), cfg.Token)
 		return res
 	}
-	res.Detail = clean(fmt.Sprintf("leader %s, nomad %s", leader, agentVersion(&self)), cfg.Token)
+	res.Detail = probe.Clean(fmt.Sprintf("leader %s, nomad %s", leader, agentVersion(&self)), cfg.Token)
 	return res
 }
 
@@ -189,41 +171,11 @@ func agentVersion(self *api.AgentSelf) string {
 	return "version unknown"
 }
 
-// effectiveLimit is the earlier of the caller's deadline and the cap, for
-// telling the user how long the probe waited.
-func effectiveLimit(ctx context.Context, limit time.Duration) time.Duration {
-	if dl, ok := ctx.Deadline(); ok {
-		if d := time.Until(dl); d < limit {
-			return d.Round(time.Millisecond)
-		}
-	}
-	return limit
-}
-
 // reason says why a request failed, naming the cap when it was the cap
 // that ran out rather than the caller giving up.
 func reason(ctx context.Context, limit time.Duration, what string, err error) error {
-	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-		return fmt.Errorf("%s: no answer within %s", what, limit)
-	}
-	if errors.Is(ctx.Err(), context.Canceled) {
-		return fmt.Errorf("%s: probe canceled", what)
+	if why, ok := probe.GaveUp(ctx, limit); ok {
+		return fmt.Errorf("%s: %s", what, why)
 	}
 	return fmt.Errorf("%s: %w", what, err)
-}
-
-// maxDetail bounds what a remote server can make us echo back.
-const maxDetail = 512
-
-// clean keeps Detail a short single line and scrubs the token, in case a
-// server or proxy reflects it in an error body.
-func clean(s, token string) string {
-	if token != "" {
-		s = strings.ReplaceAll(s, token, "[redacted]")
-	}
-	s = strings.Join(strings.Fields(s), " ")
-	if len(s) > maxDetail {
-		s = strings.ToValidUTF8(s[:maxDetail], "") + "..."
-	}
-	return s
 }
