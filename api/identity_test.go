@@ -91,6 +91,7 @@ func newEnv(t testing.TB, opts ...envOption) *testEnv {
 	cfg := config.Defaults()
 	cfg.InternalToken = internalToken
 	cfg.AuthFailLimit = 0
+	cfg.SecretKey = testSecretKey // the secrets routes work; withConfig may unset it
 	var set envSettings
 	for _, o := range opts {
 		o(&cfg, &set)

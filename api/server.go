@@ -19,6 +19,8 @@ import (
 
 	"svc/auth"
 	"svc/config"
+	"svc/registry/service"
+	"svc/secrets"
 	"svc/store"
 )
 
@@ -44,6 +46,11 @@ type Options struct {
 	// Now is the clock for timestamps and invite expiry; time.Now when nil.
 	// Tests move it instead of sleeping.
 	Now func() time.Time
+	// Sealer encrypts workspace secrets. When nil and Config.SecretKey is
+	// set, NewServer builds it from the key (an invalid key is an error
+	// naming SVC_SECRET_KEY); when both are empty the secret routes refuse
+	// to store values (503) and probes cannot open secrets.
+	Sealer *secrets.Sealer
 }
 
 // Server is the HTTP API. Build it with New; serve Handler.
@@ -65,6 +72,7 @@ type Server struct {
 	dev          devWorkspaces
 	mcp          http.Handler // the MCP SDK's streamable-HTTP handler
 	mcpServer    *mcp.Server  // where later issues add the tools
+	registries   *service.Service
 }
 
 // probeRoutes are hit every few seconds by orchestrators and scrapers:
@@ -111,6 +119,13 @@ func NewServer(o Options) (*Server, error) {
 		return nil, err
 	}
 	s.resolver = rv
+	sealer := o.Sealer
+	if sealer == nil && o.Config.SecretKey != "" {
+		if sealer, err = secrets.NewSealer(o.Config.SecretKey); err != nil {
+			return nil, fmt.Errorf("api: %w", err)
+		}
+	}
+	s.registries = service.New(o.Store, sealer, s.now)
 	if s.maxBody <= 0 {
 		// A zero Config (tests, embedders) still gets the documented limit.
 		s.maxBody = config.Defaults().MaxBodyBytes
@@ -165,6 +180,8 @@ func (s *Server) table() []Route {
 		s.memberRoutes(),
 		s.inviteRoutes(),
 		s.teamRoutes(),
+		s.registryRoutes(),
+		s.secretRoutes(),
 		s.mcpRoutes(),
 	)
 }

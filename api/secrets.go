@@ -1,0 +1,73 @@
+package api
+
+import (
+	"errors"
+	"net/http"
+
+	"github.com/labstack/echo/v4"
+
+	"svc/auth"
+	"svc/derrors"
+	"svc/registry/service"
+)
+
+// Workspace secrets hold the credentials runtimes name (authSecret,
+// kubeconfigSecret) and harnesses inject (secretEnv). Values go in and are
+// never read back: GET lists names and dates only.
+
+func (s *Server) secretRoutes() []Route {
+	return []Route{
+		{Method: http.MethodPut, Path: "/secrets/:name", Action: auth.SecretsWrite,
+			Summary: "Store a workspace secret", Handler: s.putSecret},
+		{Method: http.MethodGet, Path: "/secrets", Action: auth.SecretsRead,
+			Summary: "List the workspace's secret names", Handler: s.listSecrets},
+		{Method: http.MethodDelete, Path: "/secrets/:name", Action: auth.SecretsWrite,
+			Summary: "Delete a workspace secret", Handler: s.deleteSecret},
+	}
+}
+
+// putSecretRequest is the body of PUT /secrets/:name.
+type putSecretRequest struct {
+	Value string `json:"value"`
+}
+
+func (s *Server) putSecret(c echo.Context) error {
+	name, err := pathParam(c, "name")
+	if err != nil {
+		return err
+	}
+	var req putSecretRequest
+	if err := Bind(c, &req); err != nil {
+		return err
+	}
+	err = s.registries.PutSecret(c.Request().Context(), principal(c), name, req.Value)
+	if errors.Is(err, service.ErrNoSecretKey) {
+		// 503 bodies carry a generic message unless the text is set here;
+		// this one is safe and tells the operator what to do.
+		return publicError(derrors.ErrUnavailable, nil,
+			"secrets cannot be stored: the server has no SVC_SECRET_KEY; an operator sets it to the base64 of 32 random bytes (openssl rand -base64 32)")
+	}
+	if err != nil {
+		return err
+	}
+	return c.NoContent(http.StatusNoContent)
+}
+
+func (s *Server) listSecrets(c echo.Context) error {
+	ss, err := s.registries.ListSecrets(c.Request().Context(), principal(c))
+	if err != nil {
+		return err
+	}
+	return listJSON(c, ss)
+}
+
+func (s *Server) deleteSecret(c echo.Context) error {
+	name, err := pathParam(c, "name")
+	if err != nil {
+		return err
+	}
+	if err := s.registries.DeleteSecret(c.Request().Context(), principal(c), name); err != nil {
+		return err
+	}
+	return c.NoContent(http.StatusNoContent)
+}
