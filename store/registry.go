@@ -94,6 +94,11 @@ type Registry interface {
 	StampVersionOrigin(ctx context.Context, kind, owner, id, version string, origin json.RawMessage) (json.RawMessage, error)
 	// TombstoneVersion soft-deletes a live version; ErrNotFound otherwise.
 	TombstoneVersion(ctx context.Context, kind, owner, id, version string, at time.Time) error
+	// EntityTeam returns the owning team of an entity ("" when workspace-owned)
+	// even when every version is tombstoned, or ErrNotFound when the entity
+	// was never registered. Write checks use it so that an entity whose
+	// versions are all deleted still belongs to its team.
+	EntityTeam(ctx context.Context, kind, owner, id string) (string, error)
 	// MoveEntity sets the owning team of an entity (all versions, tombstones
 	// included); ErrNotFound for an unknown entity.
 	MoveEntity(ctx context.Context, kind, owner, id, team string) error

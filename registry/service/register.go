@@ -69,9 +69,17 @@ func (s *Service) Register(ctx context.Context, p auth.Principal, kind registry.
 			return err
 		}
 		// A new version of an existing entity is a write to it: another
-		// team's entity is 403, a private team's invisible one 404.
-		if _, err := tx.GetEntity(ctx, string(kind), p.Workspace, spec.ID()); err == nil {
-			if _, err := ownEntity(a, kind, spec.ID()); err != nil {
+		// team's entity is 403, a private team's invisible one 404. The
+		// team is read even when every version is tombstoned, so deleting
+		// a dataset's versions does not open it to other teams.
+		if team, err := tx.EntityTeam(ctx, string(kind), p.Workspace, spec.ID()); err == nil {
+			e := store.Entity{Kind: string(kind), Owner: p.Workspace, ID: spec.ID(), TeamID: team}
+			if ok, err := a.canRead(e); err != nil {
+				return err
+			} else if !ok {
+				return derrors.NotFoundf("no %s %q in this workspace; GET %s lists them", kind, spec.ID(), listPath(kind))
+			}
+			if err := a.canWrite(e); err != nil {
 				return err
 			}
 		} else if !errors.Is(err, derrors.ErrNotFound) {

@@ -10,6 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"svc/auth"
+	"svc/derrors"
 	"svc/registry"
 	"svc/registry/service"
 	"svc/store"
@@ -132,6 +133,52 @@ func TestRegisterLatestConflict(t *testing.T) {
 			}
 			if diff := cmp.Diff([]string{"judge.registered judge:j@1.9.0", "judge.registered judge:j@1.10.0", "dataset.registered dataset:d@1"}, types); diff != "" {
 				t.Errorf("events (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestDeletedDatasetStaysWithItsTeam: a dataset whose every version is
+// tombstoned still belongs to its team, so a member of another team cannot
+// take it over by registering a new version; a member of the team can.
+func TestDeletedDatasetStaysWithItsTeam(t *testing.T) {
+	for _, b := range backends {
+		t.Run(b.name, func(t *testing.T) {
+			st := b.open(t)
+			ctx := t.Context()
+			now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+			svc := service.New(st, nil, func() time.Time { return now })
+			admin := auth.Principal{Subject: "alice", Workspace: "ws1", Roles: []auth.Role{auth.RoleAdmin}, Via: auth.ViaOIDC}
+			outsider := auth.Principal{Subject: "bob", Workspace: "ws1", Roles: []auth.Role{auth.RoleMember}, Via: auth.ViaOIDC}
+			insider := auth.Principal{Subject: "carol", Workspace: "ws1", Roles: []auth.Role{auth.RoleMember}, Via: auth.ViaOIDC}
+			for _, m := range []string{"alice", "bob", "carol"} {
+				if _, err := st.PutMember(ctx, store.Member{Workspace: "ws1", Subject: m, Role: "member", AddedAt: now}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if _, err := st.CreateTeam(ctx, store.Team{ID: "red", Workspace: "ws1", Name: "Red", CreatedAt: now}); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := st.AddTeamMember(ctx, store.TeamMember{Workspace: "ws1", TeamID: "red", Subject: "carol", AddedAt: now}); err != nil {
+				t.Fatal(err)
+			}
+
+			v1 := []byte(`{"id":"d","version":"1","cases":[{"id":"a","task":"t"}]}`)
+			v2 := []byte(`{"id":"d","version":"2","cases":[{"id":"a","task":"t2"}]}`)
+			if _, err := svc.Register(ctx, admin, registry.Dataset, v1, nil); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := svc.Move(ctx, admin, registry.Dataset, "d", "red"); err != nil {
+				t.Fatalf("move to red: %v", err)
+			}
+			if err := svc.DeleteDatasetVersion(ctx, admin, "d", "1"); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := svc.Register(ctx, outsider, registry.Dataset, v2, nil); !errors.Is(err, derrors.ErrForbidden) {
+				t.Fatalf("another team's member registering a version of red's deleted dataset = %v, want ErrForbidden", err)
+			}
+			if _, err := svc.Register(ctx, insider, registry.Dataset, v2, nil); err != nil {
+				t.Fatalf("red's member registering a new version: %v", err)
 			}
 		})
 	}

@@ -418,6 +418,24 @@ func (o ops) GetEntity(ctx context.Context, kind, owner, id string) (_ store.Ent
 	return es[0], nil
 }
 
+// EntityTeam returns an entity's team, tombstoned or not; see store.Registry.
+func (o ops) EntityTeam(ctx context.Context, kind, owner, id string) (_ string, err error) {
+	defer derrors.Wrap(&err, "%s.EntityTeam(ctx, %q, %q, %q)", o.kind, kind, owner, id)
+	if err := checkText(kind, owner, id); err != nil {
+		return "", err
+	}
+	var team string
+	err = o.r.QueryRowContext(ctx, `SELECT team_id FROM registry_entities WHERE kind = $1 AND owner = $2 AND id = $3`,
+		kind, owner, id).Scan(&team)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", derrors.NotFoundf("%s %s of %q", kind, id, owner)
+	}
+	if err != nil {
+		return "", err
+	}
+	return team, nil
+}
+
 // ListEntities returns the entities of kind owned by owners; see store.Registry.
 func (o ops) ListEntities(ctx context.Context, kind string, owners []string) (_ []store.Entity, err error) {
 	defer derrors.Wrap(&err, "%s.ListEntities(ctx, %q, %q)", o.kind, kind, owners)

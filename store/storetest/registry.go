@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -366,6 +367,23 @@ var registryCases = []Case{
 		if got := versionNames(getEntity(t, s, "dataset", "acme", "d")); !cmp.Equal(got, []string{"1"}) {
 			t.Errorf("live versions = %q, want [1]", got)
 		}
+	}},
+	{"registry/entity_team_survives_tombstones", func(t *testing.T, s store.Store) {
+		ctx := t.Context()
+		register(t, s, dataset("acme", "d", "1"), "red", makeCases(1, nil))
+		if err := s.TombstoneVersion(ctx, "dataset", "acme", "d", "1", t0); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.GetEntity(ctx, "dataset", "acme", "d"); !errors.Is(err, derrors.ErrNotFound) {
+			t.Fatalf("GetEntity with every version tombstoned = %v, want ErrNotFound", err)
+		}
+		if team, err := s.EntityTeam(ctx, "dataset", "acme", "d"); err != nil || team != "red" {
+			t.Errorf("EntityTeam = %q, %v; want red", team, err)
+		}
+		_, err := s.EntityTeam(ctx, "dataset", "other", "d")
+		wantErr(t, "EntityTeam(other owner)", err, derrors.ErrNotFound)
+		_, err = s.EntityTeam(ctx, "dataset", "acme", "never")
+		wantErr(t, "EntityTeam(unknown)", err, derrors.ErrNotFound)
 	}},
 	{"registry/set_version_tags_replaces", func(t *testing.T, s store.Store) {
 		ctx := t.Context()
