@@ -1,15 +1,10 @@
 package api_test
 
 import (
-	"bytes"
-	"io"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"testing"
-
-	"svc/api/apitest"
 )
 
 // FuzzRegistryBodies posts arbitrary bytes to every registry route that
@@ -67,24 +62,5 @@ func FuzzRegistryBodies(f *testing.F) {
 		f.Add(uint8(i%len(routes)), []byte(s))
 		f.Add(uint8((i+3)%len(routes)), []byte(s))
 	}
-	h := e.srv.Handler()
-	f.Fuzz(func(t *testing.T, which uint8, body []byte) {
-		r := routes[int(which)%len(routes)]
-		req := httptest.NewRequest(r.method, r.path, bytes.NewReader(body))
-		req.Header.Set("Content-Type", "application/json")
-		for _, hd := range r.hs {
-			req.Header.Set(hd.name, hd.value)
-		}
-		rec := httptest.NewRecorder()
-		h.ServeHTTP(rec, req)
-		res := rec.Result()
-		got, err := io.ReadAll(res.Body)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if res.StatusCode >= 500 {
-			t.Fatalf("%s %s with body %q: status %d; body %s", r.method, r.path, body, res.StatusCode, got)
-		}
-		apitest.ValidateResponse(t, req, &apitest.Response{Status: res.StatusCode, Header: res.Header, Body: got})
-	})
+	fuzzBodies(f, e, routes)
 }
