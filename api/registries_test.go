@@ -17,6 +17,7 @@ import (
 	"svc/auth"
 	"svc/config"
 	"svc/registry"
+	"svc/registry/service"
 	"svc/store"
 )
 
@@ -59,20 +60,8 @@ func instanceSpec(id, version, image string) string {
 	return fmt.Sprintf(`{"id":%q,"version":%q,"template":{"id":"tmpl","version":"1.0.0"},"pins":{"image":%q,"model":"m1"}}`, id, version, image)
 }
 
-// registeredJSON is a registration's answer.
-type registeredJSON struct {
-	Kind      string          `json:"kind"`
-	Owner     string          `json:"owner"`
-	ID        string          `json:"id"`
-	Version   string          `json:"version"`
-	Digest    string          `json:"digest"`
-	CaseCount int             `json:"caseCount,omitempty"`
-	Tags      []string        `json:"tags"`
-	Origin    json.RawMessage `json:"origin,omitempty"`
-	CreatedBy string          `json:"createdBy,omitempty"`
-	CreatedAt time.Time       `json:"createdAt"`
-	Created   bool            `json:"created"`
-}
+// registeredJSON is a registration's answer, as the service defines it.
+type registeredJSON = service.VersionInfo
 
 type entryJSON struct {
 	Kind           string                     `json:"kind"`

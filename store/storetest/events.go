@@ -34,13 +34,7 @@ func listEvents(t *testing.T, tx store.Tx, f store.EventFilter) []store.Event {
 	return got
 }
 
-func seqs(es []store.Event) []int64 {
-	out := []int64{}
-	for _, e := range es {
-		out = append(out, e.Seq)
-	}
-	return out
-}
+func seqs(es []store.Event) []int64 { return pluck(es, func(e store.Event) int64 { return e.Seq }) }
 
 var eventCases = []Case{
 	{"events/append_fills_seq_id_and_time", func(t *testing.T, s store.Store) {

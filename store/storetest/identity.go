@@ -104,19 +104,11 @@ func countAdmins(t *testing.T, tx store.Tx, workspace string) int {
 }
 
 func keyIDs(ks []store.APIKey) []string {
-	out := []string{}
-	for _, k := range ks {
-		out = append(out, k.ID)
-	}
-	return out
+	return pluck(ks, func(k store.APIKey) string { return k.ID })
 }
 
 func inviteIDs(is []store.Invite) []string {
-	out := []string{}
-	for _, i := range is {
-		out = append(out, i.ID)
-	}
-	return out
+	return pluck(is, func(i store.Invite) string { return i.ID })
 }
 
 var apiKeyCases = []Case{

@@ -119,11 +119,7 @@ func versionNames(e store.Entity) []string {
 
 // caseIDs are the ids of cs, in order.
 func caseIDs(cs []store.DatasetCase) []string {
-	out := []string{}
-	for _, c := range cs {
-		out = append(out, c.CaseID)
-	}
-	return out
+	return pluck(cs, func(c store.DatasetCase) string { return c.CaseID })
 }
 
 // withOrd is cs numbered as the store numbers them.

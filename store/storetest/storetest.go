@@ -107,3 +107,13 @@ var storeCases = []Case{
 		}
 	}},
 }
+
+// pluck returns one field of each record, in order; never nil, so an empty
+// result compares equal to an empty want.
+func pluck[T, V any](xs []T, field func(T) V) []V {
+	out := []V{}
+	for _, x := range xs {
+		out = append(out, field(x))
+	}
+	return out
+}
