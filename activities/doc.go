@@ -4,23 +4,64 @@
 // workflows name them through a nil pointer:
 //
 //	var a *activities.Activities
-//	workflow.ExecuteActivity(ctx, a.RunCase, in)
+//	workflow.ExecuteActivity(ctx, a.DispatchRun, ref)
+//
+// Every activity is idempotent: Temporal runs an activity at least once, so
+// each one checks what a previous attempt already did (a terminal run is
+// not dispatched again, a notification id is deterministic, a webhook keeps
+// one message id across attempts).
 package activities
 
 import (
+	"log/slog"
+	"net/http"
+	"time"
+
 	"go.temporal.io/sdk/worker"
 
+	"svc/drivers"
+	"svc/registry/service"
+	"svc/secrets"
 	"svc/store"
+	"svc/webhooks"
 )
 
 // Activities carries the dependencies of every activity method.
 type Activities struct {
-	Store store.Store // the records activities read and write
+	Store      store.Store // the records activities read and write
+	Registries *service.Service
+	// Sealer opens workspace secrets (harness secretEnv) and the webhook
+	// signing secrets; nil when SVC_SECRET_KEY is unset.
+	Sealer *secrets.Sealer
+	// Driver runs process harnesses (the local runtime).
+	Driver drivers.Driver
+	// Guard re-checks webhook destinations at delivery time; HTTP sends
+	// them (Guard.Client when nil).
+	Guard *webhooks.Guard
+	HTTP  *http.Client
+	// OTLPEndpoint is where an instrumented harness sends its spans.
+	OTLPEndpoint string
+	// Host names the worker in provenance.
+	Host   string
+	Logger *slog.Logger
+	Now    func() time.Time
 }
 
-// Register adds a's activity methods to r. It registers nothing yet: the SDK
-// refuses a struct without exported methods, so the first activity added
-// also adds r.RegisterActivity(a) here.
+// Register adds a's activity methods to r.
 func Register(r worker.Registry, a *Activities) {
-	_, _ = r, a
+	r.RegisterActivity(a)
+}
+
+func (a *Activities) now() time.Time {
+	if a.Now != nil {
+		return a.Now().UTC()
+	}
+	return time.Now().UTC()
+}
+
+func (a *Activities) logger() *slog.Logger {
+	if a.Logger != nil {
+		return a.Logger
+	}
+	return slog.Default()
 }

@@ -179,9 +179,12 @@ func errorResponse(err error, c echo.Context) (int, ErrorInfo) {
 		status, info.Code = http.StatusInternalServerError, CodeInternal
 	}
 
+	var public *derrors.Public
 	switch {
 	case detailed != nil && detailed.Message != "":
 		info.Message = detailed.Message
+	case errors.As(err, &public):
+		info.Message = public.Msg
 	case status == http.StatusServiceUnavailable:
 		info.Message = "a dependency of the service is unavailable; retry later and quote the requestId if it persists"
 	case status >= 500:

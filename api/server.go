@@ -20,8 +20,10 @@ import (
 	"svc/auth"
 	"svc/config"
 	"svc/registry/service"
+	"svc/runs"
 	"svc/secrets"
 	"svc/store"
+	"svc/webhooks"
 )
 
 // Route is one row of the route table: auth, the OpenAPI document and tests derive from it.
@@ -51,6 +53,9 @@ type Options struct {
 	// naming SVC_SECRET_KEY); when both are empty the secret routes refuse
 	// to store values (503) and probes cannot open secrets.
 	Sealer *secrets.Sealer
+	// Starter starts the durable workflows of runs; nil means no
+	// orchestrator is configured and submits answer 503.
+	Starter runs.Starter
 }
 
 // Server is the HTTP API. Build it with New; serve Handler.
@@ -73,6 +78,7 @@ type Server struct {
 	mcp          http.Handler // the MCP SDK's streamable-HTTP handler
 	mcpServer    *mcp.Server  // where later issues add the tools
 	registries   *service.Service
+	runs         *runs.Service
 }
 
 // probeRoutes are hit every few seconds by orchestrators and scrapers:
@@ -126,6 +132,14 @@ func NewServer(o Options) (*Server, error) {
 		}
 	}
 	s.registries = service.New(o.Store, sealer, s.now)
+	guard, err := webhooks.NewGuard(o.Config.WebhookAllow)
+	if err != nil {
+		return nil, fmt.Errorf("api: SVC_WEBHOOK_ALLOW: %w", err)
+	}
+	s.runs = runs.New(runs.Options{
+		Store: o.Store, Registries: s.registries, Starter: o.Starter, Sealer: sealer,
+		Guard: guard, TenantRuns: o.Config.TenantRuns, Now: s.now,
+	})
 	if s.maxBody <= 0 {
 		// A zero Config (tests, embedders) still gets the documented limit.
 		s.maxBody = config.Defaults().MaxBodyBytes
@@ -182,6 +196,7 @@ func (s *Server) table() []Route {
 		s.teamRoutes(),
 		s.registryRoutes(),
 		s.secretRoutes(),
+		s.runRoutes(),
 		s.mcpRoutes(),
 	)
 }

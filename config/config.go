@@ -36,7 +36,14 @@ type Config struct {
 	AuthFailLimit     int
 	OTLPEndpoint      string
 	PublicURL         string
-	SecretKey         string
+	// TenantRuns caps the runs a workspace may submit in a rolling 24 hours
+	// (POST /runs); 0 means unlimited.
+	TenantRuns int
+	// WebhookAllow lists private destinations webhooks may reach anyway.
+	WebhookAllow string
+	// WebhookAttempts bounds delivery attempts of one webhook.
+	WebhookAttempts int
+	SecretKey       string
 }
 
 // Setting is one row of the settings table.
@@ -131,6 +138,12 @@ var Settings = []Setting{
 		}},
 	{Flag: "public-url", Env: "SVC_PUBLIC_URL", Default: "", Usage: "external base URL of the API (for OAuth metadata and links); derived from the request when empty",
 		set: str(func(c *Config) *string { return &c.PublicURL })},
+	{Flag: "tenant-runs", Env: "SVC_TENANT_RUNS", Default: "0", Usage: "runs a workspace may submit per rolling 24 hours before POST /runs answers 402; 0 is unlimited",
+		set: integer(func(c *Config) *int { return &c.TenantRuns })},
+	{Flag: "webhook-allow", Env: "SVC_WEBHOOK_ALLOW", Default: "", Usage: "comma-separated CIDRs, addresses or host names that webhooks may reach although private, loopback or link-local",
+		set: str(func(c *Config) *string { return &c.WebhookAllow })},
+	{Flag: "webhook-attempts", Env: "SVC_WEBHOOK_ATTEMPTS", Default: "8", Usage: "delivery attempts of one webhook, with exponential backoff from 1s to 5m",
+		set: integer(func(c *Config) *int { return &c.WebhookAttempts })},
 	{Env: "OTEL_EXPORTER_OTLP_ENDPOINT", Default: "", Usage: "OTLP endpoint for our own traces; tracing is off when unset",
 		set: str(func(c *Config) *string { return &c.OTLPEndpoint })},
 }

@@ -57,3 +57,22 @@ func Conflictf(format string, args ...any) error {
 func Forbiddenf(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", ErrForbidden, fmt.Sprintf(format, args...))
 }
+
+// Public is an error whose message is written for the client, shown even
+// when its status is a 5xx (whose text is otherwise replaced by a generic
+// one): "no orchestrator is configured; run svc dev" tells the caller and
+// the operator what to do, and leaks nothing.
+type Public struct {
+	Kind error // the sentinel that decides the status
+	Msg  string
+}
+
+func (e *Public) Error() string { return e.Msg }
+
+// Unwrap returns the sentinel.
+func (e *Public) Unwrap() error { return e.Kind }
+
+// Unavailablef returns a Public ErrUnavailable with a formatted message.
+func Unavailablef(format string, args ...any) error {
+	return &Public{Kind: ErrUnavailable, Msg: fmt.Sprintf(format, args...)}
+}

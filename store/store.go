@@ -39,6 +39,11 @@ type Tx interface {
 	Identity
 	Registry
 	Secrets
+	Runs
+	RunLogs
+	Trajectories
+	Notifications
+	Webhooks
 }
 
 // Workspace is a tenant: the trust zone every record belongs to.

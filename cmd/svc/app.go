@@ -8,6 +8,8 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -17,10 +19,14 @@ import (
 	"svc/activities"
 	"svc/api"
 	"svc/config"
+	"svc/drivers/local"
 	"svc/orchestration"
+	"svc/registry/service"
+	"svc/secrets"
 	"svc/store"
 	"svc/store/postgres"
 	"svc/telemetry"
+	"svc/webhooks"
 	"svc/workflows"
 )
 
@@ -104,8 +110,29 @@ func dialTemporal(ctx context.Context, cfg config.Config, hostPort, setting stri
 }
 
 // startWorker starts the Temporal worker with every workflow and activity.
-func startWorker(c client.Client, cfg config.Config, st store.Store) (worker.Worker, error) {
-	acts := &activities.Activities{Store: st}
+// Harness work areas live under dataDir/work.
+func startWorker(c client.Client, cfg config.Config, st store.Store, dataDir string, log *slog.Logger) (worker.Worker, error) {
+	var sealer *secrets.Sealer
+	if cfg.SecretKey != "" {
+		var err error
+		if sealer, err = secrets.NewSealer(cfg.SecretKey); err != nil {
+			return nil, err
+		}
+	}
+	guard, err := webhooks.NewGuard(cfg.WebhookAllow)
+	if err != nil {
+		return nil, fmt.Errorf("SVC_WEBHOOK_ALLOW: %v", err)
+	}
+	host, _ := os.Hostname()
+	acts := &activities.Activities{
+		Store:      st,
+		Registries: service.New(st, sealer, time.Now),
+		Sealer:     sealer,
+		Driver:     local.New(local.Options{Root: filepath.Join(dataDir, "work")}),
+		Guard:      guard,
+		Host:       host,
+		Logger:     log,
+	}
 	w := orchestration.NewWorker(c, cfg.TaskQueue, func(r worker.Registry) {
 		workflows.Register(r)
 		activities.Register(r, acts)

@@ -2,15 +2,21 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"svc/api"
 	"svc/config"
 	"svc/orchestration/devserver"
 	"svc/store/sqlite"
+	"svc/workflows"
 )
 
 // runDev runs the embedded default: Temporal's own server (SQLite file), the
@@ -61,7 +67,12 @@ func runDev(ctx context.Context, cfg config.Config, args []string, stdout, stder
 	}
 	sd.add(func(context.Context) error { tc.Close(); return nil })
 
-	w, err := startWorker(tc, cfg, st)
+	if cfg.SecretKey == "" {
+		if cfg.SecretKey, err = devSecretKey(dataDir); err != nil {
+			return err
+		}
+	}
+	w, err := startWorker(tc, cfg, st, dataDir, log)
 	if err != nil {
 		return err
 	}
@@ -73,6 +84,7 @@ func runDev(ctx context.Context, cfg config.Config, args []string, stdout, stder
 		Config:   cfg,
 		Version:  version,
 		Checkers: readiness(st, tc),
+		Starter:  &workflows.Starter{Client: tc, TaskQueue: cfg.TaskQueue, WebhookAttempts: cfg.WebhookAttempts},
 	})
 	if err != nil {
 		return err
@@ -81,4 +93,25 @@ func runDev(ctx context.Context, cfg config.Config, args []string, stdout, stder
 		fmt.Fprintf(stdout, "svc dev: API on %s (data in %s, Temporal on %s, task queue %q)\n", url, dataDir, ts.HostPort(), cfg.TaskQueue)
 		fmt.Fprintf(stdout, "try: curl -s %s/healthz\n", url)
 	})
+}
+
+// devSecretKey is SVC_SECRET_KEY for `svc dev` when none is set: a random
+// key kept in the data dir (mode 0600), so that secrets and webhook signing
+// work out of the box and survive restarts. Production sets the variable.
+func devSecretKey(dataDir string) (string, error) {
+	path := filepath.Join(dataDir, "secret.key")
+	if b, err := os.ReadFile(path); err == nil {
+		return strings.TrimSpace(string(b)), nil
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return "", fmt.Errorf("SVC_DATA_DIR: reading %s: %v", path, err)
+	}
+	var k [32]byte
+	if _, err := rand.Read(k[:]); err != nil {
+		return "", err
+	}
+	key := base64.StdEncoding.EncodeToString(k[:])
+	if err := os.WriteFile(path, []byte(key+"\n"), 0o600); err != nil {
+		return "", fmt.Errorf("SVC_DATA_DIR: writing %s: %v", path, err)
+	}
+	return key, nil
 }

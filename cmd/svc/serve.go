@@ -7,6 +7,7 @@ import (
 
 	"svc/api"
 	"svc/config"
+	"svc/workflows"
 )
 
 // runServe runs the stateless API front against PostgreSQL and an external
@@ -36,7 +37,8 @@ func runServe(ctx context.Context, cfg config.Config, args []string, stdout, std
 	}
 	sd.add(func(context.Context) error { tc.Close(); return nil })
 
-	srv, err := api.NewServer(api.Options{Store: st, Logger: log, Config: cfg, Version: version, Checkers: readiness(st, tc)})
+	srv, err := api.NewServer(api.Options{Store: st, Logger: log, Config: cfg, Version: version, Checkers: readiness(st, tc),
+		Starter: &workflows.Starter{Client: tc, TaskQueue: cfg.TaskQueue, WebhookAttempts: cfg.WebhookAttempts}})
 	if err != nil {
 		return err
 	}

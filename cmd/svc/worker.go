@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"path/filepath"
 
 	"svc/config"
 )
@@ -35,7 +36,11 @@ func runWorker(ctx context.Context, cfg config.Config, args []string, stdout, st
 		return err
 	}
 	sd.add(func(context.Context) error { tc.Close(); return nil })
-	w, err := startWorker(tc, cfg, st)
+	dataDir, err := filepath.Abs(cfg.DataDir)
+	if err != nil {
+		return fmt.Errorf("SVC_DATA_DIR=%s: %v", cfg.DataDir, err)
+	}
+	w, err := startWorker(tc, cfg, st, dataDir, log)
 	if err != nil {
 		return err
 	}

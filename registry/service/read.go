@@ -359,3 +359,45 @@ func (s *Service) Move(ctx context.Context, p auth.Principal, kind registry.Kind
 	})
 	return out, err
 }
+
+// Resolved is a version found by Resolve: where it was found and its typed
+// spec.
+type Resolved struct {
+	Owner   string
+	Version string // `latest` resolved
+	Digest  string // of the registered spec
+	// Spec is the typed spec; a harness instance is already resolved
+	// against its template into the self-contained harness it stands for.
+	Spec registry.Spec
+}
+
+// Ref is the resolved reference id@version.
+func (r Resolved) Ref() registry.Ref { return registry.Ref{ID: r.Spec.ID(), Version: r.Version} }
+
+// Resolve finds id@version of kind (version may be `latest`) as p sees it,
+// owner-first with `_shared` fallback, and parses its spec. Dispatch uses
+// it to resolve `latest` when a job starts (spec §9.2).
+func (s *Service) Resolve(ctx context.Context, p auth.Principal, kind registry.Kind, id, version string) (Resolved, error) {
+	var out Resolved
+	err := s.transact(ctx, func(tx store.Tx) error {
+		a := newAccess(ctx, tx, p)
+		r, err := resolve(a, kind, id, version)
+		if err != nil {
+			return err
+		}
+		spec, err := loadSpec(a, r)
+		if err != nil {
+			return err
+		}
+		if h := spec.Harness(); h != nil {
+			if inst, ok := h.Instance(); ok {
+				if spec, err = resolveInstance(a, h, inst); err != nil {
+					return err
+				}
+			}
+		}
+		out = Resolved{Owner: r.version.Owner, Version: r.version.Version, Digest: r.version.Digest, Spec: spec}
+		return nil
+	})
+	return out, err
+}

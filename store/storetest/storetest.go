@@ -30,7 +30,8 @@ type Case struct {
 // Cases is the whole suite.
 func Cases() []Case {
 	return slices.Concat(workspaceCases, eventCases, transactCases, storeCases, textCases,
-		apiKeyCases, memberCases, inviteCases, teamCases, identityTxCases, registryCases, secretCases)
+		apiKeyCases, memberCases, inviteCases, teamCases, identityTxCases, registryCases, secretCases,
+		runCases, runLogCases, trajectoryCases, notificationCases, webhookCases)
 }
 
 // Run runs every case as a subtest, each on a store from newStore, which

@@ -1,0 +1,173 @@
+package activities
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"svc/drivers"
+	"svc/eval"
+	"svc/graders"
+	"svc/registry"
+)
+
+// BuildResult turns what the driver left into the CaseResult of spec §2.7
+// and, when the run failed, its error envelope. problem is a dispatch
+// failure (the job did not run, or could not be planned): the result then
+// holds an error event and a pass:false score saying why, and no
+// execution manifest, since no compute ran. It is pure.
+func BuildResult(run eval.Run, p Plan, res drivers.Result, problem error, host string) (*eval.CaseResult, *eval.Error) {
+	var c registry.EvalCase
+	if run.Case != nil {
+		c = *run.Case
+	}
+	r := &eval.CaseResult{
+		Harness:         p.Harness.String(),
+		CaseID:          run.CaseID,
+		EvidenceVersion: eval.EvidenceVersion,
+		Provenance: &eval.Provenance{
+			Attestation: "managed", Driver: res.Driver, Worker: host,
+			HarnessDigest: p.HarnessDigest, CaseDigest: p.CaseDigest,
+		},
+	}
+	if problem != nil {
+		msg := problem.Error()
+		r.Trace = []eval.TraceEvent{{Kind: eval.EventError, Code: eval.CodeDispatch, Message: msg}}
+		r.Scores = []eval.Score{failScore("dispatch", msg)}
+		ev, u := eval.Extract(r.Trace, "")
+		r.Evidence, r.Usage = &ev, &u
+		return r, &eval.Error{Code: eval.CodeDispatch, Message: msg, Phase: "dispatch"}
+	}
+
+	r.Trace = ParseTrace(res.Trace)
+	answer := strings.TrimSpace(res.Stdout)
+	var runErr *eval.Error
+	switch {
+	case res.Cancelled:
+		runErr = &eval.Error{Code: eval.CodeCancelled, Message: "the run was cancelled; the harness's process tree was killed"}
+	case res.TimedOut:
+		runErr = &eval.Error{Code: eval.CodeTimeout, Message: fmt.Sprintf("the harness ran past its timeout after %s and its process tree was killed", res.Duration.Round(1e6))}
+	case res.ExitCode != 0:
+		msg := fmt.Sprintf("the harness exited with code %d", res.ExitCode)
+		if tail := lastLine(res.StderrTail); tail != "" {
+			msg += ": " + clip(tail, 300)
+		}
+		runErr = &eval.Error{Code: eval.CodeExit, Message: msg}
+	}
+	if runErr != nil {
+		r.Trace = append(r.Trace, eval.TraceEvent{Kind: eval.EventError, Code: runErr.Code, Message: runErr.Message})
+	}
+
+	ev, u := eval.Extract(r.Trace, answer)
+	u.DurationMs = res.Duration.Milliseconds()
+	r.Evidence, r.Usage = &ev, &u
+	r.Snapshot = &eval.Snapshot{Kind: "prompt", Prompt: taskText(c.Task), Output: ev.FinalAnswer}
+
+	gs := c.Graders
+	if len(gs) == 0 {
+		// Every result carries a verdict: with no graders, the exit code is it.
+		gs = []registry.Grader{{ID: "exit_code"}}
+	}
+	r.Scores = graders.Grade(gs, graders.Input{
+		Case: c, ExitCode: res.ExitCode, TimedOut: res.TimedOut,
+		FinalAnswer: ev.FinalAnswer, Trace: r.Trace, Usage: u,
+	})
+	if runErr != nil {
+		r.Scores = append(r.Scores, failScore("run", runErr.Message))
+	}
+
+	osResolved, osName := "defaulted", res.OS
+	if c.Placement != nil && c.Placement.OS != "" {
+		osResolved = "declared"
+	}
+	runtime := p.Runtime
+	if runtime == "" {
+		runtime = "local"
+	}
+	r.Execution = &eval.Execution{OS: osName, OSResolved: osResolved, Driver: res.Driver, Image: res.Image, Runtime: runtime}
+	r.Process = &eval.Process{
+		ExitCode: res.ExitCode, DurationMs: res.Duration.Milliseconds(),
+		StdoutTail: res.StdoutTail, StderrTail: res.StderrTail, TimedOut: res.TimedOut,
+	}
+	r.Pass = runErr == nil && allPass(r.Scores)
+	return r, runErr
+}
+
+// failScore is the pass:false score that says why a case failed.
+func failScore(id, reason string) eval.Score {
+	f := false
+	return eval.Score{GraderID: id, Metric: id, Value: 0, Pass: &f, Detail: clip(reason, 500)}
+}
+
+func allPass(scores []eval.Score) bool {
+	for _, s := range scores {
+		if s.Pass != nil && !*s.Pass {
+			return false
+		}
+	}
+	return true
+}
+
+// ParseTrace reads the TraceEvent JSON lines a harness wrote to
+// SVC_TRACE_FILE. A line that is not a valid event becomes an error event
+// naming the line, so a broken trace is visible, never silently dropped.
+func ParseTrace(data []byte) []eval.TraceEvent {
+	events := []eval.TraceEvent{}
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	sc.Buffer(make([]byte, 64<<10), drivers.MaxOutput)
+	line := 0
+	for sc.Scan() {
+		line++
+		text := bytes.TrimSpace(sc.Bytes())
+		if len(text) == 0 {
+			continue
+		}
+		if len(events) >= eval.MaxTraceEvents-1 {
+			events = append(events, eval.TraceEvent{Kind: eval.EventError, Code: "TRACE_TRUNCATED",
+				Message: fmt.Sprintf("the trace file holds more than %d events; the rest is not kept", eval.MaxTraceEvents-1)})
+			break
+		}
+		var e eval.TraceEvent
+		dec := json.NewDecoder(bytes.NewReader(text))
+		err := dec.Decode(&e)
+		if err == nil {
+			err = e.Validate()
+		}
+		if err != nil {
+			events = append(events, eval.TraceEvent{Kind: eval.EventError, Code: "BAD_TRACE_LINE",
+				Message: clip(fmt.Sprintf("SVC_TRACE_FILE line %d is not a valid trace event: %v", line, err), 500)})
+			continue
+		}
+		events = append(events, e)
+	}
+	if err := sc.Err(); err != nil {
+		events = append(events, eval.TraceEvent{Kind: eval.EventError, Code: "BAD_TRACE_LINE",
+			Message: fmt.Sprintf("SVC_TRACE_FILE could not be read past line %d: %v", line, err)})
+	}
+	return events
+}
+
+// taskText is the prompt of a snapshot: the task string, or its JSON.
+func taskText(task any) string {
+	switch t := task.(type) {
+	case nil:
+		return ""
+	case string:
+		return t
+	}
+	b, err := json.Marshal(task)
+	if err != nil {
+		return ""
+	}
+	return string(b)
+}
+
+func lastLine(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
+		s = s[i+1:]
+	}
+	return s
+}

@@ -1,0 +1,451 @@
+package activities
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"go.temporal.io/sdk/activity"
+
+	"svc/auth"
+	"svc/derrors"
+	"svc/drivers"
+	"svc/eval"
+	"svc/registry"
+	"svc/runs"
+	"svc/store"
+)
+
+// RunRef names a run.
+type RunRef struct {
+	Workspace string `json:"workspace"`
+	RunID     string `json:"runId"`
+}
+
+// RunStatus is what the run activities return to the workflow: small, so
+// history stays small; the record itself is in the store.
+type RunStatus struct {
+	Status     string `json:"status"`
+	WebhookURL string `json:"webhookUrl,omitempty"`
+}
+
+// FailInput fails a run whose dispatch could not finish.
+type FailInput struct {
+	RunRef
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+// DefaultCaseTimeout bounds a case that declares no timeout, nor its harness.
+const DefaultCaseTimeout = time.Hour
+
+// heartbeatEvery is how often DispatchRun heartbeats and flushes logs.
+const heartbeatEvery = 2 * time.Second
+
+// maxLogBytes caps the log kept per run; past it one system chunk says so.
+const maxLogBytes = 8 << 20
+
+// DispatchRun runs a queued run's case through the driver and records the
+// outcome: running, then the result (trace sealed in the ledger, scores,
+// evidence) and the terminal status, in one transaction. A run already
+// terminal is not run again, so a retried activity finishes a run exactly
+// once. A per-case problem (harness gone, secret missing, harness failed)
+// is a failed run, not an activity error; only infrastructure errors are
+// returned, for Temporal to retry.
+func (a *Activities) DispatchRun(ctx context.Context, ref RunRef) (RunStatus, error) {
+	run, err := a.loadRun(ctx, ref)
+	if err != nil {
+		return RunStatus{}, err
+	}
+	if run.Status.Terminal() {
+		return RunStatus{Status: string(run.Status), WebhookURL: run.WebhookURL}, nil
+	}
+	now := a.now()
+	run.Status = eval.StatusRunning
+	run.Attempts++
+	if run.StartedAt == nil {
+		run.StartedAt = &now
+	}
+	run.UpdatedAt = now
+	if err := a.putRun(ctx, run); err != nil {
+		return RunStatus{}, err
+	}
+	if err := a.Store.DeleteRunLogs(ctx, ref.Workspace, ref.RunID); err != nil {
+		return RunStatus{}, err
+	}
+
+	job, plan, perr := a.plan(ctx, run)
+	var res drivers.Result
+	if perr == nil {
+		res, perr = a.runJob(ctx, ref, job)
+	}
+	if perr != nil && !isCaseProblem(perr) {
+		return RunStatus{}, perr
+	}
+	result, runErr := BuildResult(run, plan, res, perr, a.Host)
+	return a.finish(context.WithoutCancel(ctx), run, result, runErr)
+}
+
+// caseProblem marks an error that fails the case (and so the run), not the
+// activity.
+type caseProblem struct{ msg string }
+
+func (e *caseProblem) Error() string { return e.msg }
+
+func caseErr(format string, args ...any) error { return &caseProblem{fmt.Sprintf(format, args...)} }
+
+func isCaseProblem(err error) bool {
+	var cp *caseProblem
+	return errors.As(err, &cp)
+}
+
+// Plan is what dispatch resolved: the harness version that ran and the
+// digests provenance records.
+type Plan struct {
+	Harness       registry.Ref
+	HarnessDigest string
+	CaseDigest    string
+	Runtime       string
+}
+
+// plan resolves the harness (`latest` now, spec §9.2) and its secrets as
+// the run's creator sees them, and builds the job.
+func (a *Activities) plan(ctx context.Context, run eval.Run) (drivers.Job, Plan, error) {
+	p := Plan{Harness: run.Harness, Runtime: run.Runtime}
+	if run.Case == nil {
+		return drivers.Job{}, p, caseErr("the run has no case to dispatch")
+	}
+	c := *run.Case
+	if d, err := registry.CaseDigest(c); err == nil {
+		p.CaseDigest = d
+	}
+	who := auth.Principal{Subject: run.CreatedBy, Workspace: run.Tenant, Roles: []auth.Role{auth.RoleMember}}
+	h, err := a.Registries.Resolve(ctx, who, registry.Harness, run.Harness.ID, run.Harness.Version)
+	if errors.Is(err, derrors.ErrNotFound) {
+		return drivers.Job{}, p, caseErr("harness %s is no longer registered or visible to the run's creator: %v", run.Harness, err)
+	}
+	if err != nil {
+		return drivers.Job{}, p, err
+	}
+	p.Harness, p.HarnessDigest = h.Ref(), h.Digest
+	hs := h.Spec.Harness()
+	if hs == nil || hs.Kind == registry.HarnessService || len(hs.Command) == 0 {
+		return drivers.Job{}, p, caseErr("harness %s is not a process harness with a command; the local runtime runs process harnesses only", p.Harness)
+	}
+	secretsFor, err := a.openSecrets(ctx, run.Tenant, hs.SecretEnv)
+	if err != nil {
+		return drivers.Job{}, p, err
+	}
+	caseJSON, err := json.Marshal(c)
+	if err != nil {
+		return drivers.Job{}, p, fmt.Errorf("encoding case %s: %w", c.ID, err)
+	}
+	files, err := caseFiles(c)
+	if err != nil {
+		return drivers.Job{}, p, err
+	}
+	timeout := DefaultCaseTimeout
+	switch {
+	case c.TimeoutSec > 0:
+		timeout = time.Duration(c.TimeoutSec) * time.Second
+	case hs.TimeoutSec > 0:
+		timeout = time.Duration(hs.TimeoutSec) * time.Second
+	}
+	image := c.Image
+	if image == "" {
+		image = hs.Image
+	}
+	return drivers.Job{
+		RunID:        run.ID,
+		Command:      hs.Command,
+		Env:          hs.Env,
+		Secrets:      secretsFor,
+		Case:         caseJSON,
+		Files:        files,
+		WorkDir:      hs.WorkDir,
+		Image:        image,
+		Timeout:      timeout,
+		OTLPEndpoint: a.OTLPEndpoint,
+	}, p, nil
+}
+
+// openSecrets reads the harness's secretEnv from the workspace secret
+// store: variable -> value. They reach the job in a file, never its
+// environment (see drivers.Job.Secrets).
+func (a *Activities) openSecrets(ctx context.Context, workspace string, names map[string]string) (map[string]string, error) {
+	if len(names) == 0 {
+		return nil, nil
+	}
+	if a.Sealer == nil {
+		return nil, caseErr("the harness needs workspace secrets, but SVC_SECRET_KEY is not set on the worker, so they cannot be opened")
+	}
+	out := make(map[string]string, len(names))
+	for env, name := range names {
+		s, err := a.Store.GetSecret(ctx, workspace, name)
+		if errors.Is(err, derrors.ErrNotFound) {
+			return nil, caseErr("the harness needs the workspace secret %q (for %s), which is not stored; PUT /secrets/%s first", name, env, name)
+		}
+		if err != nil {
+			return nil, err
+		}
+		v, err := a.Sealer.Open(workspace, name, s.Ciphertext)
+		if err != nil {
+			return nil, caseErr("the workspace secret %q cannot be opened with this worker's SVC_SECRET_KEY; store it again", name)
+		}
+		out[env] = string(v)
+	}
+	return out, nil
+}
+
+// caseFiles are the files of a repo environment: env.source.files.
+func caseFiles(c registry.EvalCase) (map[string]string, error) {
+	if c.Env == nil || c.Env.Kind != registry.EnvRepo {
+		return nil, nil
+	}
+	raw, ok := c.Env.Source["files"].(map[string]any)
+	if !ok {
+		return nil, nil
+	}
+	out := make(map[string]string, len(raw))
+	for path, v := range raw {
+		s, ok := v.(string)
+		if !ok {
+			return nil, caseErr("env.source.files[%q] must be the file's content as a string", path)
+		}
+		out[path] = s
+	}
+	return out, nil
+}
+
+// runJob runs the job, heartbeating and flushing its logs to the store
+// while it runs. A job that could not start is a case problem.
+func (a *Activities) runJob(ctx context.Context, ref RunRef, job drivers.Job) (drivers.Result, error) {
+	logs := &logBuffer{ws: ref.Workspace, run: ref.RunID, now: a.now}
+	job.Log = logs.add
+	type outcome struct {
+		res drivers.Result
+		err error
+	}
+	done := make(chan outcome, 1)
+	go func() {
+		res, err := a.Driver.Run(ctx, job)
+		done <- outcome{res, err}
+	}()
+	tick := time.NewTicker(heartbeatEvery)
+	defer tick.Stop()
+	for {
+		select {
+		case o := <-done:
+			if err := logs.flush(context.WithoutCancel(ctx), a.Store); err != nil {
+				a.logger().Warn("storing run logs", "run", ref.RunID, "error", err)
+			}
+			if o.err != nil {
+				return o.res, caseErr("the harness could not be started: %v", o.err)
+			}
+			return o.res, nil
+		case <-tick.C:
+			activity.RecordHeartbeat(ctx)
+			if err := logs.flush(ctx, a.Store); err != nil {
+				a.logger().Warn("storing run logs", "run", ref.RunID, "error", err)
+			}
+		}
+	}
+}
+
+// logBuffer collects a job's output between flushes, merging chunks of the
+// same stream.
+type logBuffer struct {
+	mu      sync.Mutex
+	ws, run string
+	now     func() time.Time
+	pending []store.RunLog
+	seq     int64
+	bytes   int
+	capped  bool
+}
+
+func (b *logBuffer) add(stream string, data []byte) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.capped {
+		return
+	}
+	if b.bytes+len(data) > maxLogBytes {
+		b.capped = true
+		b.seq++
+		b.pending = append(b.pending, store.RunLog{Workspace: b.ws, RunID: b.run, Seq: b.seq, Stream: "system", At: b.now(),
+			Data: fmt.Sprintf("log truncated: the run wrote more than %d bytes; the rest is not kept\n", maxLogBytes)})
+		return
+	}
+	b.bytes += len(data)
+	text := strings.ToValidUTF8(string(data), "\uFFFD")
+	text = strings.ReplaceAll(text, "\x00", "")
+	if n := len(b.pending); n > 0 && b.pending[n-1].Stream == stream && len(b.pending[n-1].Data) < 64<<10 {
+		b.pending[n-1].Data += text
+		return
+	}
+	b.seq++
+	b.pending = append(b.pending, store.RunLog{Workspace: b.ws, RunID: b.run, Seq: b.seq, Stream: stream, Data: text, At: b.now()})
+}
+
+func (b *logBuffer) flush(ctx context.Context, st store.Store) error {
+	b.mu.Lock()
+	chunks := b.pending
+	b.pending = nil
+	b.mu.Unlock()
+	if len(chunks) == 0 {
+		return nil
+	}
+	return st.AppendRunLogs(ctx, chunks)
+}
+
+// finish writes the terminal record and seals the trajectory in one
+// transaction, unless a previous attempt already did.
+func (a *Activities) finish(ctx context.Context, run eval.Run, result *eval.CaseResult, runErr *eval.Error) (RunStatus, error) {
+	now := a.now()
+	var out RunStatus
+	err := a.Store.Transact(ctx, func(tx store.Tx) error {
+		cur, err := tx.GetRun(ctx, run.Tenant, run.ID)
+		if err != nil {
+			return err
+		}
+		if eval.Status(cur.Status).Terminal() {
+			out = RunStatus{Status: cur.Status, WebhookURL: run.WebhookURL}
+			return nil
+		}
+		if result != nil {
+			events, digest, err := SealEvents(result.Trace)
+			if err != nil {
+				return err
+			}
+			if _, _, err := tx.SealTrajectory(ctx, store.Trajectory{
+				Workspace: run.Tenant, RunID: run.ID, Source: "svc", EventCount: len(result.Trace),
+				Digest: digest, SealedAt: now, Audience: run.Audience(), Events: events,
+			}); err != nil {
+				return err
+			}
+			result.TraceRef, result.TraceSealed = "trajectory:"+run.ID, true
+			run.Usage, run.Provenance = result.Usage, result.Provenance
+			if result.Harness != "" {
+				if id, v, ok := strings.Cut(result.Harness, "@"); ok {
+					run.Harness = registry.Ref{ID: id, Version: v}
+				}
+			}
+		}
+		run.Result, run.Error = result, runErr
+		run.Status = eval.StatusSucceeded
+		if runErr != nil {
+			run.Status = eval.StatusFailed
+		}
+		run.FinishedAt, run.UpdatedAt = &now, now
+		row, err := runs.Row(run)
+		if err != nil {
+			return err
+		}
+		if _, err := tx.PutRun(ctx, row); err != nil {
+			return err
+		}
+		out = RunStatus{Status: string(run.Status), WebhookURL: run.WebhookURL}
+		return nil
+	})
+	return out, err
+}
+
+// SealEvents is the canonical JSON of a trace and its sha256 digest, as
+// the ledger seals them.
+func SealEvents(events []eval.TraceEvent) ([]byte, string, error) {
+	if events == nil {
+		events = []eval.TraceEvent{}
+	}
+	canonical, err := registry.CanonicalJSON(events)
+	if err != nil {
+		return nil, "", fmt.Errorf("sealing the trace: %w", err)
+	}
+	return canonical, registry.Digest(canonical), nil
+}
+
+// FailRun records a run whose dispatch gave up (or was cancelled) as
+// failed, with the error envelope and a trace saying why. A run already
+// terminal is left as it is.
+func (a *Activities) FailRun(ctx context.Context, in FailInput) (RunStatus, error) {
+	run, err := a.loadRun(ctx, in.RunRef)
+	if err != nil {
+		return RunStatus{}, err
+	}
+	if run.Status.Terminal() {
+		return RunStatus{Status: string(run.Status), WebhookURL: run.WebhookURL}, nil
+	}
+	plan := Plan{Harness: run.Harness, Runtime: run.Runtime}
+	result, runErr := BuildResult(run, plan, drivers.Result{}, caseErr("%s", in.Message), a.Host)
+	runErr.Code = in.Code
+	return a.finish(ctx, run, result, runErr)
+}
+
+// FinalizeRun sends the outward effects of a terminal run: the creator's
+// notification (none for a scorecard's child, none when the creator is
+// unknown) and the run.completed or run.failed event.
+func (a *Activities) FinalizeRun(ctx context.Context, ref RunRef) error {
+	run, err := a.loadRun(ctx, ref)
+	if err != nil {
+		return err
+	}
+	if !run.Status.Terminal() {
+		return fmt.Errorf("run %s is %s, not terminal; FinalizeRun runs after dispatch", ref.RunID, run.Status)
+	}
+	kind, verb := eval.NotifyRunCompleted, "completed"
+	if run.Status == eval.StatusFailed {
+		kind, verb = eval.NotifyRunFailed, "failed"
+	}
+	return a.Store.Transact(ctx, func(tx store.Tx) error {
+		data, _ := json.Marshal(map[string]any{"runId": run.ID, "status": run.Status, "harness": run.Harness.String(), "caseId": run.CaseID})
+		if _, err := tx.AppendEvent(ctx, store.Event{
+			ID: "run." + verb + ":" + run.ID, Workspace: run.Tenant, Type: "run." + verb,
+			Subject: "run:" + run.ID, Actor: run.CreatedBy, Data: data,
+		}); err != nil {
+			return err
+		}
+		if run.ParentScorecardID != "" || run.CreatedBy == "" {
+			return nil
+		}
+		body := fmt.Sprintf("Case %s on harness %s %s.", run.CaseID, run.Harness, verb)
+		if run.Error != nil {
+			body += " " + run.Error.Message
+		} else if run.Result != nil && !run.Result.Pass {
+			body += " Some scores did not pass."
+		}
+		link, _ := json.Marshal(map[string]string{"runId": run.ID, "resourceType": "run", "resourceId": run.ID})
+		_, _, err := tx.AddNotification(ctx, store.Notification{
+			ID: kind + ":" + run.ID, Workspace: run.Tenant, Recipient: run.CreatedBy, Kind: kind,
+			Title: fmt.Sprintf("Run %s %s", run.CaseID, verb), Body: clip(body, 500), Link: link,
+		})
+		return err
+	})
+}
+
+func (a *Activities) loadRun(ctx context.Context, ref RunRef) (eval.Run, error) {
+	row, err := a.Store.GetRun(ctx, ref.Workspace, ref.RunID)
+	if err != nil {
+		return eval.Run{}, err
+	}
+	return runs.FromRow(row)
+}
+
+func (a *Activities) putRun(ctx context.Context, run eval.Run) error {
+	row, err := runs.Row(run)
+	if err != nil {
+		return err
+	}
+	_, err = a.Store.PutRun(ctx, row)
+	return err
+}
+
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return strings.ToValidUTF8(s[:n], "") + "…"
+}

@@ -1,0 +1,79 @@
+package activities
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/temporal"
+
+	"svc/runs"
+	"svc/store"
+	"svc/webhooks"
+)
+
+// ErrTypeWebhookRefused is the error type of a delivery refused for good
+// (the destination now resolves to a private address): not retried.
+const ErrTypeWebhookRefused = "WebhookRefused"
+
+// WebhookMessageID is the webhook-id of a run's final-record webhook: one
+// per run, the same on every attempt, so a receiver deduplicates retries
+// and a delivery repeated after a crash.
+func WebhookMessageID(runID string) string { return "msg_" + runID }
+
+// DeliverWebhook POSTs the run's final record to its webhookUrl, signed the
+// Standard Webhooks way with the workspace's secret. The destination is
+// checked again now (it may resolve elsewhere than at submit) and at
+// connect time. Every attempt is recorded; an error makes Temporal retry
+// with the workflow's backoff.
+func (a *Activities) DeliverWebhook(ctx context.Context, ref RunRef) error {
+	run, err := a.loadRun(ctx, ref)
+	if err != nil {
+		return err
+	}
+	if run.WebhookURL == "" {
+		return nil
+	}
+	attempt := int(activity.GetInfo(ctx).Attempt)
+	msgID := WebhookMessageID(run.ID)
+	record := func(status int, derr error) error {
+		d := store.WebhookDelivery{Workspace: run.Tenant, MessageID: msgID, RunID: run.ID, URL: run.WebhookURL, Attempt: attempt, Status: status, At: a.now()}
+		if derr != nil {
+			d.Error = clip(derr.Error(), 500)
+		}
+		return a.Store.AddWebhookDelivery(context.WithoutCancel(ctx), d)
+	}
+	if err := a.Guard.CheckURL(ctx, run.WebhookURL); err != nil {
+		if rerr := record(0, err); rerr != nil {
+			return rerr
+		}
+		return temporal.NewNonRetryableApplicationError("webhook destination refused: "+err.Error(), ErrTypeWebhookRefused, nil)
+	}
+	var secret runs.WebhookSecret
+	if err := a.Store.Transact(ctx, func(tx store.Tx) (err error) {
+		secret, err = runs.EnsureWebhookSecret(ctx, tx, a.Sealer, run.Tenant, run.CreatedBy, a.now)
+		return err
+	}); err != nil {
+		return err
+	}
+	body, err := json.Marshal(run)
+	if err != nil {
+		return fmt.Errorf("encoding run %s: %w", run.ID, err)
+	}
+	client := a.HTTP
+	if client == nil {
+		client = a.Guard.Client(webhookClientTimeout)
+	}
+	status, derr := webhooks.Deliver(ctx, client, run.WebhookURL, secret.Secret, webhooks.Message{ID: msgID, Timestamp: a.now(), Body: body})
+	if err := record(status, derr); err != nil {
+		return err
+	}
+	if derr != nil {
+		return fmt.Errorf("webhook attempt %d to %s: %w", attempt, run.WebhookURL, derr)
+	}
+	return nil
+}
+
+const webhookClientTimeout = 20 * time.Second

@@ -1,0 +1,368 @@
+// Package local is the job driver that runs a process harness on the
+// worker's own host: one process tree per case, in a work area of its own.
+//
+// Each job gets Root/<run id>/ (wiped when an attempt starts, removed when
+// it ends) holding the case file, an empty trace file, a 0600 secrets file
+// and the harness's work, home and temporary directories. The harness sees
+// only the environment the harness contract names (see Job), never the
+// service's own.
+//
+// The harness is not started by the service directly but by a supervisor
+// (the "shim": this same binary re-executed; see shim_linux.go) that the
+// service holds by a pipe. The shim is a child subreaper, puts the harness
+// in a process group of its own and, when the job ends, is cancelled or
+// times out, or the service dies (even by SIGKILL), kills the whole tree
+// and reaps it: no harness process outlives the job or the service.
+package local
+
+import (
+	"cmp"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"svc/derrors"
+	"svc/drivers"
+)
+
+// Name is the driver's name as it appears in a Result.
+const Name = "local"
+
+// DefaultKillGrace is how long a cancelled or timed-out harness has between
+// SIGTERM and SIGKILL when Options.KillGrace is zero.
+const DefaultKillGrace = 3 * time.Second
+
+// The contract variables the driver sets; a job's Env cannot override them.
+const (
+	EnvCaseFile    = "SVC_CASE_FILE"
+	EnvTraceFile   = "SVC_TRACE_FILE"
+	EnvWorkDir     = "SVC_WORK_DIR"
+	EnvRunID       = "SVC_RUN_ID"
+	EnvSecretsFile = "SVC_SECRETS_FILE"
+
+	// shimEnv marks the re-executed binary as a job supervisor (shim_linux.go).
+	shimEnv = "_SVC_LOCAL_SHIM"
+
+	envResourceAttrs = "OTEL_RESOURCE_ATTRIBUTES"
+	envOTLPEndpoint  = "OTEL_EXPORTER_OTLP_ENDPOINT"
+	envOTLPProtocol  = "OTEL_EXPORTER_OTLP_PROTOCOL"
+)
+
+// Options configure a Driver.
+type Options struct {
+	// Root is the directory under which each job gets its work area,
+	// Root/<run id>; "" means <os.TempDir()>/svc-local. A relative Root is
+	// made absolute, because the paths handed to the harness must be.
+	Root string
+	// OTLPEndpoint is the default for Job.OTLPEndpoint.
+	OTLPEndpoint string
+	// KillGrace is the time between SIGTERM and SIGKILL when a job is
+	// cancelled or times out; 0 means DefaultKillGrace.
+	KillGrace time.Duration
+	// Logger receives what goes wrong after a job ended (a work area that
+	// could not be removed); nil means slog.Default().
+	Logger *slog.Logger
+}
+
+// Driver runs process harnesses as local processes. It is safe for
+// concurrent use; two attempts of the same run id never run at once (the
+// later one kills the earlier one's processes and waits for it to end).
+type Driver struct {
+	root         string
+	otlpEndpoint string
+	killGrace    time.Duration
+	log          *slog.Logger
+}
+
+var _ drivers.Driver = (*Driver)(nil)
+
+// New returns a Driver for o.
+func New(o Options) *Driver {
+	root := o.Root
+	if root == "" {
+		root = filepath.Join(os.TempDir(), "svc-local")
+	}
+	if abs, err := filepath.Abs(root); err == nil {
+		root = abs
+	}
+	d := &Driver{
+		root:         root,
+		otlpEndpoint: o.OTLPEndpoint,
+		killGrace:    cmp.Or(o.KillGrace, DefaultKillGrace),
+		log:          o.Logger,
+	}
+	if d.log == nil {
+		d.log = slog.Default()
+	}
+	return d
+}
+
+// Run runs j to completion: see drivers.Driver. It returns an error only
+// when the job cannot be started (the message says what to fix; a job
+// that could never run wraps derrors.ErrInvalid) or its supervisor was
+// lost; a non-zero exit, a timeout or a cancel are a Result.
+func (d *Driver) Run(ctx context.Context, j drivers.Job) (drivers.Result, error) {
+	if err := checkJob(j); err != nil {
+		return drivers.Result{}, err
+	}
+	res, err := d.run(ctx, j)
+	if err != nil {
+		return drivers.Result{}, err
+	}
+	res.OS = runtime.GOOS
+	res.Driver = Name
+	res.Image = j.Image
+	return res, nil
+}
+
+// Root returns the directory the work areas live under.
+func (d *Driver) Root() string { return d.root }
+
+// layout is where one job's files live; every path is absolute.
+type layout struct {
+	area    string // Root/<run id>: wiped at start, removed at the end
+	lock    string // Root/.locks/<run id>: serialises attempts of one run
+	record  string // the running attempt's process group, for a retry to kill
+	work    string // SVC_WORK_DIR; Files are written here
+	dir     string // the harness's working directory (work/Job.WorkDir)
+	home    string
+	tmp     string
+	caseF   string
+	trace   string
+	secrets string
+}
+
+// newLayout returns the layout of the job with run id id.
+func (d *Driver) newLayout(id, workDir string) layout {
+	name := areaName(id)
+	area := filepath.Join(d.root, name)
+	work := filepath.Join(area, "work")
+	return layout{
+		area:    area,
+		lock:    filepath.Join(d.root, ".locks", name),
+		record:  filepath.Join(area, "pgid"),
+		work:    work,
+		dir:     filepath.Join(work, filepath.FromSlash(workDir)),
+		home:    filepath.Join(area, "home"),
+		tmp:     filepath.Join(area, "tmp"),
+		caseF:   filepath.Join(area, "case.json"),
+		trace:   filepath.Join(area, "trace.jsonl"),
+		secrets: filepath.Join(area, "secrets.json"),
+	}
+}
+
+// areaName turns a run id into one path element. An id that is already a
+// plain name is kept so the area is easy to find; any other is cleaned and
+// suffixed with a digest of the original so two ids never share an area.
+// A name never starts with '.', which keeps Root/.locks apart.
+func areaName(id string) string {
+	const maxLen = 100
+	safe := id != "" && len(id) <= maxLen && id[0] != '.'
+	var b strings.Builder
+	for i, r := range id {
+		ok := r < utf8.RuneSelf && (r == '-' || r == '_' || r == '.' ||
+			'a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9')
+		if i == 0 && r == '.' {
+			ok = false
+		}
+		if !ok {
+			safe = false
+			r = '_'
+		}
+		if b.Len() < 64 {
+			b.WriteRune(r)
+		}
+	}
+	if safe {
+		return id
+	}
+	sum := sha256.Sum256([]byte(id))
+	return b.String() + "-" + hex.EncodeToString(sum[:6])
+}
+
+// checkJob rejects what no attempt could run, with a message saying what
+// to fix.
+func checkJob(j drivers.Job) error {
+	if j.RunID == "" {
+		return derrors.Invalidf("local driver: the job has no run id")
+	}
+	if strings.ContainsRune(j.RunID, 0) {
+		return derrors.Invalidf("local driver: run id %q contains a NUL byte", j.RunID)
+	}
+	if len(j.Command) == 0 || j.Command[0] == "" {
+		return derrors.Invalidf("harness command is empty: give the program to run as the first element of the harness's command")
+	}
+	for _, a := range j.Command {
+		if strings.ContainsRune(a, 0) {
+			return derrors.Invalidf("harness command %q: arguments must not contain NUL bytes", j.Command[0])
+		}
+	}
+	if j.WorkDir != "" && !filepath.IsLocal(filepath.FromSlash(j.WorkDir)) {
+		return derrors.Invalidf("harness workDir %q must be a relative path inside the work directory for the local driver", j.WorkDir)
+	}
+	for name := range j.Files {
+		if err := checkFileName(name); err != nil {
+			return err
+		}
+	}
+	for k, v := range j.Env {
+		if k == "" || strings.ContainsAny(k, "=\x00") || strings.ContainsRune(v, 0) {
+			return derrors.Invalidf("harness environment variable %q: names must be non-empty without '=' or NUL, values without NUL", k)
+		}
+	}
+	return nil
+}
+
+// checkFileName refuses a Files path that is absolute or leaves the work
+// directory.
+func checkFileName(name string) error {
+	if !filepath.IsLocal(filepath.FromSlash(name)) || filepath.Clean(name) == "." || strings.ContainsRune(name, '\\') {
+		return derrors.Invalidf("file %q must be a relative path inside the work directory (no leading '/', no '..')", name)
+	}
+	return nil
+}
+
+// environment builds the harness's whole environment, sorted. Job.Env may
+// replace the defaults (PATH, HOME, TMPDIR, LANG) but not the contract
+// variables; an OTEL_RESOURCE_ATTRIBUTES of its own is kept, after
+// svc.run_id, minus any svc.run_id of its own.
+func environment(j drivers.Job, l layout, otlpEndpoint string) []string {
+	path := os.Getenv("PATH")
+	if path == "" {
+		path = "/usr/local/bin:/usr/bin:/bin"
+	}
+	env := map[string]string{
+		"PATH":   path,
+		"HOME":   l.home,
+		"TMPDIR": l.tmp,
+		"LANG":   "C.UTF-8",
+	}
+	for k, v := range j.Env {
+		env[k] = v
+	}
+	// The shim's marker must never reach a harness that links this package.
+	delete(env, shimEnv)
+	attrs := "svc.run_id=" + percentEncode(j.RunID)
+	if own := j.Env[envResourceAttrs]; own != "" {
+		for _, kv := range strings.Split(own, ",") {
+			if k, _, _ := strings.Cut(kv, "="); strings.TrimSpace(k) != "svc.run_id" && strings.TrimSpace(kv) != "" {
+				attrs += "," + kv
+			}
+		}
+	}
+	env[EnvCaseFile] = l.caseF
+	env[EnvTraceFile] = l.trace
+	env[EnvWorkDir] = l.work
+	env[EnvRunID] = j.RunID
+	env[EnvSecretsFile] = l.secrets
+	env[envResourceAttrs] = attrs
+	if ep := cmp.Or(j.OTLPEndpoint, otlpEndpoint); ep != "" {
+		env[envOTLPEndpoint] = ep
+		env[envOTLPProtocol] = "http/json"
+	}
+	out := make([]string, 0, len(env))
+	for k, v := range env {
+		out = append(out, k+"="+v)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// percentEncode encodes a resource attribute value as the OpenTelemetry
+// environment variable format requires (',', '=' and the like escaped).
+func percentEncode(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '_' || c == '.' || c == '~' {
+			b.WriteByte(c)
+		} else {
+			fmt.Fprintf(&b, "%%%02X", c)
+		}
+	}
+	return b.String()
+}
+
+// fileMode is the mode of a written Files entry: a script (starting with
+// "#!") is made executable, since Files carry no modes and a harness often
+// runs one of them.
+func fileMode(content string) os.FileMode {
+	if strings.HasPrefix(content, "#!") {
+		return 0o755
+	}
+	return 0o644
+}
+
+// capture keeps the head (up to max bytes, when max > 0) and the tail of
+// one output stream.
+type capture struct {
+	max  int
+	head []byte
+	tail []byte
+}
+
+// write records p.
+func (c *capture) write(p []byte) {
+	if c.max > 0 && len(c.head) < c.max {
+		c.head = append(c.head, p[:min(len(p), c.max-len(c.head))]...)
+	}
+	c.tail = append(c.tail, p...)
+	if len(c.tail) > 2*drivers.TailBytes {
+		c.tail = append(c.tail[:0], c.tail[len(c.tail)-drivers.TailBytes:]...)
+	}
+}
+
+// headString returns the head, without a rune cut in half at its end.
+func (c *capture) headString() string {
+	h := c.head
+	if c.max > 0 && len(h) == c.max {
+		h = trimPartialEnd(h)
+	}
+	return string(h)
+}
+
+// tailString returns the last TailBytes, without a rune cut in half at
+// its start.
+func (c *capture) tailString() string {
+	t := c.tail
+	if len(t) > drivers.TailBytes {
+		t = t[len(t)-drivers.TailBytes:]
+		for i := 0; i < utf8.UTFMax-1 && len(t) > 0 && !utf8.RuneStart(t[0]); i++ {
+			t = t[1:]
+		}
+	}
+	return string(t)
+}
+
+// trimPartialEnd drops an incomplete UTF-8 sequence at the end of b.
+func trimPartialEnd(b []byte) []byte {
+	for i := 1; i < utf8.UTFMax && i <= len(b); i++ {
+		if utf8.RuneStart(b[len(b)-i]) {
+			if !utf8.FullRune(b[len(b)-i:]) {
+				return b[:len(b)-i]
+			}
+			break
+		}
+	}
+	return b
+}
+
+// readCapped returns up to max bytes of the file at path.
+func readCapped(path string, max int64) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(io.LimitReader(f, max))
+}

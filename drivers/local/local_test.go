@@ -1,0 +1,101 @@
+package local
+
+import (
+	"strings"
+	"testing"
+
+	"svc/drivers"
+)
+
+func TestAreaName(t *testing.T) {
+	tests := []struct {
+		id       string
+		keep     bool   // the id is used as it is
+		wantPref string // else the name starts so
+	}{
+		{id: "run-01HX.a_b", keep: true},
+		{id: "a/../../etc", wantPref: "a_.._.._etc-"},
+		{id: "..", wantPref: "_.-"},
+		{id: ".locks", wantPref: "_locks-"},
+		{id: "space id", wantPref: "space_id-"},
+		{id: "é", wantPref: "_-"},
+		{id: strings.Repeat("x", 200), wantPref: strings.Repeat("x", 64) + "-"},
+	}
+	for _, tt := range tests {
+		got := areaName(tt.id)
+		if tt.keep && got != tt.id {
+			t.Errorf("areaName(%q) = %q, want it unchanged", tt.id, got)
+		}
+		if !tt.keep && !strings.HasPrefix(got, tt.wantPref) {
+			t.Errorf("areaName(%q) = %q, want prefix %q", tt.id, got, tt.wantPref)
+		}
+		if strings.ContainsAny(got, "/\x00") || got == "." || got == ".." || strings.HasPrefix(got, ".") {
+			t.Errorf("areaName(%q) = %q is not a safe path element", tt.id, got)
+		}
+	}
+	if a, b := areaName("a/b"), areaName("a_b"); a == b {
+		t.Errorf("areaName gives %q to both a/b and a_b", a)
+	}
+}
+
+func TestCapture(t *testing.T) {
+	c := capture{max: 10}
+	for range 3 {
+		c.write([]byte(strings.Repeat("a", 2*drivers.TailBytes)))
+	}
+	c.write([]byte("é-end"))
+	if got := c.headString(); got != strings.Repeat("a", 10) {
+		t.Errorf("head = %q, want 10 a", got)
+	}
+	tail := c.tailString()
+	if len(tail) != drivers.TailBytes || !strings.HasSuffix(tail, "é-end") {
+		t.Errorf("tail has %d bytes ending %q, want %d ending %q", len(tail), tail[max(0, len(tail)-10):], drivers.TailBytes, "é-end")
+	}
+
+	// A rune cut by the head cap or the tail window is dropped, not halved.
+	h := capture{max: 2}
+	h.write([]byte("aéb"))
+	if got := h.headString(); got != "a" {
+		t.Errorf("head = %q, want %q", got, "a")
+	}
+	w := capture{}
+	w.write([]byte("é" + strings.Repeat("b", drivers.TailBytes-1)))
+	if got := w.tailString(); got != strings.Repeat("b", drivers.TailBytes-1) {
+		t.Errorf("tail starts %q, want the half rune dropped", got[:4])
+	}
+}
+
+func TestCheckJob(t *testing.T) {
+	ok := drivers.Job{RunID: "r", Command: []string{"true"}}
+	tests := []struct {
+		name string
+		edit func(*drivers.Job)
+		want string // substring of the error; "" for none
+	}{
+		{"fine", func(*drivers.Job) {}, ""},
+		{"no run id", func(j *drivers.Job) { j.RunID = "" }, "no run id"},
+		{"no command", func(j *drivers.Job) { j.Command = nil }, "command is empty"},
+		{"empty program", func(j *drivers.Job) { j.Command = []string{""} }, "command is empty"},
+		{"file escapes", func(j *drivers.Job) { j.Files = map[string]string{"../x": ""} }, `file "../x"`},
+		{"file absolute", func(j *drivers.Job) { j.Files = map[string]string{"/etc/x": ""} }, `file "/etc/x"`},
+		{"file escapes midway", func(j *drivers.Job) { j.Files = map[string]string{"a/../../x": ""} }, `file "a/../../x"`},
+		{"file dot", func(j *drivers.Job) { j.Files = map[string]string{"./": ""} }, `file "./"`},
+		{"file empty name", func(j *drivers.Job) { j.Files = map[string]string{"": ""} }, `file ""`},
+		{"workdir escapes", func(j *drivers.Job) { j.WorkDir = "../up" }, `workDir "../up"`},
+		{"workdir absolute", func(j *drivers.Job) { j.WorkDir = "/srv" }, `workDir "/srv"`},
+		{"env name with =", func(j *drivers.Job) { j.Env = map[string]string{"A=B": "c"} }, `variable "A=B"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			j := ok
+			tt.edit(&j)
+			err := checkJob(j)
+			switch {
+			case tt.want == "" && err != nil:
+				t.Errorf("checkJob: %v, want nil", err)
+			case tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)):
+				t.Errorf("checkJob: %v, want an error containing %q", err, tt.want)
+			}
+		})
+	}
+}

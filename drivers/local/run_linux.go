@@ -1,0 +1,467 @@
+//go:build linux
+
+package local
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"svc/derrors"
+	"svc/drivers"
+)
+
+// Bounds on waits that only a misbehaving process could make long.
+const (
+	// supervisorSlack is how long past the kill grace the driver trusts
+	// the shim to end a terminated job before killing the group itself.
+	supervisorSlack = 10 * time.Second
+	// drainTimeout bounds reading output after the shim is gone: only a
+	// process that escaped the shim's tree (say, one handed to systemd)
+	// could still hold the pipes.
+	drainTimeout = 5 * time.Second
+	// lockPoll is how often an attempt retries the run's lock while a
+	// previous attempt still holds it.
+	lockPoll = 50 * time.Millisecond
+)
+
+// run runs a checked job.
+func (d *Driver) run(ctx context.Context, j drivers.Job) (drivers.Result, error) {
+	l := d.newLayout(j.RunID, j.WorkDir)
+	env := environment(j, l, d.otlpEndpoint)
+	unlock, err := d.acquire(ctx, j.RunID, l)
+	if err != nil {
+		return drivers.Result{}, err
+	}
+	defer unlock()
+	// A previous attempt whose shim died with it may have left its group.
+	if pgid, _, ok := readRecord(l.record); ok && killRunGroup(pgid, j.RunID) {
+		if err := awaitRunGroupGone(ctx, pgid, j.RunID); err != nil {
+			return drivers.Result{}, fmt.Errorf("local driver: killing what the previous attempt of run %q left: %w", j.RunID, err)
+		}
+	}
+	if err := os.RemoveAll(l.area); err != nil {
+		return drivers.Result{}, fmt.Errorf("local driver: wiping the work area %s: %w", l.area, err)
+	}
+	defer d.removeArea(l)
+	if err := prepareArea(j, l); err != nil {
+		return drivers.Result{}, err
+	}
+	path, err := lookPath(j.Command[0], env, l.dir)
+	if err != nil {
+		return drivers.Result{}, err
+	}
+	res, err := d.supervise(ctx, j, shimConfig{
+		Path:      path,
+		Args:      j.Command,
+		Env:       env,
+		Dir:       l.dir,
+		Record:    l.record,
+		KillGrace: d.killGrace,
+	})
+	if err != nil {
+		return drivers.Result{}, err
+	}
+	// The harness may have removed its trace file: that is no trace.
+	if res.Trace, err = readCapped(l.trace, drivers.MaxOutput); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		d.log.Warn("local driver: reading the trace file", "run", j.RunID, "err", err)
+	}
+	return res, nil
+}
+
+// acquire takes the lock of run runID, so two attempts of one run (in this
+// process or another on the host) never share its work area. An attempt
+// that finds the lock held supersedes the holder: it kills the holder's
+// process group, which ends the holder's job, and takes the lock when the
+// holder has cleaned up. The lock file is removed on release; a waiter that
+// locked a file since removed tries again.
+func (d *Driver) acquire(ctx context.Context, runID string, l layout) (unlock func(), err error) {
+	if err := os.MkdirAll(filepath.Dir(l.lock), 0o700); err != nil {
+		return nil, fmt.Errorf("local driver: creating the lock directory: %w", err)
+	}
+	var tick *time.Ticker
+	for {
+		f, err := os.OpenFile(l.lock, os.O_CREATE|os.O_RDWR, 0o600)
+		if err != nil {
+			return nil, fmt.Errorf("local driver: opening the lock of run %q: %w", runID, err)
+		}
+		err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		if err == nil {
+			fi1, err1 := f.Stat()
+			fi2, err2 := os.Stat(l.lock)
+			if err1 == nil && err2 == nil && os.SameFile(fi1, fi2) {
+				return func() {
+					_ = os.Remove(l.lock)
+					_ = f.Close()
+				}, nil
+			}
+			_ = f.Close()
+			continue
+		}
+		_ = f.Close()
+		if !errors.Is(err, syscall.EWOULDBLOCK) && !errors.Is(err, syscall.EINTR) {
+			return nil, fmt.Errorf("local driver: locking run %q: %w", runID, err)
+		}
+		if pgid, _, ok := readRecord(l.record); ok {
+			killRunGroup(pgid, runID)
+		}
+		if tick == nil {
+			tick = time.NewTicker(lockPoll)
+			defer tick.Stop()
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("local driver: waiting for the previous attempt of run %q to end: %w", runID, ctx.Err())
+		case <-tick.C:
+		}
+	}
+}
+
+// removeArea removes the work area of a finished job, secrets first so
+// that they go even if something else cannot.
+func (d *Driver) removeArea(l layout) {
+	if err := os.Remove(l.secrets); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		d.log.Error("local driver: removing the secrets file", "path", l.secrets, "err", err)
+	}
+	if err := os.RemoveAll(l.area); err != nil {
+		d.log.Warn("local driver: removing the work area", "path", l.area, "err", err)
+	}
+}
+
+// prepareArea creates the work area of a job: directories, the case,
+// trace and secrets files, and the job's Files.
+func prepareArea(j drivers.Job, l layout) error {
+	for _, dir := range []string{l.area, l.work, l.home, l.tmp} {
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return fmt.Errorf("local driver: creating %s: %w", dir, err)
+		}
+	}
+	secrets := j.Secrets
+	if secrets == nil {
+		secrets = map[string]string{}
+	}
+	sb, err := json.Marshal(secrets)
+	if err != nil {
+		return fmt.Errorf("local driver: encoding the secrets: %w", err)
+	}
+	for _, f := range []struct {
+		path string
+		data []byte
+	}{{l.caseF, j.Case}, {l.trace, nil}, {l.secrets, sb}} {
+		if err := writeNew(f.path, f.data, 0o600); err != nil {
+			return fmt.Errorf("local driver: writing %s: %w", f.path, err)
+		}
+	}
+	names := make([]string, 0, len(j.Files))
+	for name := range j.Files {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		p := filepath.Join(l.work, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			return fmt.Errorf("local driver: writing file %q into the work directory: %w", name, err)
+		}
+		if err := writeNew(p, []byte(j.Files[name]), fileMode(j.Files[name])); err != nil {
+			return fmt.Errorf("local driver: writing file %q into the work directory: %w", name, err)
+		}
+	}
+	if err := os.MkdirAll(l.dir, 0o755); err != nil {
+		return derrors.Invalidf("harness workDir %q cannot be created in the work directory: %v", j.WorkDir, err)
+	}
+	return nil
+}
+
+// writeNew creates path with mode perm (O_EXCL: the area is fresh, so an
+// existing file means two names for one path) and writes data to it.
+func writeNew(path string, data []byte, perm os.FileMode) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(data)
+	return errors.Join(err, f.Close())
+}
+
+// lookPath resolves the harness's program: a name without '/' on the
+// harness's PATH (relative PATH entries relative to dir, as the harness
+// would see them), any other path relative to dir.
+func lookPath(name string, env []string, dir string) (string, error) {
+	if strings.Contains(name, "/") {
+		p := name
+		if !filepath.IsAbs(p) {
+			p = filepath.Join(dir, p)
+		}
+		switch fi, err := os.Stat(p); {
+		case errors.Is(err, fs.ErrNotExist) && !filepath.IsAbs(name):
+			return "", derrors.Invalidf("harness command %q not found in the job's working directory: add it to the case's files or give an absolute path", name)
+		case errors.Is(err, fs.ErrNotExist):
+			return "", derrors.Invalidf("harness command %q does not exist on the worker host", name)
+		case err != nil:
+			return "", fmt.Errorf("harness command %q: %w", name, err)
+		case !executable(fi):
+			return "", derrors.Invalidf("harness command %q is not an executable file", name)
+		}
+		return p, nil
+	}
+	var path string
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, "PATH="); ok {
+			path = v
+		}
+	}
+	for _, d := range filepath.SplitList(path) {
+		if d == "" {
+			d = "."
+		}
+		if !filepath.IsAbs(d) {
+			d = filepath.Join(dir, d)
+		}
+		p := filepath.Join(d, name)
+		if fi, err := os.Stat(p); err == nil && executable(fi) {
+			return p, nil
+		}
+	}
+	return "", derrors.Invalidf("harness command %q not found on PATH: install it on the worker host or give its absolute path", name)
+}
+
+// executable reports whether fi is a regular file with an execute bit.
+func executable(fi fs.FileInfo) bool {
+	return fi.Mode().IsRegular() && fi.Mode().Perm()&0o111 != 0
+}
+
+// Stop reasons of a job, as the driver asked for them.
+const (
+	stopNone = iota
+	stopTimeout
+	stopCancel
+)
+
+// supervise starts the shim on cfg and follows the job to its end.
+func (d *Driver) supervise(ctx context.Context, j drivers.Job, cfg shimConfig) (drivers.Result, error) {
+	var ends [8]*os.File // read/write ends of the control, status, stdout and stderr pipes
+	for i := 0; i < len(ends); i += 2 {
+		r, w, err := os.Pipe()
+		if err != nil {
+			closeFiles(ends[:i]...)
+			return drivers.Result{}, fmt.Errorf("local driver: creating pipes: %w", err)
+		}
+		ends[i], ends[i+1] = r, w
+	}
+	ctrlR, ctrlW, statR, statW, outR, outW, errR, errW := ends[0], ends[1], ends[2], ends[3], ends[4], ends[5], ends[6], ends[7]
+	defer closeFiles(ctrlW, statR, outR, errR)
+
+	cmd := &exec.Cmd{
+		// /proc/self/exe still names this binary when its file has been
+		// replaced on disk by an upgrade.
+		Path:       "/proc/self/exe",
+		Args:       []string{shimArg0},
+		Env:        []string{shimEnv + "=1", EnvRunID + "=" + j.RunID},
+		Dir:        "/",
+		Stdout:     outW,
+		Stderr:     errW,
+		ExtraFiles: []*os.File{ctrlR, statW},
+		SysProcAttr: &syscall.SysProcAttr{
+			Setsid:    true, // no terminal's signals, no session with the service
+			Pdeathsig: syscall.SIGTERM,
+		},
+	}
+	started := make(chan error, 1)
+	exited := make(chan error, 1)
+	begin := time.Now()
+	go func() {
+		// Pdeathsig fires when the thread that forked the child exits, not
+		// the process: hold this thread until the shim is reaped, so that
+		// only the service's death signals the shim.
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		if err := cmd.Start(); err != nil {
+			started <- err
+			return
+		}
+		started <- nil
+		exited <- cmd.Wait()
+	}()
+	err := <-started
+	closeFiles(ctrlR, statW, outW, errW)
+	if err != nil {
+		return drivers.Result{}, fmt.Errorf("local driver: starting the job supervisor: %w", err)
+	}
+
+	var (
+		logMu          sync.Mutex
+		stdout, stderr = capture{max: drivers.MaxOutput}, capture{}
+		readers        sync.WaitGroup
+	)
+	readers.Go(func() { pump(outR, "stdout", &stdout, &logMu, j.Log) })
+	readers.Go(func() { pump(errR, "stderr", &stderr, &logMu, j.Log) })
+	var (
+		pgid       atomic.Int64
+		final      *shimStatus
+		startErr   *shimStatus
+		statusDone = make(chan struct{})
+	)
+	go func() {
+		defer close(statusDone)
+		sc := bufio.NewScanner(statR)
+		for sc.Scan() {
+			var st shimStatus
+			if json.Unmarshal(sc.Bytes(), &st) != nil {
+				continue
+			}
+			switch {
+			case st.StartError != "":
+				startErr = &st
+			case st.Pgid != 0:
+				pgid.Store(int64(st.Pgid))
+			case st.Done:
+				final = &st
+			}
+		}
+	}()
+
+	line, err := json.Marshal(cfg)
+	if err == nil {
+		_, err = ctrlW.Write(append(line, '\n'))
+	}
+	if err != nil {
+		// The shim sees EOF, or a broken line, and gives up without starting.
+		_ = ctrlW.Close()
+		<-exited
+		return drivers.Result{}, fmt.Errorf("local driver: sending the job to its supervisor: %w", err)
+	}
+
+	var timeout <-chan time.Time
+	if j.Timeout > 0 {
+		t := time.NewTimer(j.Timeout)
+		defer t.Stop()
+		timeout = t.C
+	}
+	var (
+		done    = ctx.Done()
+		reason  = stopNone
+		overdue <-chan time.Time
+	)
+	terminate := func(why int) {
+		if reason != stopNone {
+			return
+		}
+		reason = why
+		_, _ = ctrlW.Write([]byte{cmdTerminate})
+		overdue = time.After(d.killGrace + supervisorSlack)
+	}
+	var waitErr error
+wait:
+	for {
+		select {
+		case <-timeout:
+			terminate(stopTimeout)
+		case <-done:
+			done = nil
+			terminate(stopCancel)
+		case <-overdue:
+			overdue = nil
+			d.log.Error("local driver: the job supervisor did not end the job in time; killing it", "run", j.RunID, "pid", cmd.Process.Pid)
+			killRunGroup(int(pgid.Load()), j.RunID)
+			_ = cmd.Process.Kill()
+		case waitErr = <-exited:
+			break wait
+		}
+	}
+	end := time.Now()
+	_ = ctrlW.Close()
+
+	// The shim is gone; the harness never had the status pipe, and every
+	// process that had the output pipes is dead unless it escaped the
+	// shim's tree.
+	drained := make(chan struct{})
+	go func() {
+		<-statusDone
+		readers.Wait()
+		close(drained)
+	}()
+	select {
+	case <-drained:
+	case <-time.After(drainTimeout):
+		closeFiles(statR, outR, errR)
+		<-drained
+	}
+
+	if final == nil {
+		// The shim died without reporting: kill what it supervised.
+		if pg := int(pgid.Load()); pg != 0 && killRunGroup(pg, j.RunID) {
+			_ = awaitRunGroupGone(ctx, pg, j.RunID)
+		}
+		if startErr != nil {
+			return drivers.Result{}, startError(j.Command[0], startErr)
+		}
+		return drivers.Result{}, fmt.Errorf("local driver: the job supervisor of run %q ended without reporting the harness's exit (%v)", j.RunID, waitErr)
+	}
+	res := drivers.Result{
+		ExitCode:   final.ExitCode,
+		Duration:   final.Duration,
+		Stdout:     stdout.headString(),
+		StdoutTail: stdout.tailString(),
+		StderrTail: stderr.tailString(),
+		TimedOut:   reason == stopTimeout && final.Terminated,
+		Cancelled:  reason == stopCancel && final.Terminated,
+	}
+	if res.Duration <= 0 {
+		res.Duration = end.Sub(begin)
+	}
+	return res, nil
+}
+
+// startError explains why the shim could not start the harness.
+func startError(name string, st *shimStatus) error {
+	switch syscall.Errno(st.StartErrno) {
+	case syscall.ENOENT, syscall.EACCES, syscall.EPERM, syscall.ENOEXEC, syscall.ENOTDIR, syscall.EISDIR, syscall.ELOOP, syscall.ENAMETOOLONG:
+		return derrors.Invalidf("harness command %q could not be started: %s", name, st.StartError)
+	}
+	return fmt.Errorf("local driver: harness command %q could not be started: %s", name, st.StartError)
+}
+
+// pump copies one output stream of the job into c and to logf, a chunk at
+// a time as it arrives. logf gets its own copy of each chunk, under mu so
+// that it is never called from two goroutines at once.
+func pump(r *os.File, stream string, c *capture, mu *sync.Mutex, logf func(string, []byte)) {
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := r.Read(buf)
+		if n > 0 {
+			c.write(buf[:n])
+			if logf != nil {
+				chunk := bytes.Clone(buf[:n])
+				mu.Lock()
+				logf(stream, chunk)
+				mu.Unlock()
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// closeFiles closes every non-nil file; closing twice is harmless here.
+func closeFiles(fs ...*os.File) {
+	for _, f := range fs {
+		if f != nil {
+			_ = f.Close()
+		}
+	}
+}

@@ -1,0 +1,310 @@
+//go:build linux
+
+package local
+
+// The shim is the job's supervisor: the service's own binary, re-executed
+// with shimEnv=1 in its environment, which init below notices before main
+// runs (so it works in every binary that links this package, test binaries
+// included).
+//
+// Why a supervisor at all: the service may die by SIGKILL, and nothing of
+// the harness may outlive it. Pdeathsig only reaches the direct child, and
+// a grandchild can leave the harness's process group. The shim holds the
+// read end of a pipe whose write end only the service holds; the kernel
+// closes it when the service dies, however it dies, and the shim then kills
+// the harness's group and every other descendant. It also gets SIGTERM as
+// its Pdeathsig, as a second channel for the same news.
+//
+// The shim is a child subreaper (PR_SET_CHILD_SUBREAPER): every descendant
+// whose parent dies is re-parented to it, so it can find, kill and reap the
+// whole tree, including processes that moved to another group or session,
+// and knows the tree is gone when wait reports ECHILD.
+//
+// Descriptors: stdin /dev/null; stdout and stderr are the job's output
+// pipes, passed on to the harness; fd 3 is the control pipe (one JSON line
+// of shimConfig, then one byte per command: 'T' to terminate; EOF means
+// the driver is gone); fd 4 is the status pipe (JSON lines of shimStatus).
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"os"
+	"os/signal"
+	"sync"
+	"syscall"
+	"time"
+	"unsafe"
+)
+
+// shimArg0 is the shim's argv[0], so that ps shows what the process is.
+// The job itself never travels in argv, where any user can read it.
+const shimArg0 = "svc-local-shim"
+
+// Linux constants the syscall package does not name.
+const (
+	prSetChildSubreaper = 36
+	pAll                = 0
+	wNoWait             = 0x1000000
+	wAll                = 0x40000000
+)
+
+// cmdTerminate asks the shim to end the job: SIGTERM, then SIGKILL after
+// the grace.
+const cmdTerminate = 'T'
+
+// shimConfig is the job as the driver sends it to the shim.
+type shimConfig struct {
+	Path      string        `json:"path"` // absolute path of the program
+	Args      []string      `json:"args"`
+	Env       []string      `json:"env"`
+	Dir       string        `json:"dir"`
+	Record    string        `json:"record"` // where to record the process group
+	KillGrace time.Duration `json:"killGrace"`
+}
+
+// shimStatus is one report from the shim: first Pgid (or StartError),
+// then, when every process of the job is gone, Done with the harness's
+// exit.
+type shimStatus struct {
+	Pgid       int           `json:"pgid,omitempty"`
+	StartError string        `json:"startError,omitempty"`
+	StartErrno int           `json:"startErrno,omitempty"`
+	Done       bool          `json:"done,omitempty"`
+	ExitCode   int           `json:"exitCode,omitempty"`
+	Signal     string        `json:"signal,omitempty"`
+	Terminated bool          `json:"terminated,omitempty"` // the harness was running when 'T' arrived
+	Duration   time.Duration `json:"duration,omitempty"`   // from the harness's start to its exit
+}
+
+func init() {
+	if os.Getenv(shimEnv) != "1" {
+		return
+	}
+	// init runs on the main goroutine, locked to the main thread: the
+	// harness's Pdeathsig (set when it is forked below) therefore follows
+	// the shim process, not some thread that may exit.
+	os.Exit(shimMain())
+}
+
+// shimMain supervises one job and returns the shim's exit code.
+func shimMain() int {
+	// Nothing the harness starts may hold the control or status pipe.
+	syscall.CloseOnExec(3)
+	syscall.CloseOnExec(4)
+	ctrl := bufio.NewReader(os.NewFile(3, "control"))
+	status := json.NewEncoder(os.NewFile(4, "status"))
+	report := func(s shimStatus) { _ = status.Encode(s) }
+
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, syscall.SIGQUIT)
+	if _, _, e := syscall.RawSyscall(syscall.SYS_PRCTL, prSetChildSubreaper, 1, 0); e != 0 {
+		report(shimStatus{StartError: "the job supervisor cannot become a child subreaper: " + e.Error(), StartErrno: int(e)})
+		return 2
+	}
+	line, err := ctrl.ReadBytes('\n')
+	if err != nil {
+		return 2 // the driver went away before sending the job: nothing started
+	}
+	var cfg shimConfig
+	if err := json.Unmarshal(line, &cfg); err != nil {
+		report(shimStatus{StartError: "the job supervisor got a malformed job: " + err.Error()})
+		return 2
+	}
+	devnull, err := os.Open(os.DevNull)
+	if err != nil {
+		report(shimStatus{StartError: err.Error()})
+		return 2
+	}
+	started := time.Now()
+	pid, err := syscall.ForkExec(cfg.Path, cfg.Args, &syscall.ProcAttr{
+		Dir:   cfg.Dir,
+		Env:   cfg.Env,
+		Files: []uintptr{devnull.Fd(), 1, 2},
+		Sys:   &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL},
+	})
+	devnull.Close()
+	if err != nil {
+		st := shimStatus{StartError: err.Error()}
+		var errno syscall.Errno
+		if errors.As(err, &errno) {
+			st.StartErrno = int(errno)
+		}
+		report(st)
+		return 0
+	}
+	// Recorded before anything else, for a retried attempt to find should
+	// this shim die with the service (see Driver.acquire).
+	_ = writeRecord(cfg.Record, pid, os.Getpid())
+	report(shimStatus{Pgid: pid})
+
+	ctl := make(chan byte)
+	go func() {
+		for {
+			b, err := ctrl.ReadByte()
+			if err != nil {
+				ctl <- 0
+				return
+			}
+			ctl <- b
+		}
+	}()
+	r := &reaper{harness: pid}
+	reaped := make(chan reapedChild)
+	go r.run(reaped)
+
+	var (
+		final      shimStatus
+		terminated bool
+		killing    bool
+		grace      <-chan time.Time
+		sweep      <-chan time.Time
+	)
+	// killAll kills the group and every descendant, and keeps sweeping
+	// while the tree lives: a process forked between two sweeps shows up
+	// in the next one.
+	killAll := func() {
+		if !killing {
+			killing = true
+			sweep = time.NewTicker(100 * time.Millisecond).C // runs until the shim exits
+		}
+		r.signalGroup(syscall.SIGKILL)
+		self := os.Getpid()
+		for _, d := range descendants(processes(), self) {
+			_ = syscall.Kill(d, syscall.SIGKILL)
+		}
+	}
+	for {
+		select {
+		case c, ok := <-reaped:
+			if !ok {
+				// ECHILD: no descendant is left.
+				final.Done = true
+				report(final)
+				return 0
+			}
+			if c.pid == pid {
+				final = exitStatus(c.status)
+				final.Terminated = terminated
+				final.Duration = time.Since(started)
+			}
+			if c.pid == pid || killing {
+				killAll()
+			}
+		case b := <-ctl:
+			switch {
+			case b == 0: // EOF: the driver, and so the service, is gone
+				ctl = nil
+				killAll()
+			case b == cmdTerminate && !terminated && !killing:
+				terminated = true
+				r.signalGroup(syscall.SIGTERM)
+				grace = time.After(cfg.KillGrace)
+			}
+		case <-grace:
+			grace = nil
+			killAll()
+		case <-sweep:
+			killAll()
+		case <-sigs:
+			killAll()
+		}
+	}
+}
+
+// exitStatus turns a wait status into a report; a harness killed by a
+// signal has exit code -1.
+func exitStatus(ws syscall.WaitStatus) shimStatus {
+	if ws.Signaled() {
+		return shimStatus{ExitCode: -1, Signal: ws.Signal().String()}
+	}
+	return shimStatus{ExitCode: ws.ExitStatus()}
+}
+
+// reapedChild is one child the shim reaped.
+type reapedChild struct {
+	pid    int
+	status syscall.WaitStatus
+}
+
+// reaper reaps the shim's children and guards signals to the harness's
+// process group. The group id is the harness's pid, which the kernel may
+// give to another process once the harness is reaped and its group is
+// empty; so the group is signalled only while the harness is unreaped, and
+// the harness's exit is noticed (waitid with WNOWAIT) and its group killed
+// before it is reaped.
+type reaper struct {
+	harness int
+
+	mu          sync.Mutex
+	harnessGone bool
+}
+
+// signalGroup sends sig to the harness's process group, if it is still
+// safe to name it.
+func (r *reaper) signalGroup(sig syscall.Signal) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !r.harnessGone {
+		_ = syscall.Kill(-r.harness, sig)
+	}
+}
+
+// run reaps children until there are none (ECHILD), then closes out.
+func (r *reaper) run(out chan<- reapedChild) {
+	defer close(out)
+	for {
+		pid, err := waitExited()
+		if errors.Is(err, syscall.EINTR) {
+			continue
+		}
+		if err != nil {
+			return
+		}
+		var ws syscall.WaitStatus
+		if pid == r.harness {
+			r.mu.Lock()
+			// The job is over: what the harness left in its group goes too.
+			_ = syscall.Kill(-pid, syscall.SIGKILL)
+			_, err = wait4(pid, &ws)
+			r.harnessGone = true
+			r.mu.Unlock()
+		} else {
+			_, err = wait4(pid, &ws)
+		}
+		if err != nil {
+			continue
+		}
+		out <- reapedChild{pid: pid, status: ws}
+	}
+}
+
+// siginfo is the part of Linux's siginfo_t that waitid fills for a child:
+// si_pid follows signo, errno and code, aligned to the word size.
+type siginfo struct {
+	signo, errno, code int32
+	_                  [unsafe.Sizeof(uintptr(0)) - 4]byte
+	pid                int32
+	_                  [128 - 12 - (unsafe.Sizeof(uintptr(0)) - 4) - 4]byte
+}
+
+// waitExited blocks until a child has exited and returns its pid without
+// reaping it.
+func waitExited() (int, error) {
+	var si siginfo
+	_, _, e := syscall.Syscall6(syscall.SYS_WAITID, pAll, 0, uintptr(unsafe.Pointer(&si)), syscall.WEXITED|wNoWait|wAll, 0, 0)
+	if e != 0 {
+		return 0, e
+	}
+	return int(si.pid), nil
+}
+
+// wait4 reaps child pid, retrying on EINTR.
+func wait4(pid int, ws *syscall.WaitStatus) (int, error) {
+	for {
+		p, err := syscall.Wait4(pid, ws, wAll, nil)
+		if !errors.Is(err, syscall.EINTR) {
+			return p, err
+		}
+	}
+}

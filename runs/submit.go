@@ -1,0 +1,213 @@
+package runs
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"svc/auth"
+	"svc/derrors"
+	"svc/eval"
+	"svc/graders"
+	"svc/registry"
+	"svc/store"
+)
+
+// SubmitRequest is the body of POST /runs.
+type SubmitRequest struct {
+	Harness registry.Ref      `json:"harness"`
+	Case    registry.EvalCase `json:"case"`
+	// Runtime names a registered runtime; it sets case.placement.target.
+	Runtime    string `json:"runtime,omitempty"`
+	WebhookURL string `json:"webhookUrl,omitempty"`
+}
+
+// Validate checks the body's shape; Submit checks what needs the store.
+func (r *SubmitRequest) Validate() error {
+	if r.Harness.ID == "" {
+		return derrors.Invalidf("harness.id is required: the registered harness to run (GET /harnesses lists them)")
+	}
+	if err := registry.ValidateID(r.Harness.ID); err != nil {
+		return fmt.Errorf("harness.id: %w", err)
+	}
+	if r.Harness.Version == "" {
+		return derrors.Invalidf("harness.version is required: an exact version or \"latest\"")
+	}
+	if err := registry.ValidateVersionSelector(r.Harness.Version); err != nil {
+		return fmt.Errorf("harness.version: %w", err)
+	}
+	if r.Runtime != "" {
+		if err := registry.ValidateID(r.Runtime); err != nil {
+			return fmt.Errorf("runtime: %w", err)
+		}
+	}
+	if err := r.Case.Validate(); err != nil {
+		return err
+	}
+	// Built-in graders are checked now; a grader of another kind (a
+	// dataset's own, such as {"id":"tests"}) is not refused: it grades as
+	// a visible skip score, so nothing vanishes silently.
+	var builtin []registry.Grader
+	for _, g := range r.Case.Graders {
+		if slices.Contains(graders.Kinds(), graders.KindOf(g)) {
+			builtin = append(builtin, g)
+		}
+	}
+	if err := graders.Check(builtin); err != nil {
+		return fmt.Errorf("case.graders: %w", err)
+	}
+	return nil
+}
+
+// NewID returns a new run id: "run_" and 24 hex digits.
+func NewID(prefix string) string {
+	var b [12]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		panic(err) // crypto/rand does not fail on Linux
+	}
+	return fmt.Sprintf("%s_%x", prefix, b)
+}
+
+// Submit admits, records and starts one run (spec §3): budget admission
+// first (402 and nothing created past SVC_TENANT_RUNS), then the record
+// `queued` and the workflow whose id is the run id. A workflow that cannot
+// be started fails the record (phase dispatch) rather than leaving it
+// queued forever.
+func (s *Service) Submit(ctx context.Context, p auth.Principal, req SubmitRequest, source string) (eval.Run, error) {
+	if err := req.Validate(); err != nil {
+		return eval.Run{}, err
+	}
+	// The harness must exist now; `latest` stays unresolved until
+	// dispatch (spec §9.2), which records the version it ran.
+	h, err := s.o.Registries.Resolve(ctx, p, registry.Harness, req.Harness.ID, req.Harness.Version)
+	if err != nil {
+		return eval.Run{}, err
+	}
+	if hs := h.Spec.Harness(); hs != nil && hs.Kind == registry.HarnessService {
+		return eval.Run{}, derrors.Invalidf("harness %s is a service harness, which needs a topology-capable nomad or k8s runtime; this deployment runs process harnesses on the local runtime", h.Ref())
+	}
+	c := req.Case
+	if req.Runtime != "" {
+		rt, err := s.o.Registries.Resolve(ctx, p, registry.Runtime, req.Runtime, "latest")
+		if errors.Is(err, derrors.ErrNotFound) {
+			return eval.Run{}, derrors.NotFoundf("runtime %q is not registered in this workspace or among shared ones; register it (POST /runtimes) or omit runtime", req.Runtime)
+		}
+		if err != nil {
+			return eval.Run{}, err
+		}
+		if k := rt.Spec.Runtime().Kind; k != registry.RuntimeLocal {
+			return eval.Run{}, derrors.Invalidf("runtime %q is a %s runtime; this deployment dispatches single runs to local runtimes only (omit runtime to use the local one)", req.Runtime, k)
+		}
+		if c.Placement == nil {
+			c.Placement = &registry.Placement{}
+		}
+		c.Placement.Target = req.Runtime
+	}
+	if req.WebhookURL != "" {
+		if err := s.o.Guard.CheckURL(ctx, req.WebhookURL); err != nil {
+			return eval.Run{}, err
+		}
+		if s.o.Sealer == nil {
+			return eval.Run{}, derrors.Unavailablef("webhooks are signed with a per-workspace secret, which needs SVC_SECRET_KEY; an operator sets it, or submit without webhookUrl and poll GET /runs/:id")
+		}
+	}
+
+	if s.o.Starter == nil {
+		return eval.Run{}, derrors.Unavailablef("no workflow orchestrator is configured, so runs cannot be started; run `svc dev`, or `svc serve` with TEMPORAL_ADDRESS")
+	}
+	now := s.o.Now().UTC()
+	run := eval.Run{
+		ID:         NewID("run"),
+		Tenant:     p.Workspace,
+		Harness:    req.Harness,
+		CaseID:     c.ID,
+		Status:     eval.StatusQueued,
+		CreatedAt:  now,
+		UpdatedAt:  now,
+		Kind:       eval.KindEval,
+		Trigger:    eval.TriggerAPI,
+		CreatedBy:  p.Subject,
+		Origin:     &eval.Origin{Source: source},
+		Runtime:    req.Runtime,
+		WebhookURL: req.WebhookURL,
+		Case:       &c,
+	}
+	row, err := Row(run)
+	if err != nil {
+		return eval.Run{}, err
+	}
+	err = s.transact(ctx, func(tx store.Tx) error {
+		if s.o.TenantRuns > 0 {
+			n, err := tx.CountRuns(ctx, p.Workspace, now.Add(-BudgetWindow))
+			if err != nil {
+				return err
+			}
+			if n >= s.o.TenantRuns {
+				return fmt.Errorf("%w: workspace %q has submitted %d runs in the last 24 hours, its budget (SVC_TENANT_RUNS=%d); wait for older runs to leave the window or ask an operator to raise the limit",
+					derrors.ErrBudgetExceeded, p.Workspace, n, s.o.TenantRuns)
+			}
+		}
+		_, err := tx.CreateRun(ctx, row)
+		return err
+	})
+	if err != nil {
+		return eval.Run{}, err
+	}
+	if err := s.o.Starter.StartRun(ctx, p.Workspace, run.ID); err != nil {
+		// Nothing is left queued forever: the record says why it failed.
+		run.Status = eval.StatusFailed
+		run.Error = &eval.Error{Code: eval.CodeDispatch, Phase: "dispatch", Message: "the run's workflow could not be started: " + oneLine(err)}
+		run.UpdatedAt = s.o.Now().UTC()
+		if row, rerr := Row(run); rerr == nil {
+			_, _ = s.o.Store.PutRun(context.WithoutCancel(ctx), row)
+		}
+		// The client reads the first; the log gets both.
+		return eval.Run{}, errors.Join(derrors.Unavailablef("the run %s was recorded but its workflow could not be started; it is marked failed, submit it again", run.ID), err)
+	}
+	return run, nil
+}
+
+// Row is the stored form of run: its indexed columns and the document.
+func Row(run eval.Run) (store.Run, error) {
+	doc, err := json.Marshal(run)
+	if err != nil {
+		return store.Run{}, fmt.Errorf("runs: encoding run %s: %w", run.ID, err)
+	}
+	return store.Run{
+		ID:                run.ID,
+		Workspace:         run.Tenant,
+		Kind:              run.Kind,
+		Status:            string(run.Status),
+		Audience:          run.Audience(),
+		CreatedBy:         run.CreatedBy,
+		ParentScorecardID: run.ParentScorecardID,
+		CaseID:            run.CaseID,
+		Trial:             run.Trial,
+		Canonical:         run.Canonical != nil && *run.Canonical,
+		Doc:               doc,
+		CreatedAt:         run.CreatedAt,
+		UpdatedAt:         run.UpdatedAt,
+	}, nil
+}
+
+// FromRow decodes a stored run.
+func FromRow(r store.Run) (eval.Run, error) {
+	var run eval.Run
+	if err := json.Unmarshal(r.Doc, &run); err != nil {
+		return eval.Run{}, fmt.Errorf("runs: stored run %s does not decode: %w", r.ID, err)
+	}
+	run.CreatedAt, run.UpdatedAt = r.CreatedAt, r.UpdatedAt
+	return run, nil
+}
+
+func oneLine(err error) string {
+	s := err.Error()
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s = s[:i]
+	}
+	return s
+}

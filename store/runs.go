@@ -1,0 +1,206 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+)
+
+// Run is a stored run: the indexed columns queries need plus Doc, the whole
+// eval.Run as JSON. The store does not interpret Doc; the caller keeps the
+// columns and the document in step.
+type Run struct {
+	ID        string `json:"id"`
+	Workspace string `json:"workspace"`
+	Kind      string `json:"kind"`   // eval, sandbox, agent-conversation, analysis
+	Status    string `json:"status"` // queued, running, succeeded, failed
+	// Audience is the only subject who may read the run, or "" when the
+	// whole workspace may (eval.Run.Audience).
+	Audience  string `json:"audience,omitempty"`
+	CreatedBy string `json:"createdBy,omitempty"`
+	// ParentScorecardID, CaseID, Trial and Canonical key a scorecard's
+	// child runs; ParentScorecardID is "" for a top-level run.
+	ParentScorecardID string    `json:"parentScorecardId,omitempty"`
+	CaseID            string    `json:"caseId"`
+	Trial             int       `json:"trial"`
+	Canonical         bool      `json:"canonical"`
+	Doc               []byte    `json:"-"`
+	CreatedAt         time.Time `json:"createdAt"`
+	UpdatedAt         time.Time `json:"updatedAt"`
+}
+
+// RunFilter selects runs of one workspace, newest first (CreatedAt, then ID,
+// both descending).
+type RunFilter struct {
+	Workspace string
+	// Viewer is the caller: runs whose Audience is another subject are left
+	// out. Required.
+	Viewer string
+	// ScorecardID lists that scorecard's children only.
+	ScorecardID string
+	// IncludeChildren also lists scorecard children when ScorecardID is
+	// empty; by default only top-level runs are listed.
+	IncludeChildren bool
+	// Before is the cursor: only runs strictly older than (CreatedAt, ID)
+	// of the last run of the previous page. Zero value: from the newest.
+	BeforeTime time.Time
+	BeforeID   string
+	Limit      int // 0 means 50
+}
+
+// Runs stores run records.
+type Runs interface {
+	// CreateRun inserts r; an existing ID is ErrConflict. CreatedAt and
+	// UpdatedAt are set by the store when zero.
+	CreateRun(ctx context.Context, r Run) (Run, error)
+	// PutRun replaces the columns and Doc of an existing run (ErrNotFound
+	// when there is none) and sets UpdatedAt (when zero, to now).
+	PutRun(ctx context.Context, r Run) (Run, error)
+	// GetRun returns one run with its Doc, or ErrNotFound.
+	GetRun(ctx context.Context, workspace, id string) (Run, error)
+	// ListRuns returns runs with their Doc, newest first.
+	ListRuns(ctx context.Context, f RunFilter) ([]Run, error)
+	// CountRuns counts the workspace's top-level runs (no parent scorecard)
+	// created at or after since: the budget admission reads it in the
+	// same transaction as CreateRun.
+	CountRuns(ctx context.Context, workspace string, since time.Time) (int, error)
+}
+
+// RunLog is one chunk of a run's stdout or stderr, in order of Seq within
+// the run.
+type RunLog struct {
+	Workspace string    `json:"-"`
+	RunID     string    `json:"runId"`
+	Seq       int64     `json:"seq"`    // from 1, chosen by the writer
+	Stream    string    `json:"stream"` // stdout, stderr or system
+	Data      string    `json:"data"`
+	At        time.Time `json:"at"`
+}
+
+// RunLogs stores the logs of runs: appended while the run runs, so that a
+// reader on another process sees them live.
+type RunLogs interface {
+	// AppendRunLogs stores chunks; a chunk whose (run, seq) is already
+	// stored is skipped (a retried flush is harmless).
+	AppendRunLogs(ctx context.Context, chunks []RunLog) error
+	// ListRunLogs returns the chunks of a run with Seq > afterSeq, in Seq
+	// order, at most limit (0 means 1000).
+	ListRunLogs(ctx context.Context, workspace, runID string, afterSeq int64, limit int) ([]RunLog, error)
+	// DeleteRunLogs drops every chunk of a run: a retried dispatch starts
+	// its log afresh.
+	DeleteRunLogs(ctx context.Context, workspace, runID string) error
+}
+
+// Trajectory is a sealed, append-only trace of one run in the owned trace
+// ledger: its events, their sha256 and count, when and from where it was
+// sealed.
+type Trajectory struct {
+	Workspace string `json:"-"`
+	RunID     string `json:"runId"`
+	// Source is where the events came from: svc (a run of this service),
+	// import (ingested), otlp (the OTLP door).
+	Source     string `json:"source"`
+	EventCount int    `json:"eventCount"`
+	// Digest is "sha256:<64 hex>" over the canonical events array.
+	Digest   string    `json:"digest"`
+	SealedAt time.Time `json:"sealedAt"`
+	// Audience is the run's audience: "" for workspace-visible.
+	Audience string `json:"-"`
+	// Events is the JSON array of TraceEvents; empty in list reads.
+	Events json.RawMessage `json:"-"`
+}
+
+// TrajectoryFilter selects sealed trajectories of one workspace, newest
+// first (SealedAt, then RunID, both descending).
+type TrajectoryFilter struct {
+	Workspace string
+	Viewer    string // trajectories with another subject's Audience are left out
+	// Cursor: only trajectories strictly older than (BeforeTime, BeforeID).
+	BeforeTime time.Time
+	BeforeID   string
+	Limit      int // 0 means 50
+}
+
+// Trajectories is the owned trace ledger. A trajectory is sealed once and
+// never changed.
+type Trajectories interface {
+	// SealTrajectory stores t. Sealing the same run again with the same
+	// Digest returns the stored one with created=false; with another
+	// Digest it is ErrConflict (a seal is never rewritten). SealedAt is
+	// set by the store when zero.
+	SealTrajectory(ctx context.Context, t Trajectory) (stored Trajectory, created bool, err error)
+	// GetTrajectory returns a run's trajectory with its events, or
+	// ErrNotFound.
+	GetTrajectory(ctx context.Context, workspace, runID string) (Trajectory, error)
+	// ListTrajectories returns metas (no Events), newest first.
+	ListTrajectories(ctx context.Context, f TrajectoryFilter) ([]Trajectory, error)
+}
+
+// Notification is one row of a member's feed (spec §2.10).
+type Notification struct {
+	// ID is chosen by the writer and deterministic per cause (for example
+	// run_completed:<run id>), so a retried activity adds nothing twice.
+	ID        string          `json:"id"`
+	Workspace string          `json:"workspace"`
+	Recipient string          `json:"recipient"`
+	Kind      string          `json:"kind"`
+	Title     string          `json:"title"`
+	Body      string          `json:"body,omitempty"`
+	Link      json.RawMessage `json:"link,omitempty"`
+	CreatedAt time.Time       `json:"createdAt"`
+	ReadAt    *time.Time      `json:"readAt,omitempty"`
+}
+
+// Notifications stores members' feeds.
+type Notifications interface {
+	// AddNotification inserts n; when its ID exists it returns the stored
+	// one with created=false. CreatedAt is set by the store when zero.
+	AddNotification(ctx context.Context, n Notification) (stored Notification, created bool, err error)
+	// ListNotifications returns a recipient's notifications in a
+	// workspace, newest first, only unread ones when unreadOnly, at most
+	// limit (0 means 50).
+	ListNotifications(ctx context.Context, workspace, recipient string, unreadOnly bool, limit int) ([]Notification, error)
+	// MarkNotificationsRead sets ReadAt = at on the recipient's unread
+	// notifications with the given ids (all of them when all is true);
+	// ids of others or already read are skipped. It returns how many
+	// changed.
+	MarkNotificationsRead(ctx context.Context, workspace, recipient string, ids []string, all bool, at time.Time) (int, error)
+	// DeleteNotification removes one notification; absent is not an error.
+	DeleteNotification(ctx context.Context, workspace, id string) error
+}
+
+// WebhookSecret is a workspace's webhook signing secret, sealed by the
+// caller (only the ciphertext is stored).
+type WebhookSecret struct {
+	Workspace  string    `json:"-"`
+	Ciphertext []byte    `json:"-"`
+	CreatedBy  string    `json:"createdBy,omitempty"`
+	RotatedAt  time.Time `json:"rotatedAt"`
+}
+
+// WebhookDelivery is one attempt to deliver a webhook.
+type WebhookDelivery struct {
+	Workspace string `json:"-"`
+	// MessageID is the webhook-id header: one per event, the same on
+	// every attempt, so receivers deduplicate.
+	MessageID string    `json:"messageId"`
+	RunID     string    `json:"runId,omitempty"`
+	URL       string    `json:"url"`
+	Attempt   int       `json:"attempt"`
+	Status    int       `json:"status,omitempty"` // HTTP status; 0 when no answer
+	Error     string    `json:"error,omitempty"`
+	At        time.Time `json:"at"`
+}
+
+// Webhooks stores signing secrets and delivery attempts.
+type Webhooks interface {
+	// PutWebhookSecret inserts or replaces the workspace's secret.
+	PutWebhookSecret(ctx context.Context, s WebhookSecret) (WebhookSecret, error)
+	// GetWebhookSecret returns the workspace's secret or ErrNotFound.
+	GetWebhookSecret(ctx context.Context, workspace string) (WebhookSecret, error)
+	// AddWebhookDelivery records one attempt; (MessageID, Attempt) already
+	// recorded is skipped.
+	AddWebhookDelivery(ctx context.Context, d WebhookDelivery) error
+	// ListWebhookDeliveries returns a run's attempts, oldest first.
+	ListWebhookDeliveries(ctx context.Context, workspace, runID string) ([]WebhookDelivery, error)
+}

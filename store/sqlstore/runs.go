@@ -1,0 +1,320 @@
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"svc/derrors"
+	"svc/store"
+)
+
+// Page sizes when a filter sets none.
+const (
+	defaultRunLimit    = 50
+	defaultRunLogLimit = 1000
+)
+
+// runColumns are the columns scanRun reads, in its order.
+const runColumns = `workspace, id, kind, status, audience, created_by, parent_scorecard_id, case_id, trial, canonical, created_at, updated_at, doc`
+
+// sqlArgs collects the arguments of a query built piece by piece.
+type sqlArgs []any
+
+// add appends v and returns its placeholder.
+func (a *sqlArgs) add(v any) string {
+	*a = append(*a, v)
+	return fmt.Sprintf("$%d", len(*a))
+}
+
+// olderThan is the cursor condition (timeCol, idCol) < (t, id), spelled
+// out rather than as a row-value comparison so that both databases
+// range-scan the (workspace, timeCol, idCol) index on timeCol.
+func olderThan(timeCol, idCol, t, id string) string {
+	return fmt.Sprintf(` AND %[1]s <= %[3]s AND (%[1]s < %[3]s OR %[2]s < %[4]s)`, timeCol, idCol, t, id)
+}
+
+// checkPage validates a list's cursor and limit and returns the limit to use.
+func checkPage(beforeTime time.Time, beforeID string, limit, def int) (int, error) {
+	if beforeTime.IsZero() && beforeID != "" {
+		return 0, derrors.Invalidf("cursor id %q has no time", beforeID)
+	}
+	if limit < 0 {
+		return 0, derrors.Invalidf("limit %d is negative", limit)
+	}
+	if limit == 0 {
+		limit = def
+	}
+	return limit, nil
+}
+
+// prepareRun validates r and returns it as it will be stored, Doc copied so
+// that the caller's slice is not shared. Times are left to the caller.
+func prepareRun(r store.Run) (store.Run, error) {
+	if err := required("workspace", r.Workspace, "run id", r.ID, "run kind", r.Kind, "run status", r.Status); err != nil {
+		return store.Run{}, err
+	}
+	if err := checkText(r.Workspace, r.ID, r.Kind, r.Status, r.Audience, r.CreatedBy, r.ParentScorecardID, r.CaseID); err != nil {
+		return store.Run{}, err
+	}
+	if r.Trial < 0 {
+		return store.Run{}, derrors.Invalidf("trial %d is negative", r.Trial)
+	}
+	if err := checkJSON("run doc", r.Doc); err != nil {
+		return store.Run{}, err
+	}
+	r.Doc = append([]byte(nil), r.Doc...)
+	return r, nil
+}
+
+// scanRun reads a row of runColumns.
+func scanRun(r rowScanner) (store.Run, error) {
+	var run store.Run
+	var created, updated dbTime
+	if err := r.Scan(&run.Workspace, &run.ID, &run.Kind, &run.Status, &run.Audience, &run.CreatedBy,
+		&run.ParentScorecardID, &run.CaseID, &run.Trial, &run.Canonical, &created, &updated, &run.Doc); err != nil {
+		return store.Run{}, err
+	}
+	run.CreatedAt, run.UpdatedAt = created.Time, updated.Time
+	return run, nil
+}
+
+// CreateRun inserts r; see store.Runs.
+func (o ops) CreateRun(ctx context.Context, r store.Run) (_ store.Run, err error) {
+	defer derrors.Wrap(&err, "%s.CreateRun(ctx, %q, %q)", o.kind, r.Workspace, r.ID)
+	r, err = prepareRun(r)
+	if err != nil {
+		return store.Run{}, err
+	}
+	r.CreatedAt = normTime(r.CreatedAt)
+	if r.UpdatedAt.IsZero() {
+		r.UpdatedAt = r.CreatedAt
+	}
+	r.UpdatedAt = normTime(r.UpdatedAt)
+	// No conflict target: DO NOTHING also covers runs_canonical_key, so a
+	// second canonical run for a slot is ErrConflict without aborting a
+	// PostgreSQL transaction.
+	ok, err := o.insertOnce(ctx,
+		`INSERT INTO runs (`+runColumns+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
+		ON CONFLICT DO NOTHING`,
+		r.Workspace, r.ID, r.Kind, r.Status, r.Audience, r.CreatedBy, r.ParentScorecardID, r.CaseID, r.Trial, r.Canonical,
+		o.d.TimeArg(r.CreatedAt), o.d.TimeArg(r.UpdatedAt), string(r.Doc))
+	if err != nil {
+		return store.Run{}, err
+	}
+	if ok {
+		return r, nil
+	}
+	// Which key was taken only shapes the message.
+	var one int
+	err = o.w.QueryRowContext(ctx, `SELECT 1 FROM runs WHERE workspace = $1 AND id = $2`, r.Workspace, r.ID).Scan(&one)
+	switch {
+	case err == nil:
+		return store.Run{}, derrors.Conflictf("run %q already exists", r.ID)
+	case !errors.Is(err, sql.ErrNoRows):
+		return store.Run{}, o.mapErr(err)
+	}
+	return store.Run{}, derrors.Conflictf("scorecard %q already has a canonical run for case %q trial %d", r.ParentScorecardID, r.CaseID, r.Trial)
+}
+
+// PutRun replaces an existing run's columns and doc; see store.Runs.
+// CreatedAt is the stored one: it is the list order and the cursor, so a
+// run never moves in a listing.
+func (o ops) PutRun(ctx context.Context, r store.Run) (_ store.Run, err error) {
+	defer derrors.Wrap(&err, "%s.PutRun(ctx, %q, %q)", o.kind, r.Workspace, r.ID)
+	r, err = prepareRun(r)
+	if err != nil {
+		return store.Run{}, err
+	}
+	r.UpdatedAt = normTime(r.UpdatedAt)
+	err = o.atomic(ctx, func(o ops) error {
+		// Look for a canonical rival first: an UPDATE that broke
+		// runs_canonical_key would abort a PostgreSQL transaction.
+		if r.Canonical && r.ParentScorecardID != "" {
+			var other string
+			err := o.w.QueryRowContext(ctx,
+				`SELECT id FROM runs WHERE workspace = $1 AND parent_scorecard_id = $2 AND case_id = $3 AND trial = $4 AND canonical AND id <> $5`,
+				r.Workspace, r.ParentScorecardID, r.CaseID, r.Trial, r.ID).Scan(&other)
+			switch {
+			case err == nil:
+				return derrors.Conflictf("run %q is already canonical for scorecard %q case %q trial %d", other, r.ParentScorecardID, r.CaseID, r.Trial)
+			case !errors.Is(err, sql.ErrNoRows):
+				return o.mapErr(err)
+			}
+		}
+		var created dbTime
+		err := o.w.QueryRowContext(ctx,
+			`UPDATE runs SET kind = $3, status = $4, audience = $5, created_by = $6, parent_scorecard_id = $7, case_id = $8,
+			trial = $9, canonical = $10, updated_at = $11, doc = $12
+			WHERE workspace = $1 AND id = $2
+			RETURNING created_at`,
+			r.Workspace, r.ID, r.Kind, r.Status, r.Audience, r.CreatedBy, r.ParentScorecardID, r.CaseID,
+			r.Trial, r.Canonical, o.d.TimeArg(r.UpdatedAt), string(r.Doc)).Scan(&created)
+		if errors.Is(err, sql.ErrNoRows) {
+			return derrors.NotFoundf("run %q of workspace %q", r.ID, r.Workspace)
+		}
+		if err != nil {
+			return o.mapErr(err)
+		}
+		r.CreatedAt = created.Time
+		return nil
+	})
+	if err != nil {
+		return store.Run{}, err
+	}
+	return r, nil
+}
+
+// GetRun returns one run with its doc; see store.Runs.
+func (o ops) GetRun(ctx context.Context, workspace, id string) (_ store.Run, err error) {
+	defer derrors.Wrap(&err, "%s.GetRun(ctx, %q, %q)", o.kind, workspace, id)
+	if err := checkText(workspace, id); err != nil {
+		return store.Run{}, err
+	}
+	r, err := scanRun(o.r.QueryRowContext(ctx, `SELECT `+runColumns+` FROM runs WHERE workspace = $1 AND id = $2`, workspace, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return store.Run{}, derrors.NotFoundf("run %q of workspace %q", id, workspace)
+	}
+	if err != nil {
+		return store.Run{}, o.mapErr(err)
+	}
+	return r, nil
+}
+
+// ListRuns returns runs newest first; see store.Runs.
+func (o ops) ListRuns(ctx context.Context, f store.RunFilter) (_ []store.Run, err error) {
+	defer derrors.Wrap(&err, "%s.ListRuns(ctx, %q, viewer %q, scorecard %q)", o.kind, f.Workspace, f.Viewer, f.ScorecardID)
+	if err := required("workspace", f.Workspace, "viewer", f.Viewer); err != nil {
+		return nil, err
+	}
+	if err := checkText(f.Workspace, f.Viewer, f.ScorecardID, f.BeforeID); err != nil {
+		return nil, err
+	}
+	limit, err := checkPage(f.BeforeTime, f.BeforeID, f.Limit, defaultRunLimit)
+	if err != nil {
+		return nil, err
+	}
+	args := sqlArgs{f.Workspace, f.Viewer}
+	q := `SELECT ` + runColumns + ` FROM runs WHERE workspace = $1 AND (audience = '' OR audience = $2)`
+	switch {
+	case f.ScorecardID != "":
+		q += ` AND parent_scorecard_id = ` + args.add(f.ScorecardID)
+	case !f.IncludeChildren:
+		// A literal, so that both planners match runs_toplevel_created_idx.
+		q += ` AND parent_scorecard_id = ''`
+	}
+	if !f.BeforeTime.IsZero() {
+		q += olderThan("created_at", "id", args.add(o.d.TimeArg(normTime(f.BeforeTime))), args.add(f.BeforeID))
+	}
+	q += ` ORDER BY created_at DESC, id DESC LIMIT ` + args.add(limit)
+	return queryList(ctx, o, scanRun, q, args...)
+}
+
+// CountRuns counts a workspace's top-level runs created since; see store.Runs.
+func (o ops) CountRuns(ctx context.Context, workspace string, since time.Time) (_ int, err error) {
+	defer derrors.Wrap(&err, "%s.CountRuns(ctx, %q, %s)", o.kind, workspace, since.Format(time.RFC3339))
+	if err := required("workspace", workspace); err != nil {
+		return 0, err
+	}
+	if err := checkText(workspace); err != nil {
+		return 0, err
+	}
+	// Not normTime: a zero since counts every run, not the runs since now.
+	var n int
+	if err := o.r.QueryRowContext(ctx,
+		`SELECT count(*) FROM runs WHERE workspace = $1 AND parent_scorecard_id = '' AND created_at >= $2`,
+		workspace, o.d.TimeArg(since.UTC().Truncate(time.Microsecond))).Scan(&n); err != nil {
+		return 0, o.mapErr(err)
+	}
+	return n, nil
+}
+
+// AppendRunLogs stores log chunks, skipping those already stored; see store.RunLogs.
+func (o ops) AppendRunLogs(ctx context.Context, chunks []store.RunLog) (err error) {
+	defer derrors.Wrap(&err, "%s.AppendRunLogs(ctx, %d chunks)", o.kind, len(chunks))
+	rows := make([][]any, len(chunks))
+	for i, c := range chunks {
+		if err := required("workspace", c.Workspace, "run id", c.RunID, "stream", c.Stream); err != nil {
+			return fmt.Errorf("chunk %d: %w", i, err)
+		}
+		// Log data is text on both databases: the writer makes process
+		// output valid UTF-8 without NUL before it gets here.
+		if err := checkText(c.Workspace, c.RunID, c.Stream, c.Data); err != nil {
+			return fmt.Errorf("chunk %d: %w", i, err)
+		}
+		if c.Seq < 1 {
+			return derrors.Invalidf("chunk %d: seq %d is not positive", i, c.Seq)
+		}
+		rows[i] = []any{c.Workspace, c.RunID, c.Seq, c.Stream, c.Data, o.d.TimeArg(normTime(c.At))}
+	}
+	if len(rows) == 0 {
+		return nil
+	}
+	// A few hundred rows per statement; several statements run in one
+	// transaction so that a flush lands whole or not at all.
+	const perStatement = 500
+	return o.atomicIf(ctx, len(rows) > perStatement, func(o ops) error {
+		for i := 0; i < len(rows); i += perStatement {
+			batch := rows[i:min(i+perStatement, len(rows))]
+			var args sqlArgs
+			q := `INSERT INTO run_logs (workspace, run_id, seq, stream, data, at) VALUES `
+			for j, r := range batch {
+				if j > 0 {
+					q += `, `
+				}
+				q += `(` + args.add(r[0]) + `, ` + args.add(r[1]) + `, ` + args.add(r[2]) + `, ` +
+					args.add(r[3]) + `, ` + args.add(r[4]) + `, ` + args.add(r[5]) + `)`
+			}
+			q += ` ON CONFLICT (workspace, run_id, seq) DO NOTHING`
+			if _, err := o.w.ExecContext(ctx, q, args...); err != nil {
+				return o.mapErr(err)
+			}
+		}
+		return nil
+	})
+}
+
+// atomicIf runs fn in a transaction (as atomic does) when needed, else
+// directly: one statement is atomic by itself.
+func (o ops) atomicIf(ctx context.Context, needed bool, fn func(o ops) error) error {
+	if !needed {
+		return fn(o)
+	}
+	return o.atomic(ctx, fn)
+}
+
+// ListRunLogs returns a run's chunks after afterSeq in seq order; see store.RunLogs.
+func (o ops) ListRunLogs(ctx context.Context, workspace, runID string, afterSeq int64, limit int) (_ []store.RunLog, err error) {
+	defer derrors.Wrap(&err, "%s.ListRunLogs(ctx, %q, %q, after %d, limit %d)", o.kind, workspace, runID, afterSeq, limit)
+	if err := checkText(workspace, runID); err != nil {
+		return nil, err
+	}
+	limit, err = checkPage(time.Time{}, "", limit, defaultRunLogLimit)
+	if err != nil {
+		return nil, err
+	}
+	return queryList(ctx, o, func(r rowScanner) (store.RunLog, error) {
+		l := store.RunLog{Workspace: workspace, RunID: runID}
+		var at dbTime
+		if err := r.Scan(&l.Seq, &l.Stream, &l.Data, &at); err != nil {
+			return store.RunLog{}, err
+		}
+		l.At = at.Time
+		return l, nil
+	}, `SELECT seq, stream, data, at FROM run_logs WHERE workspace = $1 AND run_id = $2 AND seq > $3 ORDER BY seq LIMIT $4`,
+		workspace, runID, afterSeq, limit)
+}
+
+// DeleteRunLogs drops every chunk of a run; see store.RunLogs.
+func (o ops) DeleteRunLogs(ctx context.Context, workspace, runID string) (err error) {
+	defer derrors.Wrap(&err, "%s.DeleteRunLogs(ctx, %q, %q)", o.kind, workspace, runID)
+	if err := checkText(workspace, runID); err != nil {
+		return err
+	}
+	if _, err := o.w.ExecContext(ctx, `DELETE FROM run_logs WHERE workspace = $1 AND run_id = $2`, workspace, runID); err != nil {
+		return o.mapErr(err)
+	}
+	return nil
+}

@@ -1,0 +1,131 @@
+package sqlstore
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+
+	"svc/derrors"
+	"svc/store"
+)
+
+// defaultTrajectoryLimit is ListTrajectories' page size when the filter sets none.
+const defaultTrajectoryLimit = 50
+
+// trajectoryColumns are the columns of a trajectory's meta, read by
+// scanTrajectory; events is selected after them only when wanted.
+const trajectoryColumns = `workspace, run_id, source, event_count, digest, sealed_at, audience`
+
+// scanTrajectory reads a row of trajectoryColumns, followed by events when
+// withEvents.
+func scanTrajectory(r rowScanner, withEvents bool) (store.Trajectory, error) {
+	var t store.Trajectory
+	var sealed dbTime
+	var events []byte
+	dest := []any{&t.Workspace, &t.RunID, &t.Source, &t.EventCount, &t.Digest, &sealed, &t.Audience}
+	if withEvents {
+		dest = append(dest, &events)
+	}
+	if err := r.Scan(dest...); err != nil {
+		return store.Trajectory{}, err
+	}
+	t.SealedAt = sealed.Time
+	if withEvents {
+		t.Events = json.RawMessage(events)
+	}
+	return t, nil
+}
+
+// SealTrajectory stores a trajectory once; see store.Trajectories.
+func (o ops) SealTrajectory(ctx context.Context, t store.Trajectory) (_ store.Trajectory, _ bool, err error) {
+	defer derrors.Wrap(&err, "%s.SealTrajectory(ctx, %q, %q)", o.kind, t.Workspace, t.RunID)
+	if err := required("workspace", t.Workspace, "run id", t.RunID, "source", t.Source, "digest", t.Digest); err != nil {
+		return store.Trajectory{}, false, err
+	}
+	if err := checkText(t.Workspace, t.RunID, t.Source, t.Audience); err != nil {
+		return store.Trajectory{}, false, err
+	}
+	if !digestRE.MatchString(t.Digest) {
+		return store.Trajectory{}, false, derrors.Invalidf("digest %q is not sha256:<64 lowercase hex>", t.Digest)
+	}
+	if t.EventCount < 0 {
+		return store.Trajectory{}, false, derrors.Invalidf("event count %d is negative", t.EventCount)
+	}
+	if err := checkJSON("events", t.Events); err != nil {
+		return store.Trajectory{}, false, err
+	}
+	if !bytes.HasPrefix(bytes.TrimLeft(t.Events, " \t\r\n"), []byte("[")) {
+		return store.Trajectory{}, false, derrors.Invalidf("events is not a JSON array")
+	}
+	t.Events = append(json.RawMessage(nil), t.Events...)
+	t.SealedAt = normTime(t.SealedAt)
+	ok, err := o.insertOnce(ctx,
+		`INSERT INTO trajectories (`+trajectoryColumns+`, events) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+		ON CONFLICT (workspace, run_id) DO NOTHING`,
+		t.Workspace, t.RunID, t.Source, t.EventCount, t.Digest, o.d.TimeArg(t.SealedAt), t.Audience, string(t.Events))
+	if err != nil {
+		return store.Trajectory{}, false, err
+	}
+	if ok {
+		return t, true, nil
+	}
+	// Sealed before: a retried seal of the same events is harmless, other
+	// events are never written over the sealed ones.
+	stored, err := o.getTrajectory(ctx, o.w, t.Workspace, t.RunID)
+	if err != nil {
+		return store.Trajectory{}, false, err
+	}
+	if stored.Digest != t.Digest {
+		return store.Trajectory{}, false, derrors.Conflictf("the trajectory of run %q is sealed with digest %s, not %s", t.RunID, stored.Digest, t.Digest)
+	}
+	return stored, false, nil
+}
+
+// getTrajectory reads one trajectory with its events through q, or
+// ErrNotFound. SealTrajectory reads through the writer, which has just met
+// the row.
+func (o ops) getTrajectory(ctx context.Context, q querier, workspace, runID string) (store.Trajectory, error) {
+	t, err := scanTrajectory(q.QueryRowContext(ctx,
+		`SELECT `+trajectoryColumns+`, events FROM trajectories WHERE workspace = $1 AND run_id = $2`, workspace, runID), true)
+	if errors.Is(err, sql.ErrNoRows) {
+		return store.Trajectory{}, derrors.NotFoundf("trajectory of run %q of workspace %q", runID, workspace)
+	}
+	if err != nil {
+		return store.Trajectory{}, o.mapErr(err)
+	}
+	return t, nil
+}
+
+// GetTrajectory returns a run's trajectory with its events; see store.Trajectories.
+func (o ops) GetTrajectory(ctx context.Context, workspace, runID string) (_ store.Trajectory, err error) {
+	defer derrors.Wrap(&err, "%s.GetTrajectory(ctx, %q, %q)", o.kind, workspace, runID)
+	if err := checkText(workspace, runID); err != nil {
+		return store.Trajectory{}, err
+	}
+	return o.getTrajectory(ctx, o.r, workspace, runID)
+}
+
+// ListTrajectories returns metas newest first; see store.Trajectories.
+func (o ops) ListTrajectories(ctx context.Context, f store.TrajectoryFilter) (_ []store.Trajectory, err error) {
+	defer derrors.Wrap(&err, "%s.ListTrajectories(ctx, %q, viewer %q)", o.kind, f.Workspace, f.Viewer)
+	if err := required("workspace", f.Workspace); err != nil {
+		return nil, err
+	}
+	if err := checkText(f.Workspace, f.Viewer, f.BeforeID); err != nil {
+		return nil, err
+	}
+	limit, err := checkPage(f.BeforeTime, f.BeforeID, f.Limit, defaultTrajectoryLimit)
+	if err != nil {
+		return nil, err
+	}
+	// events is not selected: a page of metas must not read every payload.
+	args := sqlArgs{f.Workspace, f.Viewer}
+	q := `SELECT ` + trajectoryColumns + ` FROM trajectories WHERE workspace = $1 AND (audience = '' OR audience = $2)`
+	if !f.BeforeTime.IsZero() {
+		q += olderThan("sealed_at", "run_id", args.add(o.d.TimeArg(normTime(f.BeforeTime))), args.add(f.BeforeID))
+	}
+	q += ` ORDER BY sealed_at DESC, run_id DESC LIMIT ` + args.add(limit)
+	return queryList(ctx, o, func(r rowScanner) (store.Trajectory, error) { return scanTrajectory(r, false) }, q, args...)
+}

@@ -1,0 +1,566 @@
+package workflows_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/worker"
+
+	"svc/activities"
+	"svc/api"
+	"svc/config"
+	"svc/drivers/local"
+	"svc/eval"
+	"svc/orchestration"
+	"svc/orchestration/devserver"
+	"svc/registry/service"
+	"svc/runs"
+	"svc/secrets"
+	"svc/store"
+	"svc/store/pgtest"
+	"svc/store/postgres"
+	"svc/store/sqlite"
+	"svc/webhooks"
+	"svc/workflows"
+)
+
+// End to end through Temporal's real server (embedded), the real API on
+// loopback, the local driver running real shell harnesses, and a webhook
+// receiver that verifies signatures.
+
+func TestMain(m *testing.M) { pgtest.Main(m) }
+
+const taskQueue = "it"
+
+var testSecretKey = "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=" // base64 of 32 bytes
+
+// stack is one running service: Temporal, a worker, the API.
+type stack struct {
+	url    string
+	store  store.Store
+	tc     client.Client
+	hooks  *receiver
+	apiKey string
+	ws     string
+	tmp    string
+}
+
+// receiver is a webhook endpoint on loopback that records what it gets.
+type receiver struct {
+	mu   sync.Mutex
+	got  []delivery
+	fail int // answer 503 to this many requests first
+	srv  *httptest.Server
+}
+
+type delivery struct {
+	header http.Header
+	body   []byte
+}
+
+func newReceiver(t *testing.T) *receiver {
+	r := &receiver{}
+	r.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		body, _ := io.ReadAll(req.Body)
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		r.got = append(r.got, delivery{req.Header.Clone(), body})
+		if r.fail > 0 {
+			r.fail--
+			w.WriteHeader(http.StatusServiceUnavailable)
+			return
+		}
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	t.Cleanup(r.srv.Close)
+	return r
+}
+
+func (r *receiver) deliveries() []delivery {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]delivery(nil), r.got...)
+}
+
+func testLogger() *slog.Logger {
+	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+}
+
+type stackOpt func(*config.Config)
+
+func newStack(t *testing.T, backend string, opts ...stackOpt) *stack {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("runs Temporal's server; skipped in -short")
+	}
+	ctx := t.Context()
+	tmp := t.TempDir()
+	var st store.Store
+	switch backend {
+	case "sqlite":
+		s, err := sqlite.Open(ctx, filepath.Join(tmp, "svc.db"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		if _, err := s.Migrate(ctx); err != nil {
+			t.Fatal(err)
+		}
+		st = s
+	case "postgres":
+		s, err := postgres.Open(ctx, pgtest.URL(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		if _, err := s.Migrate(ctx); err != nil {
+			t.Fatal(err)
+		}
+		st = s
+	}
+
+	ts, err := devserver.Start(ctx, devserver.Options{DBPath: filepath.Join(tmp, "temporal.db"), Namespace: "default", Logger: testLogger()})
+	if err != nil {
+		t.Fatalf("devserver: %v", err)
+	}
+	t.Cleanup(func() { _ = ts.Stop() })
+	tc, err := orchestration.Dial(ctx, orchestration.ClientOptions{HostPort: ts.HostPort(), Namespace: "default", Logger: testLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(tc.Close)
+
+	hooks := newReceiver(t)
+	cfg := config.Defaults()
+	cfg.SecretKey = testSecretKey
+	cfg.InternalToken = "op-token"
+	cfg.AuthFailLimit = 0
+	cfg.WebhookAllow = "127.0.0.1"
+	cfg.WebhookAttempts = 4
+	for _, o := range opts {
+		o(&cfg)
+	}
+	sealer, err := secrets.NewSealer(cfg.SecretKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	guard, err := webhooks.NewGuard(cfg.WebhookAllow)
+	if err != nil {
+		t.Fatal(err)
+	}
+	acts := &activities.Activities{
+		Store: st, Registries: service.New(st, sealer, time.Now), Sealer: sealer,
+		Driver: local.New(local.Options{Root: filepath.Join(tmp, "work")}),
+		Guard:  guard, Host: "test-worker", Logger: testLogger(),
+	}
+	w := orchestration.NewWorker(tc, taskQueue, func(r worker.Registry) {
+		workflows.Register(r)
+		activities.Register(r, acts)
+	}, orchestration.WorkerOptions{})
+	if err := w.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(w.Stop)
+
+	srv, err := api.NewServer(api.Options{Store: st, Config: cfg, Logger: testLogger(), Version: "test",
+		Starter: &workflows.Starter{Client: tc, TaskQueue: taskQueue, WebhookAttempts: cfg.WebhookAttempts}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(srv.Handler())
+	t.Cleanup(hs.Close)
+
+	s := &stack{url: hs.URL, store: st, tc: tc, hooks: hooks, tmp: tmp}
+	var key struct{ APIKey, Workspace string }
+	s.call(t, "POST", "/internal/tenant-keys", `{"workspace":"acme"}`, 201, &key, "x-internal-token", "op-token")
+	s.apiKey, s.ws = key.APIKey, key.Workspace
+	return s
+}
+
+// call sends a request with the stack's key and decodes a JSON answer into
+// out (when not nil), failing unless the status is want.
+func (s *stack) call(t *testing.T, method, path, body string, want int, out any, hdr ...string) []byte {
+	t.Helper()
+	var r io.Reader
+	if body != "" {
+		r = strings.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(t.Context(), method, s.url+path, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if s.apiKey != "" {
+		req.Header.Set("Authorization", "Bearer "+s.apiKey)
+	}
+	for i := 0; i+1 < len(hdr); i += 2 {
+		req.Header.Set(hdr[i], hdr[i+1])
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	if res.StatusCode != want {
+		t.Fatalf("%s %s: status %d, want %d; body %s", method, path, res.StatusCode, want, b)
+	}
+	if out != nil {
+		if err := json.Unmarshal(b, out); err != nil {
+			t.Fatalf("%s %s: decoding %s: %v", method, path, b, err)
+		}
+	}
+	return b
+}
+
+// script writes an executable shell harness into the stack's temp dir and
+// registers it as harness id@version.
+func (s *stack) harness(t *testing.T, id, version, body string, extra map[string]any) {
+	t.Helper()
+	path := filepath.Join(s.tmp, id+"-"+version+".sh")
+	if err := os.WriteFile(path, []byte("#!/bin/sh\n"+body), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	spec := map[string]any{"id": id, "version": version, "kind": "process", "command": []string{"/bin/sh", path}}
+	for k, v := range extra {
+		spec[k] = v
+	}
+	b, _ := json.Marshal(spec)
+	s.call(t, "POST", "/harnesses", string(b), 201, nil)
+}
+
+// wait polls GET /runs/:id until the run is terminal.
+func (s *stack) wait(t *testing.T, id string) eval.Run {
+	t.Helper()
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		var run eval.Run
+		s.call(t, "GET", "/runs/"+id, "", 200, &run)
+		if run.Status.Terminal() {
+			return run
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("run %s still %s after 2 minutes", id, run.Status)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func poll(t *testing.T, what string, ok func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for !ok() {
+		if time.Now().After(deadline) {
+			t.Fatalf("gave up waiting: %s", what)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// agentScript is a harness that reads its case, writes one trace event of
+// every kind, and answers on stdout.
+const agentScript = `set -eu
+test -f "$SVC_CASE_FILE"
+grep -q '"id":"sum"' "$SVC_CASE_FILE"
+echo "working on $SVC_RUN_ID" >&2
+cat >> "$SVC_TRACE_FILE" <<'EOF'
+{"kind":"llm_call","model":"m-1","inputTokens":120,"outputTokens":8,"costUsd":0.002}
+{"kind":"tool_call","name":"calculator","input":{"expr":"2+2"},"output":4}
+{"kind":"span","name":"plan","attributes":{"step":1}}
+{"kind":"artifact","name":"notes.txt","ref":"file://notes.txt","mediaType":"text/plain","role":"output"}
+{"kind":"message","role":"assistant","content":"4"}
+EOF
+echo 4
+`
+
+func TestRunEndToEnd(t *testing.T) {
+	for _, backend := range []string{"sqlite", "postgres"} {
+		t.Run(backend, func(t *testing.T) {
+			s := newStack(t, backend)
+			s.harness(t, "agent", "1.0.0", agentScript, nil)
+			s.harness(t, "agent", "1.2.0", agentScript, nil)
+
+			body := fmt.Sprintf(`{"harness":{"id":"agent","version":"latest"},"webhookUrl":%q,
+				"case":{"id":"sum","task":"What is 2+2?","expected":"4","timeoutSec":60,
+					"graders":[{"id":"exact"},{"id":"has4","kind":"contains","value":"4"},{"id":"tool_calls","min":1},{"id":"usd","max":0.01},{"id":"span","name":"plan"}]}}`,
+				s.hooks.srv.URL+"/hook")
+			var queued eval.Run
+			s.call(t, "POST", "/runs", body, 202, &queued)
+			if queued.Status != eval.StatusQueued || queued.ID == "" {
+				t.Fatalf("submit answered %+v, want a queued run", queued)
+			}
+			run := s.wait(t, queued.ID)
+			if run.Status != eval.StatusSucceeded {
+				t.Fatalf("run ended %s: %+v", run.Status, run.Error)
+			}
+			if run.Harness.Version != "1.2.0" {
+				t.Errorf("latest resolved to %s at dispatch, want 1.2.0", run.Harness)
+			}
+			r := run.Result
+			if r == nil || !r.Pass || r.Harness != "agent@1.2.0" {
+				t.Fatalf("result %+v", r)
+			}
+			kinds := map[string]bool{}
+			for _, e := range r.Trace {
+				kinds[e.Kind] = true
+			}
+			for _, k := range []string{"llm_call", "tool_call", "span", "artifact", "message"} {
+				if !kinds[k] {
+					t.Errorf("trace lacks a %s event: %+v", k, r.Trace)
+				}
+			}
+			if len(r.Scores) != 5 {
+				t.Errorf("scores %+v, want 5", r.Scores)
+			}
+			for _, sc := range r.Scores {
+				if sc.Pass == nil || !*sc.Pass {
+					t.Errorf("score %+v did not pass", sc)
+				}
+			}
+			if r.Snapshot == nil || r.Snapshot.Kind != "prompt" || r.Snapshot.Output != "4" || r.Snapshot.Prompt != "What is 2+2?" {
+				t.Errorf("snapshot %+v", r.Snapshot)
+			}
+			if r.Execution == nil || r.Execution.Driver != "local" || r.Execution.OS != "linux" || r.Execution.OSResolved != "defaulted" || r.Execution.Runtime != "local" {
+				t.Errorf("execution %+v", r.Execution)
+			}
+			if r.Provenance == nil || r.Provenance.Attestation != "managed" || !strings.HasPrefix(r.Provenance.HarnessDigest, "sha256:") {
+				t.Errorf("provenance %+v", r.Provenance)
+			}
+			if r.Usage == nil || r.Usage.CostUSD != 0.002 || r.Usage.InputTokens != 120 || r.Usage.ToolCalls != 1 {
+				t.Errorf("usage %+v", r.Usage)
+			}
+			if !r.TraceSealed || r.TraceRef != "trajectory:"+run.ID || r.EvidenceVersion != eval.EvidenceVersion {
+				t.Errorf("seal fields: sealed %v ref %q era %d", r.TraceSealed, r.TraceRef, r.EvidenceVersion)
+			}
+			if r.Evidence == nil || r.Evidence.FinalAnswer != "4" || len(r.Evidence.Artifacts) != 1 {
+				t.Errorf("evidence %+v", r.Evidence)
+			}
+
+			var tr runs.TrajectoryView
+			s.call(t, "GET", "/runs/"+run.ID+"/trajectory", "", 200, &tr)
+			if tr.Meta.Source != "svc" || !tr.Meta.Sealed || tr.Meta.EventCount != len(r.Trace) {
+				t.Errorf("trajectory meta %+v", tr.Meta)
+			}
+			var logs runs.Logs
+			s.call(t, "GET", "/runs/"+run.ID+"/logs", "", 200, &logs)
+			var all strings.Builder
+			for _, c := range logs.Chunks {
+				all.WriteString(c.Data)
+			}
+			if logs.Live || !strings.Contains(all.String(), "working on "+run.ID) || !strings.Contains(all.String(), "4") {
+				t.Errorf("logs %+v", logs)
+			}
+
+			// The webhook: one delivery, signed with the workspace secret.
+			poll(t, "the webhook delivery", func() bool { return len(s.hooks.deliveries()) == 1 })
+			var secret runs.WebhookSecret
+			s.call(t, "GET", "/workspace/webhook-secret", "", 200, &secret)
+			d := s.hooks.deliveries()[0]
+			if err := webhooks.Verify(secret.Secret, d.header, d.body, time.Now(), 0); err != nil {
+				t.Errorf("webhook signature: %v", err)
+			}
+			if got := d.header.Get("webhook-id"); got != "msg_"+run.ID {
+				t.Errorf("webhook-id %q, want msg_%s", got, run.ID)
+			}
+			var posted eval.Run
+			if err := json.Unmarshal(d.body, &posted); err != nil || posted.ID != run.ID || posted.Status != eval.StatusSucceeded {
+				t.Errorf("webhook body: %v %+v", err, posted)
+			}
+			var attempts []store.WebhookDelivery
+			poll(t, "the delivery record", func() bool {
+				s.call(t, "GET", "/runs/"+run.ID+"/webhook-deliveries", "", 200, &attempts)
+				return len(attempts) == 1
+			})
+			if attempts[0].Status != 204 || attempts[0].Attempt != 1 {
+				t.Errorf("delivery record %+v", attempts[0])
+			}
+
+			var feed []store.Notification
+			s.call(t, "GET", "/notifications?unread=1", "", 200, &feed)
+			if len(feed) != 1 || feed[0].Kind != eval.NotifyRunCompleted || feed[0].ID != "run_completed:"+run.ID {
+				t.Errorf("notifications %+v", feed)
+			}
+		})
+	}
+}
+
+// A harness that fails, and a case that cannot be dispatched, end as
+// failed runs with an error event and a pass:false score, and notify.
+func TestRunFailures(t *testing.T) {
+	s := newStack(t, "sqlite")
+	s.harness(t, "crash", "1", "echo 'model quota exhausted' >&2\nexit 3\n", nil)
+	s.harness(t, "needs-key", "1", "echo should-not-run\n", map[string]any{"secretEnv": map[string]string{"API_TOKEN": "model-key"}})
+
+	for _, tc := range []struct {
+		harness, code, detail string
+	}{
+		{"crash", eval.CodeExit, "exited with code 3: model quota exhausted"},
+		{"needs-key", eval.CodeDispatch, `secret "model-key"`},
+	} {
+		var q eval.Run
+		s.call(t, "POST", "/runs", fmt.Sprintf(`{"harness":{"id":%q,"version":"1"},"case":{"id":"c","task":"t"}}`, tc.harness), 202, &q)
+		run := s.wait(t, q.ID)
+		if run.Status != eval.StatusFailed || run.Error == nil || run.Error.Code != tc.code || !strings.Contains(run.Error.Message, tc.detail) {
+			t.Errorf("%s: status %s error %+v, want failed %s mentioning %q", tc.harness, run.Status, run.Error, tc.code, tc.detail)
+			continue
+		}
+		r := run.Result
+		var sawError, sawFail bool
+		for _, e := range r.Trace {
+			sawError = sawError || e.Kind == eval.EventError
+		}
+		for _, sc := range r.Scores {
+			sawFail = sawFail || (sc.Pass != nil && !*sc.Pass && strings.Contains(sc.Detail, tc.detail))
+		}
+		if !sawError || !sawFail || r.Pass {
+			t.Errorf("%s: result lacks the error event or the failing score: %+v", tc.harness, r)
+		}
+		if tc.code == eval.CodeDispatch && r.Execution != nil {
+			t.Errorf("%s: execution %+v recorded for a case that never ran", tc.harness, r.Execution)
+		}
+	}
+	var feed []store.Notification
+	s.call(t, "GET", "/notifications", "", 200, &feed)
+	if len(feed) != 2 || feed[0].Kind != eval.NotifyRunFailed || feed[1].Kind != eval.NotifyRunFailed {
+		t.Errorf("notifications %+v, want two run_failed", feed)
+	}
+}
+
+// Secrets reach the harness in a file, never in its environment; the
+// service's own environment does not leak into the job either.
+func TestRunSecretsStayOutOfEnvironment(t *testing.T) {
+	t.Setenv("SVC_TEST_SERVICE_ONLY", "leak")
+	s := newStack(t, "sqlite")
+	s.call(t, "PUT", "/secrets/model-key", `{"value":"s3cr3t-value"}`, 204, nil)
+	s.harness(t, "keyed", "1", `set -eu
+if env | grep -q 's3cr3t-value'; then echo "secret in env"; exit 1; fi
+if env | grep -q 'SVC_TEST_SERVICE_ONLY'; then echo "service env leaked"; exit 1; fi
+grep -q '"API_TOKEN":"s3cr3t-value"' "$SVC_SECRETS_FILE"
+echo ok
+`, map[string]any{"secretEnv": map[string]string{"API_TOKEN": "model-key"}})
+	var q eval.Run
+	s.call(t, "POST", "/runs", `{"harness":{"id":"keyed","version":"1"},"case":{"id":"c","task":"t","graders":[{"id":"exact","value":"ok"}]}}`, 202, &q)
+	run := s.wait(t, q.ID)
+	if run.Status != eval.StatusSucceeded || !run.Result.Pass {
+		t.Fatalf("run %s: %+v %+v", run.Status, run.Error, run.Result.Process)
+	}
+	b := s.call(t, "GET", "/runs/"+run.ID+"/logs", "", 200, nil)
+	if strings.Contains(string(b), "s3cr3t-value") {
+		t.Errorf("the secret reached the logs")
+	}
+}
+
+// The budget: past SVC_TENANT_RUNS a submit is 402 and creates nothing.
+func TestRunBudget(t *testing.T) {
+	s := newStack(t, "sqlite", func(c *config.Config) { c.TenantRuns = 2 })
+	s.harness(t, "quick", "1", "echo done\n", nil)
+	submit := `{"harness":{"id":"quick","version":"1"},"case":{"id":"c","task":"t"}}`
+	for range 2 {
+		s.call(t, "POST", "/runs", submit, 202, nil)
+	}
+	b := s.call(t, "POST", "/runs", submit, 402, nil)
+	if !strings.Contains(string(b), "BUDGET_EXCEEDED") || !strings.Contains(string(b), "SVC_TENANT_RUNS") {
+		t.Errorf("402 body %s", b)
+	}
+	var list []eval.Run
+	s.call(t, "GET", "/runs", "", 200, &list)
+	if len(list) != 2 {
+		t.Errorf("%d runs exist after a refused submit, want 2", len(list))
+	}
+}
+
+// treeScript starts two grandchildren that would sleep for ever, records
+// every pid, then waits.
+func treeScript(pidFile string) string {
+	return fmt.Sprintf(`sleep 1000 &
+echo $! >> %[1]s
+sh -c 'sleep 1000 & echo $! >> %[1]s; wait' &
+echo $! >> %[1]s
+echo $$ >> %[1]s
+echo started >&2
+wait
+`, pidFile)
+}
+
+func readPids(t *testing.T, path string) []int {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil
+	}
+	var pids []int
+	for _, f := range strings.Fields(string(b)) {
+		if n, err := strconv.Atoi(f); err == nil {
+			pids = append(pids, n)
+		}
+	}
+	return pids
+}
+
+func alive(pid int) bool {
+	if err := syscall.Kill(pid, 0); err != nil {
+		return false
+	}
+	// A zombie is dead for our purpose: its stat state is Z.
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	if i := strings.LastIndexByte(string(b), ')'); i >= 0 && i+2 < len(b) {
+		return b[i+2] != 'Z'
+	}
+	return true
+}
+
+// Timeout and cancel both kill the whole process tree of the harness.
+func TestRunTimeoutAndCancelKillTree(t *testing.T) {
+	s := newStack(t, "sqlite")
+	for _, tc := range []struct {
+		name string
+		code string
+		body string
+	}{
+		{"timeout", eval.CodeTimeout, `{"harness":{"id":"tree-timeout","version":"1"},"case":{"id":"c","task":"t","timeoutSec":1}}`},
+		{"cancel", eval.CodeCancelled, `{"harness":{"id":"tree-cancel","version":"1"},"case":{"id":"c","task":"t"}}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pidFile := filepath.Join(s.tmp, tc.name+".pids")
+			s.harness(t, "tree-"+tc.name, "1", treeScript(pidFile), nil)
+			var q eval.Run
+			s.call(t, "POST", "/runs", tc.body, 202, &q)
+			poll(t, "the harness tree to start", func() bool { return len(readPids(t, pidFile)) == 4 })
+			pids := readPids(t, pidFile)
+			if tc.name == "cancel" {
+				if err := s.tc.CancelWorkflow(t.Context(), q.ID, ""); err != nil {
+					t.Fatal(err)
+				}
+			}
+			run := s.wait(t, q.ID)
+			if run.Status != eval.StatusFailed || run.Error == nil || run.Error.Code != tc.code {
+				t.Fatalf("run %s error %+v, want failed %s", run.Status, run.Error, tc.code)
+			}
+			poll(t, "every process of the tree to be gone", func() bool {
+				for _, p := range pids {
+					if alive(p) {
+						return false
+					}
+				}
+				return true
+			})
+		})
+	}
+}
