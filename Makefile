@@ -23,14 +23,17 @@ test: build ## run every test, SQLite and PostgreSQL (starts a throwaway Postgre
 test-short: ## fast tests only: no PostgreSQL cluster, no embedded Temporal, no end-to-end
 	$(GO) test -short $(TESTFLAGS) ./...
 
-lint: ## gofmt, go vet, staticcheck (when installed)
+lint: ## gofmt, go vet, staticcheck and workflowcheck (when installed)
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 	@sc=$$(command -v staticcheck || echo "$$($(GO) env GOPATH)/bin/staticcheck"); \
 	if [ -x "$$sc" ]; then echo "$$sc ./..."; "$$sc" ./...; else echo "staticcheck not installed: skipped (make tools installs it)"; fi
+	@wc=$$(command -v workflowcheck || echo "$$($(GO) env GOPATH)/bin/workflowcheck"); \
+	if [ -x "$$wc" ]; then echo "$$wc ./workflows/..."; "$$wc" ./workflows/...; else echo "workflowcheck not installed: skipped (make tools installs it)"; fi
 
-tools: ## install the linters make lint uses (staticcheck)
+tools: ## install the linters make lint uses (staticcheck, Temporal's workflowcheck)
 	$(GO) install honnef.co/go/tools/cmd/staticcheck@v0.8.2
+	$(GO) install go.temporal.io/sdk/contrib/tools/workflowcheck@v0.6.0
 
 fmt: ## gofmt -w every Go file
 	gofmt -w $$(git ls-files '*.go')

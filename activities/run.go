@@ -222,7 +222,8 @@ func caseFiles(c registry.EvalCase) (map[string]string, error) {
 }
 
 // runJob runs the job, heartbeating and flushing its logs to the store
-// while it runs. A job that could not start is a case problem.
+// while it runs. A job that can never start is a case problem; any other
+// driver error is returned for Temporal to retry.
 func (a *Activities) runJob(ctx context.Context, ref RunRef, job drivers.Job) (drivers.Result, error) {
 	logs := &logBuffer{ws: ref.Workspace, run: ref.RunID, now: a.now}
 	job.Log = logs.add
@@ -243,8 +244,13 @@ func (a *Activities) runJob(ctx context.Context, ref RunRef, job drivers.Job) (d
 			if err := logs.flush(context.WithoutCancel(ctx), a.Store); err != nil {
 				a.logger().Warn("storing run logs", "run", ref.RunID, "error", err)
 			}
-			if o.err != nil {
+			switch {
+			case errors.Is(o.err, derrors.ErrInvalid):
+				// A job that can never run (command not found, a file
+				// escaping the work dir) fails the case, not the activity.
 				return o.res, caseErr("the harness could not be started: %v", o.err)
+			case o.err != nil:
+				return o.res, fmt.Errorf("running the job of run %s: %w", ref.RunID, o.err)
 			}
 			return o.res, nil
 		case <-tick.C:

@@ -39,6 +39,7 @@ type envOption func(*config.Config, *envSettings)
 
 type envSettings struct {
 	oidc bool
+	opts []func(*api.Options)
 }
 
 func withOIDC() envOption { return func(_ *config.Config, s *envSettings) { s.oidc = true } }
@@ -47,6 +48,9 @@ func withRequireAuth() envOption {
 }
 func withFailLimit(n int) envOption {
 	return func(c *config.Config, _ *envSettings) { c.AuthFailLimit = n }
+}
+func withServerOptions(f func(*api.Options)) envOption {
+	return func(_ *config.Config, s *envSettings) { s.opts = append(s.opts, f) }
 }
 func withConfig(f func(*config.Config)) envOption {
 	return func(c *config.Config, _ *envSettings) { f(c) }
@@ -103,7 +107,11 @@ func newEnv(t testing.TB, opts ...envOption) *testEnv {
 	}
 	e.cfg = cfg
 	logger, _ := apitest.NewLogger()
-	srv, err := api.NewServer(api.Options{Store: e.store, Config: cfg, Logger: logger, Version: "test", Now: e.clock.Now})
+	o := api.Options{Store: e.store, Config: cfg, Logger: logger, Version: "test", Now: e.clock.Now}
+	for _, f := range set.opts {
+		f(&o)
+	}
+	srv, err := api.NewServer(o)
 	if err != nil {
 		t.Fatalf("api.NewServer: %v", err)
 	}

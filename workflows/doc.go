@@ -8,6 +8,6 @@ package workflows
 import "go.temporal.io/sdk/worker"
 
 // Register adds every workflow of svc to r.
-func Register(r worker.Registry) {
+func Register(r worker.WorkflowRegistry) {
 	r.RegisterWorkflow(RunWorkflow)
 }

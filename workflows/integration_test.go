@@ -2,6 +2,7 @@ package workflows_test
 
 import (
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -16,8 +17,11 @@ import (
 	"testing"
 	"time"
 
+	enumspb "go.temporal.io/api/enums/v1"
+	historypb "go.temporal.io/api/history/v1"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/worker"
+	"google.golang.org/protobuf/encoding/protojson"
 
 	"svc/activities"
 	"svc/api"
@@ -42,6 +46,40 @@ import (
 // receiver that verifies signatures.
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
+
+// updateHistories rewrites the committed histories that replay_test.go
+// replays: go test ./workflows/ -run TestRun -update-histories
+var updateHistories = flag.Bool("update-histories", false, "write the histories of the end-to-end runs to testdata/histories")
+
+// saveHistory writes workflow id's history to testdata/histories/name.json
+// when -update-histories is set.
+func saveHistory(t *testing.T, c client.Client, id, name string) {
+	t.Helper()
+	if !*updateHistories {
+		return
+	}
+	var events []*historypb.HistoryEvent
+	it := c.GetWorkflowHistory(t.Context(), id, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	for it.HasNext() {
+		ev, err := it.Next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		events = append(events, ev)
+	}
+	b, err := protojson.MarshalOptions{Multiline: true, Indent: "  "}.Marshal(&historypb.History{Events: events})
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join("testdata", "histories", name+".json")
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, append(b, '\n'), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("wrote %s (%d events)", path, len(events))
+}
 
 const taskQueue = "it"
 
@@ -390,6 +428,9 @@ func TestRunEndToEnd(t *testing.T) {
 				t.Errorf("delivery record %+v", attempts[0])
 			}
 
+			if backend == "sqlite" {
+				saveHistory(t, s.tc, run.ID, "run_succeeded_webhook")
+			}
 			var feed []store.Notification
 			s.call(t, "GET", "/notifications?unread=1", "", 200, &feed)
 			if len(feed) != 1 || feed[0].Kind != eval.NotifyRunCompleted || feed[0].ID != "run_completed:"+run.ID {
@@ -430,6 +471,7 @@ func TestRunFailures(t *testing.T) {
 		if !sawError || !sawFail || r.Pass {
 			t.Errorf("%s: result lacks the error event or the failing score: %+v", tc.harness, r)
 		}
+		saveHistory(t, s.tc, run.ID, "run_failed_"+tc.harness)
 		if tc.code == eval.CodeDispatch && r.Execution != nil {
 			t.Errorf("%s: execution %+v recorded for a case that never ran", tc.harness, r.Execution)
 		}
@@ -553,6 +595,7 @@ func TestRunTimeoutAndCancelKillTree(t *testing.T) {
 			if run.Status != eval.StatusFailed || run.Error == nil || run.Error.Code != tc.code {
 				t.Fatalf("run %s error %+v, want failed %s", run.Status, run.Error, tc.code)
 			}
+			saveHistory(t, s.tc, run.ID, "run_"+tc.name)
 			poll(t, "every process of the tree to be gone", func() bool {
 				for _, p := range pids {
 					if alive(p) {

@@ -13,6 +13,17 @@
 // in a process group of its own and, when the job ends, is cancelled or
 // times out, or the service dies (even by SIGKILL), kills the whole tree
 // and reaps it: no harness process outlives the job or the service.
+//
+// Attempts of one run id are serialised by a lock file beside the areas;
+// a later attempt kills the process group an earlier one recorded (after
+// checking, in /proc, that its processes carry SVC_RUN_ID=<id>), so a retry
+// supersedes an attempt that is stuck or whose service died with its shim.
+//
+// Limits: Linux only (other systems build, and Run says so). The harness
+// runs as the service's user: it is isolated from the service's
+// environment, not from its files or processes, so the local driver is for
+// trusted harnesses (development, single-tenant workers). A process handed
+// outside the tree (to systemd, say) is beyond its reach.
 package local
 
 import (
@@ -44,11 +55,11 @@ const DefaultKillGrace = 3 * time.Second
 
 // The contract variables the driver sets; a job's Env cannot override them.
 const (
-	EnvCaseFile    = "SVC_CASE_FILE"
-	EnvTraceFile   = "SVC_TRACE_FILE"
-	EnvWorkDir     = "SVC_WORK_DIR"
-	EnvRunID       = "SVC_RUN_ID"
-	EnvSecretsFile = "SVC_SECRETS_FILE"
+	EnvCaseFile    = "SVC_CASE_FILE"    // the case as JSON
+	EnvTraceFile   = "SVC_TRACE_FILE"   // where a harness may append TraceEvent JSON lines
+	EnvWorkDir     = "SVC_WORK_DIR"     // the job's work directory, where Files are
+	EnvRunID       = "SVC_RUN_ID"       // the run id
+	EnvSecretsFile = "SVC_SECRETS_FILE" // the 0600 JSON object of secrets
 
 	// shimEnv marks the re-executed binary as a job supervisor (shim_linux.go).
 	shimEnv = "_SVC_LOCAL_SHIM"
