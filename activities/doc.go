@@ -20,6 +20,7 @@ import (
 	"go.temporal.io/sdk/worker"
 
 	"svc/drivers"
+	"svc/judges"
 	"svc/registry/service"
 	"svc/secrets"
 	"svc/store"
@@ -35,6 +36,8 @@ type Activities struct {
 	Sealer *secrets.Sealer
 	// Driver runs process harnesses (the local runtime).
 	Driver drivers.Driver
+	// Judges runs code judges over finished cases.
+	Judges *judges.Runner
 	// Guard re-checks webhook destinations at delivery time; HTTP sends
 	// them (Guard.Client when nil).
 	Guard *webhooks.Guard

@@ -66,14 +66,20 @@ func BuildResult(run eval.Run, p Plan, res drivers.Result, problem error, host s
 	r.Snapshot = &eval.Snapshot{Kind: "prompt", Prompt: taskText(c.Task), Output: ev.FinalAnswer}
 
 	gs := c.Graders
+	if p.Graders != nil {
+		gs = p.Graders
+	}
 	if len(gs) == 0 {
 		// Every result carries a verdict: with no graders, the exit code is it.
 		gs = []registry.Grader{{ID: "exit_code"}}
 	}
-	r.Scores = graders.Grade(gs, graders.Input{
-		Case: c, ExitCode: res.ExitCode, TimedOut: res.TimedOut,
-		FinalAnswer: ev.FinalAnswer, Trace: r.Trace, Usage: u,
-	})
+	r.Scores = []eval.Score{}
+	if !p.Ungraded {
+		r.Scores = graders.Grade(gs, graders.Input{
+			Case: c, ExitCode: res.ExitCode, TimedOut: res.TimedOut,
+			FinalAnswer: ev.FinalAnswer, Trace: r.Trace, Usage: u,
+		})
+	}
 	if runErr != nil {
 		r.Scores = append(r.Scores, failScore("run", runErr.Message))
 	}

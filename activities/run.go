@@ -61,6 +61,19 @@ func (a *Activities) DispatchRun(ctx context.Context, ref RunRef) (RunStatus, er
 	if err != nil {
 		return RunStatus{}, err
 	}
+	return a.dispatch(ctx, run, grading{})
+}
+
+// grading is how a dispatch grades: a batch may override the case's
+// graders, or strip grading (experiments).
+type grading struct {
+	graders  []registry.Grader
+	ungraded bool
+}
+
+// dispatch runs run's case unless it is already terminal; see DispatchRun.
+func (a *Activities) dispatch(ctx context.Context, run eval.Run, g grading) (RunStatus, error) {
+	ref := RunRef{Workspace: run.Tenant, RunID: run.ID}
 	if run.Status.Terminal() {
 		return RunStatus{Status: string(run.Status), WebhookURL: run.WebhookURL}, nil
 	}
@@ -79,6 +92,7 @@ func (a *Activities) DispatchRun(ctx context.Context, ref RunRef) (RunStatus, er
 	}
 
 	job, plan, perr := a.plan(ctx, run)
+	plan.Graders, plan.Ungraded = g.graders, g.ungraded
 	var res drivers.Result
 	if perr == nil {
 		res, perr = a.runJob(ctx, ref, job)
@@ -110,6 +124,10 @@ type Plan struct {
 	HarnessDigest string
 	CaseDigest    string
 	Runtime       string
+	// Graders, when set, grade instead of the case's own; Ungraded
+	// grades nothing (an experiment's cases carry no scores).
+	Graders  []registry.Grader
+	Ungraded bool
 }
 
 // plan resolves the harness (`latest` now, spec §9.2) and its secrets as

@@ -21,6 +21,7 @@ import (
 	"svc/config"
 	"svc/registry/service"
 	"svc/runs"
+	"svc/scorecards"
 	"svc/secrets"
 	"svc/store"
 	"svc/webhooks"
@@ -56,6 +57,9 @@ type Options struct {
 	// Starter starts the durable workflows of runs; nil means no
 	// orchestrator is configured and submits answer 503.
 	Starter runs.Starter
+	// Orchestrator starts, cancels and describes batch workflows; nil
+	// means batch submits answer 503 and the driver-ops routes 404.
+	Orchestrator scorecards.Orchestrator
 }
 
 // Server is the HTTP API. Build it with New; serve Handler.
@@ -79,6 +83,7 @@ type Server struct {
 	mcpServer    *mcp.Server  // where later issues add the tools
 	registries   *service.Service
 	runs         *runs.Service
+	scorecards   *scorecards.Service
 }
 
 // probeRoutes are hit every few seconds by orchestrators and scrapers:
@@ -140,6 +145,7 @@ func NewServer(o Options) (*Server, error) {
 		Store: o.Store, Registries: s.registries, Starter: o.Starter, Sealer: sealer,
 		Guard: guard, TenantRuns: o.Config.TenantRuns, Now: s.now,
 	})
+	s.scorecards = scorecards.New(scorecards.Options{Store: o.Store, Registries: s.registries, Orchestrator: o.Orchestrator, Now: s.now})
 	if s.maxBody <= 0 {
 		// A zero Config (tests, embedders) still gets the documented limit.
 		s.maxBody = config.Defaults().MaxBodyBytes
@@ -197,6 +203,7 @@ func (s *Server) table() []Route {
 		s.registryRoutes(),
 		s.secretRoutes(),
 		s.runRoutes(),
+		s.scorecardRoutes(),
 		s.mcpRoutes(),
 	)
 }

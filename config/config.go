@@ -43,7 +43,10 @@ type Config struct {
 	WebhookAllow string
 	// WebhookAttempts bounds delivery attempts of one webhook.
 	WebhookAttempts int
-	SecretKey       string
+	// HarnessOTLPEndpoint is exported to harnesses as
+	// OTEL_EXPORTER_OTLP_ENDPOINT.
+	HarnessOTLPEndpoint string
+	SecretKey           string
 }
 
 // Setting is one row of the settings table.
@@ -144,6 +147,8 @@ var Settings = []Setting{
 		set: str(func(c *Config) *string { return &c.WebhookAllow })},
 	{Flag: "webhook-attempts", Env: "SVC_WEBHOOK_ATTEMPTS", Default: "8", Usage: "delivery attempts of one webhook, with exponential backoff from 1s to 5m",
 		set: integer(func(c *Config) *int { return &c.WebhookAttempts })},
+	{Flag: "harness-otlp-endpoint", Env: "SVC_HARNESS_OTLP_ENDPOINT", Default: "", Usage: "OTLP/HTTP endpoint exported to harnesses as OTEL_EXPORTER_OTLP_ENDPOINT (with svc.run_id in OTEL_RESOURCE_ATTRIBUTES); unset when empty",
+		set: str(func(c *Config) *string { return &c.HarnessOTLPEndpoint })},
 	{Env: "OTEL_EXPORTER_OTLP_ENDPOINT", Default: "", Usage: "OTLP endpoint for our own traces; tracing is off when unset",
 		set: str(func(c *Config) *string { return &c.OTLPEndpoint })},
 }

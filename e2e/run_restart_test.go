@@ -118,7 +118,7 @@ func runSurvivesKill(t *testing.T, waitForHarness bool) {
 		t.Fatalf("run ended %s with error %+v, want succeeded", run.Status, run.Error)
 	}
 	starts := readStarts(t, startsFile)
-	if len(starts) < 1 || len(starts) < len(firstAttempt)+1 {
+	if len(starts) < len(firstAttempt)+1 {
 		t.Errorf("harness starts %v: want the first attempt's %d and one after the restart", starts, len(firstAttempt))
 	}
 	if waitForHarness && run.Attempts < 2 {
@@ -279,57 +279,4 @@ func processAlive(pid int) bool {
 		return b[i+2] != 'Z'
 	}
 	return true
-}
-
-func TestProbeKillDuringWebhook(t *testing.T) {
-	dataDir, marks := t.TempDir(), t.TempDir()
-	env := devEnv(dataDir, "SVC_WEBHOOK_ALLOW=127.0.0.1")
-	var mu sync.Mutex
-	var got []hookRequest
-	arrived := make(chan struct{}, 10)
-	release := make(chan struct{})
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, _ := io.ReadAll(r.Body)
-		mu.Lock()
-		got = append(got, hookRequest{r.Header.Clone(), body})
-		n := len(got)
-		mu.Unlock()
-		arrived <- struct{}{}
-		if n == 1 {
-			<-release
-		}
-		w.WriteHeader(204)
-	}))
-	defer srv.Close()
-	defer close(release)
-	script := filepath.Join(marks, "h.sh")
-	os.WriteFile(script, []byte("echo '{\"kind\":\"message\",\"role\":\"assistant\",\"content\":\"42\"}' >> \"$SVC_TRACE_FILE\"\necho 42\n"), 0o755)
-	first := start(t, env, true, "dev")
-	call(t, "POST", first.URL+"/harnesses", map[string]any{"id": "q", "version": "1", "kind": "process", "command": []string{"/bin/sh", script}}, nil)
-	var q eval.Run
-	call(t, "POST", first.URL+"/runs", map[string]any{"harness": map[string]string{"id": "q", "version": "1"}, "webhookUrl": srv.URL + "/h", "case": map[string]any{"id": "c", "task": "t"}}, &q)
-	<-arrived
-	first.signal(syscall.SIGKILL)
-	first.wait(time.Minute)
-	second := start(t, env, true, "dev")
-	t0 := time.Now()
-	eventually(t, 2*time.Minute, "second delivery", func() bool { mu.Lock(); defer mu.Unlock(); return len(got) >= 2 })
-	t.Logf("second delivery %s after restart", time.Since(t0))
-	var attempts []store.WebhookDelivery
-	eventually(t, time.Minute, "record", func() bool {
-		call(t, "GET", second.URL+"/runs/"+q.ID+"/webhook-deliveries", nil, &attempts)
-		return len(attempts) > 0
-	})
-	var run eval.Run
-	call(t, "GET", second.URL+"/runs/"+q.ID, nil, &run)
-	var feed []store.Notification
-	call(t, "GET", second.URL+"/notifications", nil, &feed)
-	var secret runs.WebhookSecret
-	call(t, "GET", second.URL+"/workspace/webhook-secret", nil, &secret)
-	mu.Lock()
-	for _, d := range got {
-		t.Logf("req id=%s ts=%s verify=%v", d.header.Get("webhook-id"), d.header.Get("webhook-timestamp"), webhooks.Verify(secret.Secret, d.header, d.body, time.Now(), 0))
-	}
-	mu.Unlock()
-	t.Logf("run %s attempts %d; deliveries %+v; feed %d %+v", run.Status, run.Attempts, attempts, len(feed), feed)
 }

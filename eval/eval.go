@@ -261,3 +261,28 @@ const (
 
 // RawJSON is a JSON value kept as sent.
 type RawJSON = json.RawMessage
+
+// Outcomes of a finished run, as batch progress counts them.
+const (
+	OutcomePass      = "pass"
+	OutcomeFail      = "fail"
+	OutcomeError     = "error"
+	OutcomeCancelled = "cancelled"
+)
+
+// Outcome is the verdict of a finished run: pass, fail, error (it could
+// not be dispatched) or cancelled; "" while it has not ended.
+func (r *Run) Outcome() string {
+	switch {
+	case !r.Status.Terminal():
+		return ""
+	case r.Error != nil && r.Error.Code == CodeCancelled:
+		return OutcomeCancelled
+	case r.Result == nil, r.Error != nil && (r.Error.Code == CodeDispatch || r.Error.Code == CodeInternal):
+		// No result, or no case to judge: the verdict rules call it an error too.
+		return OutcomeError
+	case r.Result != nil && r.Result.Pass:
+		return OutcomePass
+	}
+	return OutcomeFail
+}

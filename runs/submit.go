@@ -188,6 +188,7 @@ func Row(run eval.Run) (store.Run, error) {
 		CaseID:            run.CaseID,
 		Trial:             run.Trial,
 		Canonical:         run.Canonical != nil && *run.Canonical,
+		Outcome:           run.Outcome(),
 		Doc:               doc,
 		CreatedAt:         run.CreatedAt,
 		UpdatedAt:         run.UpdatedAt,

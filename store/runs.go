@@ -20,13 +20,17 @@ type Run struct {
 	CreatedBy string `json:"createdBy,omitempty"`
 	// ParentScorecardID, CaseID, Trial and Canonical key a scorecard's
 	// child runs; ParentScorecardID is "" for a top-level run.
-	ParentScorecardID string    `json:"parentScorecardId,omitempty"`
-	CaseID            string    `json:"caseId"`
-	Trial             int       `json:"trial"`
-	Canonical         bool      `json:"canonical"`
-	Doc               []byte    `json:"-"`
-	CreatedAt         time.Time `json:"createdAt"`
-	UpdatedAt         time.Time `json:"updatedAt"`
+	ParentScorecardID string `json:"parentScorecardId,omitempty"`
+	CaseID            string `json:"caseId"`
+	Trial             int    `json:"trial"`
+	Canonical         bool   `json:"canonical"`
+	// Outcome is the verdict of a finished run: pass, fail, error (could
+	// not be dispatched) or cancelled; "" while it runs. Batch progress
+	// counts it.
+	Outcome   string    `json:"outcome,omitempty"`
+	Doc       []byte    `json:"-"`
+	CreatedAt time.Time `json:"createdAt"`
+	UpdatedAt time.Time `json:"updatedAt"`
 }
 
 // RunFilter selects runs of one workspace, newest first (CreatedAt, then ID,

@@ -44,6 +44,7 @@ type Tx interface {
 	Trajectories
 	Notifications
 	Webhooks
+	Scorecards
 }
 
 // Workspace is a tenant: the trust zone every record belongs to.

@@ -31,5 +31,7 @@ import (
 	_ "go.temporal.io/server/temporaltest"
 	_ "golang.org/x/mod/semver"
 	_ "golang.org/x/time/rate"
+	_ "gonum.org/v1/gonum/stat"
+	_ "gonum.org/v1/gonum/stat/distuv"
 	_ "modernc.org/sqlite"
 )

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
+	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
@@ -36,4 +38,113 @@ func (s *Starter) StartRun(ctx context.Context, workspace, runID string) error {
 		return fmt.Errorf("starting the workflow of run %s: %w", runID, err)
 	}
 	return nil
+}
+
+// StartScorecard starts ScorecardWorkflow with workflow id = scorecard id.
+func (s *Starter) StartScorecard(ctx context.Context, in ScorecardInput) error {
+	return s.start(ctx, in.ScorecardID, ScorecardWorkflow, in)
+}
+
+// StartScore starts ScoreWorkflow with workflow id = the pass id.
+func (s *Starter) StartScore(ctx context.Context, in ScoreInput) error {
+	return s.start(ctx, in.Pass, ScoreWorkflow, in)
+}
+
+func (s *Starter) start(ctx context.Context, id string, wf, in any) error {
+	_, err := s.Client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
+		ID: id, TaskQueue: s.TaskQueue, WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
+	}, wf, in)
+	var started *serviceerror.WorkflowExecutionAlreadyStarted
+	if errors.As(err, &started) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("starting workflow %s: %w", id, err)
+	}
+	return nil
+}
+
+// Cancel asks the workflow id to stop (cooperative: its activities see
+// their context cancelled and the driver kills their jobs). An unknown or
+// finished workflow is not an error.
+func (s *Starter) Cancel(ctx context.Context, id string) error {
+	err := s.Client.CancelWorkflow(ctx, id, "")
+	var nf *serviceerror.NotFound
+	if errors.As(err, &nf) {
+		return nil
+	}
+	return err
+}
+
+// DriverView is what /ops/driver reads of a workflow.
+type DriverView struct {
+	WorkflowID       string            `json:"workflowId"`
+	RunID            string            `json:"runId"`
+	Type             string            `json:"type"`
+	Status           string            `json:"status"`
+	StartTime        *time.Time        `json:"startTime,omitempty"`
+	CloseTime        *time.Time        `json:"closeTime,omitempty"`
+	HistoryLength    int64             `json:"historyLength"`
+	HistorySizeBytes int64             `json:"historySizeBytes"`
+	TaskQueue        string            `json:"taskQueue"`
+	Pending          []PendingActivity `json:"pendingActivities"`
+}
+
+// PendingActivity is one activity a workflow waits on.
+type PendingActivity struct {
+	ActivityID    string     `json:"activityId"`
+	Type          string     `json:"type"`
+	State         string     `json:"state"`
+	Attempt       int32      `json:"attempt"`
+	MaxAttempts   int32      `json:"maximumAttempts"`
+	LastFailure   string     `json:"lastFailure,omitempty"`
+	LastHeartbeat *time.Time `json:"lastHeartbeat,omitempty"`
+	LastWorker    string     `json:"lastWorker,omitempty"`
+}
+
+// ErrNoWorkflow is returned by Describe for an unknown workflow id.
+var ErrNoWorkflow = errors.New("no such workflow")
+
+// Describe reads a workflow's state, history pressure and pending
+// activities directly from Temporal.
+func (s *Starter) Describe(ctx context.Context, id string) (DriverView, error) {
+	d, err := s.Client.DescribeWorkflowExecution(ctx, id, "")
+	var nf *serviceerror.NotFound
+	if errors.As(err, &nf) {
+		return DriverView{}, ErrNoWorkflow
+	}
+	if err != nil {
+		return DriverView{}, err
+	}
+	info := d.GetWorkflowExecutionInfo()
+	v := DriverView{
+		WorkflowID: info.GetExecution().GetWorkflowId(), RunID: info.GetExecution().GetRunId(),
+		Type: info.GetType().GetName(), Status: strings.TrimPrefix(info.GetStatus().String(), "WORKFLOW_EXECUTION_STATUS_"),
+		HistoryLength: info.GetHistoryLength(), HistorySizeBytes: info.GetHistorySizeBytes(), TaskQueue: info.GetTaskQueue(),
+		Pending: []PendingActivity{},
+	}
+	if t := info.GetStartTime(); t != nil {
+		st := t.AsTime()
+		v.StartTime = &st
+	}
+	if t := info.GetCloseTime(); t != nil {
+		ct := t.AsTime()
+		v.CloseTime = &ct
+	}
+	for _, p := range d.GetPendingActivities() {
+		pa := PendingActivity{
+			ActivityID: p.GetActivityId(), Type: p.GetActivityType().GetName(),
+			State:   strings.TrimPrefix(p.GetState().String(), "PENDING_ACTIVITY_STATE_"),
+			Attempt: p.GetAttempt(), MaxAttempts: p.GetMaximumAttempts(), LastWorker: p.GetLastWorkerIdentity(),
+		}
+		if f := p.GetLastFailure(); f != nil {
+			pa.LastFailure = f.GetMessage()
+		}
+		if t := p.GetLastHeartbeatTime(); t != nil {
+			ht := t.AsTime()
+			pa.LastHeartbeat = &ht
+		}
+		v.Pending = append(v.Pending, pa)
+	}
+	return v, nil
 }

@@ -10,4 +10,6 @@ import "go.temporal.io/sdk/worker"
 // Register adds every workflow of svc to r.
 func Register(r worker.WorkflowRegistry) {
 	r.RegisterWorkflow(RunWorkflow)
+	r.RegisterWorkflow(ScorecardWorkflow)
+	r.RegisterWorkflow(ScoreWorkflow)
 }

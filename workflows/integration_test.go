@@ -28,6 +28,7 @@ import (
 	"svc/config"
 	"svc/drivers/local"
 	"svc/eval"
+	"svc/judges"
 	"svc/orchestration"
 	"svc/orchestration/devserver"
 	"svc/registry/service"
@@ -199,10 +200,11 @@ func newStack(t *testing.T, backend string, opts ...stackOpt) *stack {
 	if err != nil {
 		t.Fatal(err)
 	}
+	driver := local.New(local.Options{Root: filepath.Join(tmp, "work")})
 	acts := &activities.Activities{
 		Store: st, Registries: service.New(st, sealer, time.Now), Sealer: sealer,
-		Driver: local.New(local.Options{Root: filepath.Join(tmp, "work")}),
-		Guard:  guard, Host: "test-worker", Logger: testLogger(),
+		Driver: driver, Judges: &judges.Runner{Driver: driver},
+		Guard: guard, Host: "test-worker", Logger: testLogger(),
 	}
 	w := orchestration.NewWorker(tc, taskQueue, func(r worker.Registry) {
 		workflows.Register(r)
@@ -213,8 +215,9 @@ func newStack(t *testing.T, backend string, opts ...stackOpt) *stack {
 	}
 	t.Cleanup(w.Stop)
 
+	starter := &workflows.Starter{Client: tc, TaskQueue: taskQueue, WebhookAttempts: cfg.WebhookAttempts}
 	srv, err := api.NewServer(api.Options{Store: st, Config: cfg, Logger: testLogger(), Version: "test",
-		Starter: &workflows.Starter{Client: tc, TaskQueue: taskQueue, WebhookAttempts: cfg.WebhookAttempts}})
+		Starter: starter, Orchestrator: starter})
 	if err != nil {
 		t.Fatal(err)
 	}

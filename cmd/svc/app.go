@@ -20,6 +20,7 @@ import (
 	"svc/api"
 	"svc/config"
 	"svc/drivers/local"
+	"svc/judges"
 	"svc/orchestration"
 	"svc/registry/service"
 	"svc/secrets"
@@ -124,14 +125,18 @@ func startWorker(c client.Client, cfg config.Config, st store.Store, dataDir str
 		return nil, fmt.Errorf("SVC_WEBHOOK_ALLOW: %v", err)
 	}
 	host, _ := os.Hostname()
+	driver := local.New(local.Options{Root: filepath.Join(dataDir, "work"), Logger: log})
 	acts := &activities.Activities{
 		Store:      st,
 		Registries: service.New(st, sealer, time.Now),
 		Sealer:     sealer,
-		Driver:     local.New(local.Options{Root: filepath.Join(dataDir, "work")}),
+		Driver:     driver,
+		Judges:     &judges.Runner{Driver: driver},
 		Guard:      guard,
 		Host:       host,
-		Logger:     log,
+		// An instrumented harness exports its spans here.
+		OTLPEndpoint: cfg.HarnessOTLPEndpoint,
+		Logger:       log,
 	}
 	w := orchestration.NewWorker(c, cfg.TaskQueue, func(r worker.Registry) {
 		workflows.Register(r)

@@ -78,13 +78,15 @@ func runDev(ctx context.Context, cfg config.Config, args []string, stdout, stder
 	}
 	sd.add(func(context.Context) error { w.Stop(); return nil })
 
+	starter := &workflows.Starter{Client: tc, TaskQueue: cfg.TaskQueue, WebhookAttempts: cfg.WebhookAttempts}
 	srv, err := api.NewServer(api.Options{
-		Store:    st,
-		Logger:   log,
-		Config:   cfg,
-		Version:  version,
-		Checkers: readiness(st, tc),
-		Starter:  &workflows.Starter{Client: tc, TaskQueue: cfg.TaskQueue, WebhookAttempts: cfg.WebhookAttempts},
+		Store:        st,
+		Logger:       log,
+		Config:       cfg,
+		Version:      version,
+		Checkers:     readiness(st, tc),
+		Starter:      starter,
+		Orchestrator: starter,
 	})
 	if err != nil {
 		return err

@@ -37,8 +37,9 @@ func runServe(ctx context.Context, cfg config.Config, args []string, stdout, std
 	}
 	sd.add(func(context.Context) error { tc.Close(); return nil })
 
+	starter := &workflows.Starter{Client: tc, TaskQueue: cfg.TaskQueue, WebhookAttempts: cfg.WebhookAttempts}
 	srv, err := api.NewServer(api.Options{Store: st, Logger: log, Config: cfg, Version: version, Checkers: readiness(st, tc),
-		Starter: &workflows.Starter{Client: tc, TaskQueue: cfg.TaskQueue, WebhookAttempts: cfg.WebhookAttempts}})
+		Starter: starter, Orchestrator: starter})
 	if err != nil {
 		return err
 	}

@@ -18,7 +18,7 @@ const (
 )
 
 // runColumns are the columns scanRun reads, in its order.
-const runColumns = `workspace, id, kind, status, audience, created_by, parent_scorecard_id, case_id, trial, canonical, created_at, updated_at, doc`
+const runColumns = `workspace, id, kind, status, audience, created_by, parent_scorecard_id, case_id, trial, canonical, outcome, created_at, updated_at, doc`
 
 // sqlArgs collects the arguments of a query built piece by piece.
 type sqlArgs []any
@@ -56,7 +56,7 @@ func prepareRun(r store.Run) (store.Run, error) {
 	if err := required("workspace", r.Workspace, "run id", r.ID, "run kind", r.Kind, "run status", r.Status); err != nil {
 		return store.Run{}, err
 	}
-	if err := checkText(r.Workspace, r.ID, r.Kind, r.Status, r.Audience, r.CreatedBy, r.ParentScorecardID, r.CaseID); err != nil {
+	if err := checkText(r.Workspace, r.ID, r.Kind, r.Status, r.Audience, r.CreatedBy, r.ParentScorecardID, r.CaseID, r.Outcome); err != nil {
 		return store.Run{}, err
 	}
 	if r.Trial < 0 {
@@ -74,7 +74,7 @@ func scanRun(r rowScanner) (store.Run, error) {
 	var run store.Run
 	var created, updated dbTime
 	if err := r.Scan(&run.Workspace, &run.ID, &run.Kind, &run.Status, &run.Audience, &run.CreatedBy,
-		&run.ParentScorecardID, &run.CaseID, &run.Trial, &run.Canonical, &created, &updated, &run.Doc); err != nil {
+		&run.ParentScorecardID, &run.CaseID, &run.Trial, &run.Canonical, &run.Outcome, &created, &updated, &run.Doc); err != nil {
 		return store.Run{}, err
 	}
 	run.CreatedAt, run.UpdatedAt = created.Time, updated.Time
@@ -97,9 +97,9 @@ func (o ops) CreateRun(ctx context.Context, r store.Run) (_ store.Run, err error
 	// second canonical run for a slot is ErrConflict without aborting a
 	// PostgreSQL transaction.
 	ok, err := o.insertOnce(ctx,
-		`INSERT INTO runs (`+runColumns+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
+		`INSERT INTO runs (`+runColumns+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)
 		ON CONFLICT DO NOTHING`,
-		r.Workspace, r.ID, r.Kind, r.Status, r.Audience, r.CreatedBy, r.ParentScorecardID, r.CaseID, r.Trial, r.Canonical,
+		r.Workspace, r.ID, r.Kind, r.Status, r.Audience, r.CreatedBy, r.ParentScorecardID, r.CaseID, r.Trial, r.Canonical, r.Outcome,
 		o.d.TimeArg(r.CreatedAt), o.d.TimeArg(r.UpdatedAt), string(r.Doc))
 	if err != nil {
 		return store.Run{}, err
@@ -147,11 +147,11 @@ func (o ops) PutRun(ctx context.Context, r store.Run) (_ store.Run, err error) {
 		var created dbTime
 		err := o.w.QueryRowContext(ctx,
 			`UPDATE runs SET kind = $3, status = $4, audience = $5, created_by = $6, parent_scorecard_id = $7, case_id = $8,
-			trial = $9, canonical = $10, updated_at = $11, doc = $12
+			trial = $9, canonical = $10, outcome = $11, updated_at = $12, doc = $13
 			WHERE workspace = $1 AND id = $2
 			RETURNING created_at`,
 			r.Workspace, r.ID, r.Kind, r.Status, r.Audience, r.CreatedBy, r.ParentScorecardID, r.CaseID,
-			r.Trial, r.Canonical, o.d.TimeArg(r.UpdatedAt), string(r.Doc)).Scan(&created)
+			r.Trial, r.Canonical, r.Outcome, o.d.TimeArg(r.UpdatedAt), string(r.Doc)).Scan(&created)
 		if errors.Is(err, sql.ErrNoRows) {
 			return derrors.NotFoundf("run %q of workspace %q", r.ID, r.Workspace)
 		}

@@ -90,7 +90,7 @@ var runCases = []Case{
 		ctx := t.Context()
 		in := store.Run{
 			ID: "run-1", Workspace: "acme", Kind: "eval", Status: "running", Audience: "user:alice", CreatedBy: "user:alice",
-			ParentScorecardID: "sc-1", CaseID: "case-7", Trial: 2, Canonical: true,
+			ParentScorecardID: "sc-1", CaseID: "case-7", Trial: 2, Canonical: true, Outcome: "pass",
 			Doc:       []byte(`{"id":"run-1","harness":{"id":"h","version":"1.0.0"},"nested":[1,{"a":null}]}`),
 			CreatedAt: t0,
 		}
@@ -144,7 +144,7 @@ var runCases = []Case{
 		createRun(t, s, topRun("acme", "run-1", t0))
 		later := t0.Add(time.Hour)
 		upd := topRun("acme", "run-1", t0.Add(48*time.Hour)) // a CreatedAt that must be ignored
-		upd.Status, upd.Audience, upd.UpdatedAt = "succeeded", "user:bob", later
+		upd.Status, upd.Audience, upd.Outcome, upd.UpdatedAt = "succeeded", "user:bob", "fail", later
 		upd.Doc = []byte(`{"id":"run-1","status":"succeeded","result":{"score":1}}`)
 		got, err := s.PutRun(ctx, upd)
 		if err != nil {
@@ -426,6 +426,7 @@ var runCases = []Case{
 			{"doc with a NUL escape", bad(func(r *store.Run) { r.Doc = []byte(`{"id":"a\u0000"}`) })},
 			{"audience with NUL", bad(func(r *store.Run) { r.Audience = "user:\x00" })},
 			{"case id not UTF-8", bad(func(r *store.Run) { r.CaseID = "\xff" })},
+			{"outcome with NUL", bad(func(r *store.Run) { r.Outcome = "pass\x00" })},
 			{"negative trial", bad(func(r *store.Run) { r.Trial = -1 })},
 		} {
 			_, err := s.CreateRun(ctx, tc.r)

@@ -31,7 +31,8 @@ type Case struct {
 func Cases() []Case {
 	return slices.Concat(workspaceCases, eventCases, transactCases, storeCases, textCases,
 		apiKeyCases, memberCases, inviteCases, teamCases, identityTxCases, registryCases, secretCases,
-		runCases, runLogCases, trajectoryCases, notificationCases, webhookCases)
+		runCases, runLogCases, trajectoryCases, notificationCases, webhookCases,
+		scorecardCases, scorecardStepCases, childRunCountCases)
 }
 
 // Run runs every case as a subtest, each on a store from newStore, which

@@ -1,0 +1,665 @@
+package activities
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/temporal"
+
+	"svc/auth"
+	"svc/derrors"
+	"svc/eval"
+	"svc/judges"
+	"svc/registry"
+	"svc/runs"
+	"svc/scoring"
+	"svc/store"
+)
+
+// ScorecardRef names a batch.
+type ScorecardRef struct {
+	Workspace   string `json:"workspace"`
+	ScorecardID string `json:"scorecardId"`
+}
+
+// CaseItem is one (case, trial) of a batch.
+type CaseItem struct {
+	ScorecardRef
+	CaseID string `json:"caseId"`
+	Trial  int    `json:"trial"`
+	// RunID is the child run, when the caller knows it.
+	RunID string `json:"runId,omitempty"`
+}
+
+// CasePageInput asks for the case ids of a batch's selection from
+// position From.
+type CasePageInput struct {
+	ScorecardRef
+	From  int `json:"from"`
+	Limit int `json:"limit"`
+}
+
+// JudgeUse is one judge of a pass, at its exact version.
+type JudgeUse struct {
+	ID      string `json:"id"`
+	Version string `json:"version"`
+}
+
+// JudgeInput judges one case.
+type JudgeInput struct {
+	CaseItem
+	// Judges are the judges to run; nil means the batch's own.
+	Judges []JudgeUse `json:"judges,omitempty"`
+	// Replace re-runs a judge that already has verdicts on the case (a
+	// detached pass); without it a judge already judged is skipped, which
+	// makes a retried activity cheap and idempotent.
+	Replace bool `json:"replace,omitempty"`
+}
+
+// FinishInput ends a batch.
+type FinishInput struct {
+	ScorecardRef
+	Cancelled bool   `json:"cancelled,omitempty"`
+	Phase     string `json:"phase,omitempty"` // set when an infrastructure error fails the batch
+	Message   string `json:"message,omitempty"`
+}
+
+// ChildPageInput pages a batch's canonical child runs.
+type ChildPageInput struct {
+	ScorecardRef
+	After string `json:"after,omitempty"` // cursor: the last child run id of the previous page
+	Limit int    `json:"limit"`
+}
+
+// ChildPage is one page of child runs that have results.
+type ChildPage struct {
+	Items []CaseItem `json:"items"`
+	More  bool       `json:"more"`
+}
+
+// FinishScoreInput ends a detached scoring pass.
+type FinishScoreInput struct {
+	ScorecardRef
+	Pass      string     `json:"pass"`
+	Judges    []JudgeUse `json:"judges"`
+	CreatedBy string     `json:"createdBy,omitempty"`
+	Aborted   bool       `json:"aborted,omitempty"`
+	Message   string     `json:"message,omitempty"`
+}
+
+// ChildRunID is the id of a batch's child run for (case, trial): derived,
+// so that a retried case activity finds the run a previous attempt made
+// and there is exactly one canonical run per (case, trial).
+func ChildRunID(workspace, scorecardID, caseID string, trial int) string {
+	sum := sha256.Sum256([]byte(workspace + "\x00" + scorecardID + "\x00" + caseID + "\x00" + strconv.Itoa(trial)))
+	return "run_" + hex.EncodeToString(sum[:12])
+}
+
+// LoadScorecard reads a batch's record.
+func LoadScorecard(ctx context.Context, st store.Tx, ws, id string) (eval.Scorecard, store.Scorecard, error) {
+	row, err := st.GetScorecard(ctx, ws, id)
+	if err != nil {
+		return eval.Scorecard{}, store.Scorecard{}, err
+	}
+	var sc eval.Scorecard
+	if err := json.Unmarshal(row.Doc, &sc); err != nil {
+		return eval.Scorecard{}, row, fmt.Errorf("stored scorecard %s does not decode: %w", id, err)
+	}
+	sc.CreatedAt, sc.UpdatedAt = row.CreatedAt, row.UpdatedAt
+	return sc, row, nil
+}
+
+// ScorecardRow is the stored form of sc, at the version it was read.
+func ScorecardRow(sc eval.Scorecard, version int64) (store.Scorecard, error) {
+	doc, err := json.Marshal(sc)
+	if err != nil {
+		return store.Scorecard{}, fmt.Errorf("encoding scorecard %s: %w", sc.ID, err)
+	}
+	return store.Scorecard{
+		ID: sc.ID, Workspace: sc.Tenant, Kind: sc.Kind, Status: string(sc.Status),
+		DatasetID: sc.Dataset.ID, HarnessID: sc.Harness.ID, CreatedBy: sc.CreatedBy,
+		Doc: doc, Version: version, CreatedAt: sc.CreatedAt, UpdatedAt: sc.UpdatedAt,
+	}, nil
+}
+
+// UpdateScorecard applies fn to the batch's record and stores it, retrying
+// when another writer got there first (optimistic concurrency).
+func UpdateScorecard(ctx context.Context, st store.Store, ws, id string, fn func(sc *eval.Scorecard) error) (eval.Scorecard, error) {
+	for attempt := 0; ; attempt++ {
+		sc, row, err := LoadScorecard(ctx, st, ws, id)
+		if err != nil {
+			return eval.Scorecard{}, err
+		}
+		if err := fn(&sc); err != nil {
+			return sc, err
+		}
+		next, err := ScorecardRow(sc, row.Version)
+		if err != nil {
+			return eval.Scorecard{}, err
+		}
+		next.UpdatedAt = sc.UpdatedAt
+		stored, err := st.PutScorecard(ctx, next)
+		if errors.Is(err, derrors.ErrConflict) && attempt < 20 {
+			continue
+		}
+		if err != nil {
+			return eval.Scorecard{}, err
+		}
+		sc.UpdatedAt = stored.UpdatedAt
+		return sc, nil
+	}
+}
+
+func (a *Activities) update(ctx context.Context, ref ScorecardRef, fn func(sc *eval.Scorecard) error) (eval.Scorecard, error) {
+	return UpdateScorecard(ctx, a.Store, ref.Workspace, ref.ScorecardID, func(sc *eval.Scorecard) error {
+		if err := fn(sc); err != nil {
+			return err
+		}
+		sc.UpdatedAt = a.now()
+		return nil
+	})
+}
+
+func (a *Activities) step(ctx context.Context, ref ScorecardRef, key, phase, status, msg, caseID string) error {
+	return a.Store.AppendScorecardSteps(ctx, []store.ScorecardStep{{
+		Workspace: ref.Workspace, ScorecardID: ref.ScorecardID, Key: key, TS: a.now(),
+		Phase: phase, Status: status, Message: clip(msg, 1000), CaseID: caseID,
+	}})
+}
+
+// errStop is returned by an update function that decided to change nothing.
+var errStop = errors.New("no change")
+
+// StartScorecard marks a queued batch running.
+func (a *Activities) StartScorecard(ctx context.Context, ref ScorecardRef) error {
+	_, err := a.update(ctx, ref, func(sc *eval.Scorecard) error {
+		if sc.Status != eval.ScorecardQueued {
+			return errStop
+		}
+		sc.Status = eval.ScorecardRunning
+		return nil
+	})
+	if err != nil && !errors.Is(err, errStop) {
+		return err
+	}
+	return a.step(ctx, ref, "dispatch:started", "dispatch", "started", "dispatching cases", "")
+}
+
+// CasePage returns the case ids of the batch's selection from in.From.
+func (a *Activities) CasePage(ctx context.Context, in CasePageInput) ([]string, error) {
+	sc, _, err := LoadScorecard(ctx, a.Store, in.Workspace, in.ScorecardID)
+	if err != nil {
+		return nil, err
+	}
+	ids := sc.Orchestration.CaseIDs
+	if in.From >= len(ids) {
+		return nil, nil
+	}
+	return ids[in.From:min(len(ids), in.From+in.Limit)], nil
+}
+
+// RunCase runs one (case, trial) of a batch: it creates the child run (or
+// finds the one a previous attempt made) and dispatches it as DispatchRun
+// does, so a case finishes exactly once whatever restarts.
+func (a *Activities) RunCase(ctx context.Context, item CaseItem) (RunStatus, error) {
+	sc, _, err := LoadScorecard(ctx, a.Store, item.Workspace, item.ScorecardID)
+	if err != nil {
+		return RunStatus{}, err
+	}
+	id := ChildRunID(item.Workspace, item.ScorecardID, item.CaseID, item.Trial)
+	row, err := a.Store.GetRun(ctx, item.Workspace, id)
+	var run eval.Run
+	switch {
+	case err == nil:
+		if run, err = runs.FromRow(row); err != nil {
+			return RunStatus{}, err
+		}
+	case errors.Is(err, derrors.ErrNotFound):
+		if run, err = a.newChild(ctx, sc, item, id); err != nil {
+			return RunStatus{}, err
+		}
+	default:
+		return RunStatus{}, err
+	}
+	if sc.Status == eval.ScorecardCancelled || sc.Status == eval.ScorecardSuperseded {
+		// The batch was stopped: no further case fires.
+		return RunStatus{Status: string(run.Status)}, temporal.NewCanceledError("batch stopped")
+	}
+	o := sc.Orchestration
+	if o == nil {
+		o = &eval.Orchestration{}
+	}
+	st, err := a.dispatch(ctx, run, grading{graders: o.Graders, ungraded: o.Ungraded})
+	if err != nil {
+		return st, err
+	}
+	if st.Status == string(eval.StatusFailed) {
+		if r, err := a.loadRun(ctx, RunRef{Workspace: item.Workspace, RunID: id}); err == nil && r.Error != nil {
+			_ = a.step(ctx, item.ScorecardRef, "case:"+id, "case", "failed", r.Error.Message, item.CaseID)
+		}
+	}
+	return st, nil
+}
+
+// newChild creates the child run of item, with the case read from the
+// batch's dataset version (or its ad-hoc task).
+func (a *Activities) newChild(ctx context.Context, sc eval.Scorecard, item CaseItem, id string) (eval.Run, error) {
+	var c registry.EvalCase
+	o := sc.Orchestration
+	switch {
+	case o != nil && o.AdhocCase != nil && o.AdhocCase.ID == item.CaseID:
+		c = *o.AdhocCase
+	default:
+		owner := sc.Tenant
+		if o != nil && o.DatasetOwner != "" {
+			owner = o.DatasetOwner
+		}
+		cases, err := a.Store.ListDatasetCases(ctx, owner, sc.Dataset.ID, sc.Dataset.Version, store.CaseFilter{IDs: []string{item.CaseID}})
+		if err != nil {
+			return eval.Run{}, err
+		}
+		if len(cases) == 0 {
+			return eval.Run{}, temporal.NewNonRetryableApplicationError(fmt.Sprintf("case %s is not in dataset %s", item.CaseID, sc.Dataset), "CaseMissing", nil)
+		}
+		if err := json.Unmarshal(cases[0].Doc, &c); err != nil {
+			return eval.Run{}, fmt.Errorf("case %s of dataset %s does not decode: %w", item.CaseID, sc.Dataset, err)
+		}
+	}
+	if sc.Runtime != "" {
+		if c.Placement == nil {
+			c.Placement = &registry.Placement{}
+		}
+		c.Placement.Target = sc.Runtime
+	}
+	now := a.now()
+	canonical := true
+	run := eval.Run{
+		ID: id, Tenant: sc.Tenant, Harness: sc.Harness, CaseID: item.CaseID, Status: eval.StatusQueued,
+		CreatedAt: now, UpdatedAt: now, Kind: eval.KindEval, Trigger: eval.TriggerScorecard,
+		CreatedBy: sc.CreatedBy, Origin: &eval.Origin{Source: "scorecard"},
+		ParentScorecardID: sc.ID, Trial: item.Trial, Canonical: &canonical, Runtime: sc.Runtime, Case: &c,
+	}
+	row, err := runs.Row(run)
+	if err != nil {
+		return eval.Run{}, err
+	}
+	stored, err := a.Store.CreateRun(ctx, row)
+	if errors.Is(err, derrors.ErrConflict) {
+		// A concurrent attempt made it first: use that one.
+		if stored, err = a.Store.GetRun(ctx, sc.Tenant, id); err != nil {
+			return eval.Run{}, err
+		}
+	} else if err != nil {
+		return eval.Run{}, err
+	}
+	return runs.FromRow(stored)
+}
+
+// JudgeCase runs judges over one finished case and stores their verdicts
+// in the child run's scores, replacing each judge's earlier ones and
+// keeping every other score. Judge problems are skip scores, not errors.
+func (a *Activities) JudgeCase(ctx context.Context, in JudgeInput) error {
+	sc, _, err := LoadScorecard(ctx, a.Store, in.Workspace, in.ScorecardID)
+	if err != nil {
+		return err
+	}
+	uses := in.Judges
+	if uses == nil && sc.Orchestration != nil {
+		for _, j := range sc.Orchestration.Judges {
+			uses = append(uses, JudgeUse{ID: j.ID, Version: j.Resolved})
+		}
+	}
+	if len(uses) == 0 {
+		return nil
+	}
+	id := in.RunID
+	if id == "" {
+		id = ChildRunID(in.Workspace, in.ScorecardID, in.CaseID, in.Trial)
+	}
+	run, err := a.loadRun(ctx, RunRef{Workspace: in.Workspace, RunID: id})
+	if err != nil {
+		return err
+	}
+	if run.Result == nil {
+		return nil
+	}
+	who := auth.Principal{Subject: sc.CreatedBy, Workspace: sc.Tenant, Roles: []auth.Role{auth.RoleMember}}
+	input := judges.Input{Trace: run.Result.Trace, Snapshot: run.Result.Snapshot, Evidence: run.Result.Evidence}
+	if run.Case != nil {
+		input.Case = *run.Case
+	}
+	var fresh []eval.Score
+	var judged []string
+	for _, u := range uses {
+		prefix := "judge:" + u.ID
+		if !in.Replace && hasMetric(run.Result.Scores, prefix) {
+			continue
+		}
+		activity.RecordHeartbeat(ctx)
+		var scores []eval.Score
+		spec, err := a.Registries.Resolve(ctx, who, registry.Judge, u.ID, u.Version)
+		switch {
+		case errors.Is(err, derrors.ErrNotFound):
+			scores = judges.Skip(u.ID, fmt.Sprintf("judge %s@%s is no longer registered or visible to the batch's creator", u.ID, u.Version))
+		case err != nil:
+			return err
+		default:
+			jobID := fmt.Sprintf("%s-%s-a%d", id, u.ID, activity.GetInfo(ctx).Attempt)
+			if scores, err = a.Judges.Run(ctx, spec.Spec.Judge(), input, jobID); err != nil {
+				return err
+			}
+		}
+		fresh = append(fresh, scores...)
+		judged = append(judged, prefix)
+	}
+	if len(judged) == 0 {
+		return nil
+	}
+	return a.Store.Transact(ctx, func(tx store.Tx) error {
+		row, err := tx.GetRun(ctx, in.Workspace, id)
+		if err != nil {
+			return err
+		}
+		cur, err := runs.FromRow(row)
+		if err != nil {
+			return err
+		}
+		if cur.Result == nil {
+			return nil
+		}
+		kept := cur.Result.Scores[:0:0]
+		for _, s := range cur.Result.Scores {
+			if !judgedBy(s.Metric, judged) {
+				kept = append(kept, s)
+			}
+		}
+		cur.Result.Scores = append(kept, fresh...)
+		cur.Result.Pass = cur.Error == nil && passes(cur.Result.Scores)
+		cur.UpdatedAt = a.now()
+		next, err := runs.Row(cur)
+		if err != nil {
+			return err
+		}
+		_, err = tx.PutRun(ctx, next)
+		return err
+	})
+}
+
+// passes is allPass without skip scores: a skipped judge says nothing
+// about the case, and the verdict basis reports the skip.
+func passes(scores []eval.Score) bool {
+	for _, s := range scores {
+		if s.Pass != nil && !*s.Pass && !judges.IsSkip(s) {
+			return false
+		}
+	}
+	return true
+}
+
+func hasMetric(scores []eval.Score, prefix string) bool {
+	for _, s := range scores {
+		if judgedBy(s.Metric, []string{prefix}) {
+			return true
+		}
+	}
+	return false
+}
+
+// judgedBy reports whether metric belongs to one of the judges (metric
+// judge:<id> or judge:<id>:<sub>).
+func judgedBy(metric string, prefixes []string) bool {
+	for _, p := range prefixes {
+		if metric == p || strings.HasPrefix(metric, p+":") {
+			return true
+		}
+	}
+	return false
+}
+
+// ChildRunPage returns a page of the batch's canonical child runs that have
+// results, in run-id order, after in.After.
+func (a *Activities) ChildRunPage(ctx context.Context, in ChildPageInput) (ChildPage, error) {
+	rows, err := ListChildren(ctx, a.Store, in.Workspace, in.ScorecardID)
+	if err != nil {
+		return ChildPage{}, err
+	}
+	var out ChildPage
+	for _, r := range rows {
+		if r.ID <= in.After || r.Result == nil {
+			continue
+		}
+		if len(out.Items) == in.Limit {
+			out.More = true
+			break
+		}
+		out.Items = append(out.Items, CaseItem{ScorecardRef: in.ScorecardRef, CaseID: r.CaseID, Trial: r.Trial, RunID: r.ID})
+	}
+	return out, nil
+}
+
+// ListChildren returns every canonical child run of a batch, ordered by run
+// id.
+func ListChildren(ctx context.Context, st store.Tx, ws, scorecardID string) ([]eval.Run, error) {
+	var out []eval.Run
+	f := store.RunFilter{Workspace: ws, ScorecardID: scorecardID, Viewer: "svc:system", Limit: 1000}
+	for {
+		rows, err := st.ListRuns(ctx, f)
+		if err != nil {
+			return nil, err
+		}
+		for _, r := range rows {
+			if !r.Canonical {
+				continue
+			}
+			run, err := runs.FromRow(r)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, run)
+		}
+		if len(rows) < f.Limit {
+			break
+		}
+		last := rows[len(rows)-1]
+		f.BeforeTime, f.BeforeID = last.CreatedAt, last.ID
+	}
+	sortRuns(out)
+	return out, nil
+}
+
+func sortRuns(rs []eval.Run) {
+	sort.Slice(rs, func(i, j int) bool { return rs[i].ID < rs[j].ID })
+}
+
+// FinishScorecard ends a batch: it rebuilds the per-case table from the
+// child runs, computes the summary, appends scoring revision 1 (for a
+// scorecard that finished), writes the terminal status with the
+// publication plan, and notifies the creator (scorecard_completed or
+// scorecard_failed; a cancelled batch notifies no one).
+func (a *Activities) FinishScorecard(ctx context.Context, in FinishInput) error {
+	children, err := ListChildren(ctx, a.Store, in.Workspace, in.ScorecardID)
+	if err != nil {
+		return err
+	}
+	activity.RecordHeartbeat(ctx)
+	var final eval.Scorecard
+	changed := false
+	final, err = a.update(ctx, in.ScorecardRef, func(sc *eval.Scorecard) error {
+		if eval.ScorecardTerminal(sc.Status) && sc.Status != eval.ScorecardCancelled && sc.Status != eval.ScorecardSuperseded {
+			return errStop // finished by an earlier attempt
+		}
+		policy, _ := scoring.ResolvePolicy(sc.VerdictPolicy, sc.Manifest)
+		rows := make([]eval.CaseRow, 0, len(children))
+		for _, r := range children {
+			rows = append(rows, scoring.CaseRow(policy, r))
+		}
+		sc.Summary = scoring.Summarize(rows)
+		sc.RunIDs = nil
+		for _, r := range children {
+			sc.RunIDs = append(sc.RunIDs, r.ID)
+		}
+		now := a.now()
+		sc.FinishedAt = &now
+		switch {
+		case sc.Status == eval.ScorecardCancelled || sc.Status == eval.ScorecardSuperseded:
+			// Stopped through the API: the status is already written.
+		case in.Cancelled:
+			sc.Status = eval.ScorecardCancelled
+		case in.Phase != "":
+			sc.Status = eval.ScorecardFailed
+			sc.Error = &eval.Error{Code: "BATCH_FAILED", Phase: in.Phase, Message: clip(in.Message, 2000)}
+		default:
+			sc.Status = eval.ScorecardSucceeded
+			if sc.Kind == eval.KindScorecard && len(sc.Scoring) == 0 {
+				sc.Scoring = append(sc.Scoring, eval.ScoringRevision{
+					Revision: 1, Kind: "initial", Judges: sealedJudges(sc), ScorePlaneDigest: scoring.ScorePlaneDigest(rows),
+					AnalysisRef: AnalysisRef(sc.ID, 1), CreatedAt: now, CreatedBy: sc.CreatedBy,
+				})
+				sc.AnalysisRef = AnalysisRef(sc.ID, 1)
+			}
+		}
+		sc.Publication = &eval.Publication{State: "published", Artifacts: []string{}, Exports: []string{}}
+		if sc.AnalysisRef != "" {
+			sc.Publication.Artifacts = append(sc.Publication.Artifacts, sc.AnalysisRef)
+		}
+		changed = true
+		return nil
+	})
+	if err != nil && !errors.Is(err, errStop) {
+		return err
+	}
+	if !changed {
+		if final, _, err = LoadScorecard(ctx, a.Store, in.Workspace, in.ScorecardID); err != nil {
+			return err
+		}
+	}
+	return a.announce(ctx, final)
+}
+
+// AnalysisRef names the analysis bundle a scoring revision freezes.
+func AnalysisRef(scorecardID string, revision int) string {
+	return fmt.Sprintf("analysis:%s@%d", scorecardID, revision)
+}
+
+func sealedJudges(sc *eval.Scorecard) []eval.SealedJudge {
+	if sc.Manifest != nil && len(sc.Manifest.Judges) > 0 {
+		return sc.Manifest.Judges
+	}
+	return []eval.SealedJudge{}
+}
+
+// announce sends the outward effects of a terminal batch: the step, the
+// event and the creator's notification, each with a deterministic key.
+func (a *Activities) announce(ctx context.Context, sc eval.Scorecard) error {
+	ref := ScorecardRef{Workspace: sc.Tenant, ScorecardID: sc.ID}
+	msg := fmt.Sprintf("%d of %d case runs finished", len(sc.RunIDs), sc.Progress.Total)
+	if sc.Error != nil {
+		msg = sc.Error.Message
+	}
+	if err := a.step(ctx, ref, "finish", "finalize", string(sc.Status), msg, ""); err != nil {
+		return err
+	}
+	return a.Store.Transact(ctx, func(tx store.Tx) error {
+		data, _ := json.Marshal(map[string]any{"scorecardId": sc.ID, "status": sc.Status, "kind": sc.Kind})
+		if _, err := tx.AppendEvent(ctx, store.Event{ID: "scorecard.finished:" + sc.ID, Workspace: sc.Tenant,
+			Type: "scorecard." + string(sc.Status), Subject: "scorecard:" + sc.ID, Actor: sc.CreatedBy, Data: data}); err != nil {
+			return err
+		}
+		if sc.CreatedBy == "" || (sc.Status != eval.ScorecardSucceeded && sc.Status != eval.ScorecardFailed) {
+			return nil
+		}
+		kind, verb := eval.NotifyScorecardCompleted, "completed"
+		if sc.Status == eval.ScorecardFailed {
+			kind, verb = eval.NotifyScorecardFailed, "failed"
+		}
+		if sc.Origin != nil && sc.Origin.Source == "schedule" {
+			kind = strings.Replace(kind, "scorecard_", "schedule_", 1)
+		}
+		body := fmt.Sprintf("%s of %s on %s %s.", sc.Kind, sc.Harness, sc.Dataset, verb)
+		if pr, ok := sc.Summary["casePass"]; ok && pr.PassRate != nil {
+			body += fmt.Sprintf(" Pass rate %.1f%% over %d cases.", *pr.PassRate*100, pr.Count)
+		}
+		link, _ := json.Marshal(map[string]string{"scorecardId": sc.ID, "resourceType": "scorecard", "resourceId": sc.ID})
+		_, _, err := tx.AddNotification(ctx, store.Notification{ID: kind + ":" + sc.ID, Workspace: sc.Tenant, Recipient: sc.CreatedBy,
+			Kind: kind, Title: fmt.Sprintf("Scorecard %s %s", sc.ID, verb), Body: clip(body, 500), Link: link})
+		return err
+	})
+}
+
+// FinishScore ends a detached scoring pass: on success it appends a
+// scoring revision (initial for a batch that had none, else rescore),
+// flips an experiment into a scorecard, refreshes the summary and emits
+// scorecard.scored; an aborted pass adds no revision. Either way the batch
+// is released for the next pass.
+func (a *Activities) FinishScore(ctx context.Context, in FinishScoreInput) error {
+	children, err := ListChildren(ctx, a.Store, in.Workspace, in.ScorecardID)
+	if err != nil {
+		return err
+	}
+	// Seal the judges as they resolve now: their spec digests.
+	cur, _, err := LoadScorecard(ctx, a.Store, in.Workspace, in.ScorecardID)
+	if err != nil {
+		return err
+	}
+	who := auth.Principal{Subject: cur.CreatedBy, Workspace: cur.Tenant, Roles: []auth.Role{auth.RoleMember}}
+	var sealed []eval.SealedJudge
+	for _, j := range in.Judges {
+		d := "unresolved"
+		if r, err := a.Registries.Resolve(ctx, who, registry.Judge, j.ID, j.Version); err == nil {
+			d = r.Digest
+		}
+		sealed = append(sealed, eval.SealedJudge{ID: j.ID, Version: j.Version, Digest: d})
+	}
+	var revision int
+	sc, err := a.update(ctx, in.ScorecardRef, func(sc *eval.Scorecard) error {
+		if sc.ScoringInFlight != in.Pass {
+			return errStop // settled by an earlier attempt
+		}
+		sc.ScoringInFlight = ""
+		if in.Aborted {
+			revision = 0
+			return nil
+		}
+		policy, _ := scoring.ResolvePolicy(sc.VerdictPolicy, sc.Manifest)
+		rows := make([]eval.CaseRow, 0, len(children))
+		for _, r := range children {
+			rows = append(rows, scoring.CaseRow(policy, r))
+		}
+		sc.Summary = scoring.Summarize(rows)
+		kind := "rescore"
+		if len(sc.Scoring) == 0 {
+			kind = "initial"
+		}
+		revision = len(sc.Scoring) + 1
+		sc.Scoring = append(sc.Scoring, eval.ScoringRevision{Revision: revision, Kind: kind, Judges: sealed, JudgeRun: in.Pass,
+			ScorePlaneDigest: scoring.ScorePlaneDigest(rows), AnalysisRef: AnalysisRef(sc.ID, revision), CreatedAt: a.now(), CreatedBy: in.CreatedBy})
+		sc.AnalysisRef = AnalysisRef(sc.ID, revision)
+		sc.Kind = eval.KindScorecard
+		return nil
+	})
+	if errors.Is(err, errStop) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	ref := in.ScorecardRef
+	if in.Aborted {
+		return a.step(ctx, ref, "score:"+in.Pass, "judges", "failed", "scoring pass "+in.Pass+" added no revision: "+in.Message, "")
+	}
+	if err := a.step(ctx, ref, "score:"+in.Pass, "judges", "succeeded", fmt.Sprintf("scoring revision %d by pass %s", revision, in.Pass), ""); err != nil {
+		return err
+	}
+	data, _ := json.Marshal(map[string]any{"scorecardId": sc.ID, "revision": revision, "pass": in.Pass, "judges": in.Judges})
+	_, err = a.Store.AppendEvent(ctx, store.Event{ID: "scorecard.scored:" + in.Pass, Workspace: sc.Tenant, Type: "scorecard.scored",
+		Subject: "scorecard:" + sc.ID, Actor: in.CreatedBy, Data: data})
+	return err
+}

@@ -1,0 +1,129 @@
+package api
+
+import (
+	"net/http"
+
+	"github.com/labstack/echo/v4"
+
+	"svc/auth"
+	"svc/eval"
+	"svc/scorecards"
+)
+
+// Scorecards, groups (experiments), detached scoring, cancel, manifest
+// verification and the driver-ops view (spec §4.5 to §4.7). Handlers read
+// the request and call package scorecards.
+
+func (s *Server) scorecardRoutes() []Route {
+	return []Route{
+		{Method: http.MethodPost, Path: "/scorecards", Action: auth.ScorecardsRun, Summary: "Run a scorecard", Handler: s.submitScorecard},
+		{Method: http.MethodGet, Path: "/scorecards", Action: auth.ScorecardsRead, Summary: "List scorecards", Handler: s.listScorecards},
+		{Method: http.MethodGet, Path: "/scorecards/:id", Action: auth.ScorecardsRead, Summary: "Get a scorecard", Handler: s.getScorecard},
+		{Method: http.MethodPost, Path: "/scorecards/:id/cancel", Action: auth.ScorecardsRun, Summary: "Cancel a scorecard", Handler: s.cancelScorecard},
+		{Method: http.MethodPost, Path: "/scorecards/:id/score", Action: auth.ScorecardsRun, Summary: "Re-score a scorecard", Handler: s.scoreScorecard},
+		{Method: http.MethodPost, Path: "/scorecards/:id/verify-manifest", Action: auth.ScorecardsRead, Summary: "Verify a scorecard's manifest", Handler: s.verifyManifest},
+		{Method: http.MethodPost, Path: "/groups", Action: auth.ScorecardsRun, Summary: "Run an experiment", Handler: s.submitGroup},
+		{Method: http.MethodGet, Path: "/groups/:id", Action: auth.ScorecardsRead, Summary: "Get an experiment", Handler: s.getScorecard},
+		{Method: http.MethodPost, Path: "/groups/:id/score", Action: auth.ScorecardsRun, Summary: "Score an experiment", Handler: s.scoreScorecard},
+		{Method: http.MethodGet, Path: "/ops/driver/:family/:id", Action: auth.RuntimesRead, Summary: "Read a batch's workflow", Handler: s.getDriver},
+		{Method: http.MethodPost, Path: "/ops/driver/:family/:id/cancel", Action: auth.RuntimesControl, Summary: "Cancel a batch's workflow", Handler: s.cancelDriver},
+	}
+}
+
+func (s *Server) submitScorecard(c echo.Context) error {
+	var req scorecards.SubmitRequest
+	if err := Bind(c, &req); err != nil {
+		return err
+	}
+	sc, err := s.scorecards.Submit(c.Request().Context(), principal(c), req, originSource(c))
+	if err != nil {
+		return err
+	}
+	return accepted(c, "/scorecards/", sc)
+}
+
+func (s *Server) submitGroup(c echo.Context) error {
+	var req scorecards.GroupRequest
+	if err := Bind(c, &req); err != nil {
+		return err
+	}
+	sc, err := s.scorecards.SubmitGroup(c.Request().Context(), principal(c), req, originSource(c))
+	if err != nil {
+		return err
+	}
+	return accepted(c, "/groups/", sc)
+}
+
+func accepted(c echo.Context, base string, sc eval.Scorecard) error {
+	c.Response().Header().Set(echo.HeaderLocation, base+sc.ID)
+	return c.JSON(http.StatusAccepted, sc)
+}
+
+func (s *Server) listScorecards(c echo.Context) error {
+	q := scorecards.ListQuery{Kind: c.QueryParam("kind"), Status: c.QueryParam("status"),
+		DatasetID: c.QueryParam("datasetId"), HarnessID: c.QueryParam("harnessId"), Cursor: c.QueryParam("cursor")}
+	var err error
+	if q.Limit, err = intQuery(c, "limit", 1, 500); err != nil {
+		return err
+	}
+	list, next, err := s.scorecards.List(c.Request().Context(), principal(c), q)
+	if err != nil {
+		return err
+	}
+	if next != "" {
+		c.Response().Header().Set(headerNextCursor, next)
+	}
+	return listJSON(c, list)
+}
+
+func (s *Server) getScorecard(c echo.Context) error {
+	sc, err := s.scorecards.Get(c.Request().Context(), principal(c), c.Param("id"))
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, sc)
+}
+
+func (s *Server) cancelScorecard(c echo.Context) error {
+	sc, err := s.scorecards.Cancel(c.Request().Context(), principal(c), c.Param("id"))
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, sc)
+}
+
+func (s *Server) scoreScorecard(c echo.Context) error {
+	var req scorecards.ScoreRequest
+	if err := Bind(c, &req); err != nil {
+		return err
+	}
+	sc, err := s.scorecards.Score(c.Request().Context(), principal(c), c.Param("id"), req)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusAccepted, sc)
+}
+
+func (s *Server) verifyManifest(c echo.Context) error {
+	v, err := s.scorecards.VerifyManifest(c.Request().Context(), principal(c), c.Param("id"))
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, v)
+}
+
+func (s *Server) getDriver(c echo.Context) error {
+	v, err := s.scorecards.Driver(c.Request().Context(), principal(c), c.Param("family"), c.Param("id"))
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, v)
+}
+
+func (s *Server) cancelDriver(c echo.Context) error {
+	v, err := s.scorecards.CancelDriver(c.Request().Context(), principal(c), c.Param("family"), c.Param("id"))
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, v)
+}

@@ -1,0 +1,80 @@
+package scorecards
+
+import (
+	"context"
+	"errors"
+
+	"svc/auth"
+	"svc/derrors"
+	"svc/workflows"
+)
+
+// Families of /ops/driver: the batch workflow of a scorecard, or its
+// detached scoring pass.
+const (
+	FamilyBatch = "batch"
+	FamilyScore = "score"
+)
+
+// workflowID finds the workflow of family for the caller's batch id: the
+// batch's own (its id), or its scoring pass (in flight, else the last one
+// that made a revision). Another workspace's batch is 404.
+func (s *Service) workflowID(ctx context.Context, p auth.Principal, family, id string) (string, error) {
+	if s.o.Orchestrator == nil {
+		return "", derrors.NotFoundf("no durable orchestrator is configured (TEMPORAL_ADDRESS), so there is no driver to read")
+	}
+	if family != FamilyBatch && family != FamilyScore {
+		return "", derrors.NotFoundf("no driver family %q; the families are batch and score", family)
+	}
+	sc, _, err := s.load(ctx, p, id)
+	if err != nil {
+		return "", err
+	}
+	if family == FamilyBatch {
+		return sc.ID, nil
+	}
+	if sc.ScoringInFlight != "" {
+		return sc.ScoringInFlight, nil
+	}
+	for i := len(sc.Scoring) - 1; i >= 0; i-- {
+		if sc.Scoring[i].JudgeRun != "" {
+			return sc.Scoring[i].JudgeRun, nil
+		}
+	}
+	return "", derrors.NotFoundf("scorecard %s has no scoring pass", id)
+}
+
+// Driver reads the workflow behind a batch directly from Temporal (spec
+// §4.7): status, history length and size, pending activities with their
+// attempt and last failure. An unknown workflow, or an orchestrator that
+// does not answer, is 404.
+func (s *Service) Driver(ctx context.Context, p auth.Principal, family, id string) (workflows.DriverView, error) {
+	wid, err := s.workflowID(ctx, p, family, id)
+	if err != nil {
+		return workflows.DriverView{}, err
+	}
+	v, err := s.o.Orchestrator.Describe(ctx, wid)
+	if errors.Is(err, workflows.ErrNoWorkflow) {
+		return workflows.DriverView{}, derrors.NotFoundf("the orchestrator has no %s workflow for %s", family, id)
+	}
+	if err != nil {
+		return workflows.DriverView{}, derrors.NotFoundf("the orchestrator did not answer for %s (%v)", id, err)
+	}
+	return v, nil
+}
+
+// CancelDriver asks the workflow behind a batch to stop (cooperative, admin
+// only by its route's gate). It answers what the driver looks like after.
+func (s *Service) CancelDriver(ctx context.Context, p auth.Principal, family, id string) (workflows.DriverView, error) {
+	wid, err := s.workflowID(ctx, p, family, id)
+	if err != nil {
+		return workflows.DriverView{}, err
+	}
+	if _, err := s.o.Orchestrator.Describe(ctx, wid); err != nil {
+		return workflows.DriverView{}, derrors.NotFoundf("the orchestrator has no %s workflow for %s", family, id)
+	}
+	if err := s.o.Orchestrator.Cancel(ctx, wid); err != nil {
+		return workflows.DriverView{}, err
+	}
+	return s.o.Orchestrator.Describe(ctx, wid)
+}

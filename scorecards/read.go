@@ -1,0 +1,202 @@
+package scorecards
+
+import (
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"svc/activities"
+	"svc/auth"
+	"svc/derrors"
+	"svc/eval"
+	"svc/scoring"
+	"svc/store"
+)
+
+func notFound(id string) error {
+	return derrors.NotFoundf("no scorecard %q in this workspace; GET /scorecards lists them", id)
+}
+
+func (s *Service) load(ctx context.Context, p auth.Principal, id string) (eval.Scorecard, store.Scorecard, error) {
+	sc, row, err := activities.LoadScorecard(ctx, s.o.Store, p.Workspace, id)
+	if errors.Is(err, derrors.ErrNotFound) {
+		return eval.Scorecard{}, store.Scorecard{}, notFound(id)
+	}
+	return sc, row, err
+}
+
+// summaryView is a batch as lists show it: no per-case table, no
+// timeline, no selection.
+func summaryView(sc eval.Scorecard) eval.Scorecard {
+	sc.Scorecard, sc.Steps, sc.CaseRuns = nil, nil, nil
+	if sc.Orchestration != nil {
+		o := *sc.Orchestration
+		o.CaseIDs, o.AdhocCase = nil, nil
+		sc.Orchestration = &o
+	}
+	return sc
+}
+
+// progress fills sc.Progress from the batch's child runs.
+func (s *Service) progress(ctx context.Context, sc *eval.Scorecard) error {
+	c, err := s.o.Store.ChildRunCounts(ctx, sc.Tenant, sc.ID)
+	if err != nil {
+		return err
+	}
+	sc.Progress.Done = c.ByStatus[string(eval.StatusSucceeded)] + c.ByStatus[string(eval.StatusFailed)]
+	sc.Progress.Passed = c.ByOutcome[eval.OutcomePass]
+	sc.Progress.Failed = c.ByOutcome[eval.OutcomeFail] + c.ByOutcome[eval.OutcomeError]
+	sc.Progress.Cancelled = c.ByOutcome[eval.OutcomeCancelled]
+	return nil
+}
+
+// Get is the detail read: the record with its per-case table rebuilt from
+// the child runs, caseRuns, steps, progress and policyResolution.
+func (s *Service) Get(ctx context.Context, p auth.Principal, id string) (eval.Scorecard, error) {
+	sc, _, err := s.load(ctx, p, id)
+	if err != nil {
+		return eval.Scorecard{}, err
+	}
+	children, err := activities.ListChildren(ctx, s.o.Store, sc.Tenant, sc.ID)
+	if err != nil {
+		return eval.Scorecard{}, err
+	}
+	policy, res := scoring.ResolvePolicy(sc.VerdictPolicy, sc.Manifest)
+	sc.PolicyResolution = &res
+	sc.Scorecard = make([]eval.CaseRow, 0, len(children))
+	sc.CaseRuns = make(map[string]string, len(children))
+	for _, r := range children {
+		sc.Scorecard = append(sc.Scorecard, scoring.CaseRow(policy, r))
+		sc.CaseRuns[CaseRunKey(r.CaseID, r.Trial)] = r.ID
+	}
+	if sc.Summary == nil && len(sc.Scorecard) > 0 {
+		sc.Summary = scoring.Summarize(sc.Scorecard)
+	}
+	steps, err := s.o.Store.ListScorecardSteps(ctx, sc.Tenant, sc.ID, 0, 1000)
+	if err != nil {
+		return eval.Scorecard{}, err
+	}
+	sc.Steps = make([]eval.Step, 0, len(steps))
+	for _, st := range steps {
+		sc.Steps = append(sc.Steps, eval.Step{TS: st.TS, Phase: st.Phase, Status: st.Status, Message: st.Message, CaseID: st.CaseID})
+	}
+	if err := s.progress(ctx, &sc); err != nil {
+		return eval.Scorecard{}, err
+	}
+	return sc, nil
+}
+
+// CaseRunKey keys caseRuns: "<caseId>#<trial>".
+func CaseRunKey(caseID string, trial int) string { return caseID + "#" + strconv.Itoa(trial) }
+
+// ListQuery is the query of GET /scorecards.
+type ListQuery struct {
+	Kind, Status, DatasetID, HarnessID string
+	Cursor                             string
+	Limit                              int
+}
+
+// List returns summaries, newest first, with the next cursor.
+func (s *Service) List(ctx context.Context, p auth.Principal, q ListQuery) ([]eval.Scorecard, string, error) {
+	limit := q.Limit
+	switch {
+	case limit == 0:
+		limit = 50
+	case limit < 0 || limit > 500:
+		return nil, "", derrors.Invalidf("limit must be between 1 and 500, not %d", limit)
+	}
+	f := store.ScorecardFilter{Workspace: p.Workspace, Kind: q.Kind, DatasetID: q.DatasetID, HarnessID: q.HarnessID, Limit: limit + 1}
+	if q.Status != "" {
+		f.Statuses = strings.Split(q.Status, ",")
+	}
+	if q.Cursor != "" {
+		t, id, err := decodeCursor(q.Cursor)
+		if err != nil {
+			return nil, "", err
+		}
+		f.BeforeTime, f.BeforeID = t, id
+	}
+	rows, err := s.o.Store.ListScorecards(ctx, f)
+	if err != nil {
+		return nil, "", err
+	}
+	next := ""
+	if len(rows) > limit {
+		rows = rows[:limit]
+		last := rows[len(rows)-1]
+		next = base64.RawURLEncoding.EncodeToString([]byte(strconv.FormatInt(last.CreatedAt.UnixNano(), 10) + "|" + last.ID))
+	}
+	out := make([]eval.Scorecard, 0, len(rows))
+	for _, r := range rows {
+		sc, _, err := activities.LoadScorecard(ctx, s.o.Store, r.Workspace, r.ID)
+		if err != nil {
+			return nil, "", err
+		}
+		if !eval.ScorecardTerminal(sc.Status) {
+			if err := s.progress(ctx, &sc); err != nil {
+				return nil, "", err
+			}
+		}
+		out = append(out, summaryView(sc))
+	}
+	return out, next, nil
+}
+
+func decodeCursor(c string) (time.Time, string, error) {
+	bad := derrors.Invalidf("cursor %q is not one this service issued; pass the X-Svc-Next-Cursor of the previous page", c)
+	b, err := base64.RawURLEncoding.DecodeString(c)
+	if err != nil {
+		return time.Time{}, "", bad
+	}
+	ns, id, ok := strings.Cut(string(b), "|")
+	n, perr := strconv.ParseInt(ns, 10, 64)
+	if !ok || id == "" || perr != nil {
+		return time.Time{}, "", bad
+	}
+	return time.Unix(0, n).UTC(), id, nil
+}
+
+// Cancel stops a queued or running batch (spec §4.6): the record becomes
+// cancelled at once, and the workflow is cancelled, so no further case
+// fires and running jobs are killed through the driver. A terminal batch
+// is 409.
+func (s *Service) Cancel(ctx context.Context, p auth.Principal, id string) (eval.Scorecard, error) {
+	return s.stop(ctx, p, id, eval.ScorecardCancelled)
+}
+
+// Supersede is Cancel for CI: the batch ends superseded.
+func (s *Service) Supersede(ctx context.Context, p auth.Principal, id string) (eval.Scorecard, error) {
+	return s.stop(ctx, p, id, eval.ScorecardSuperseded)
+}
+
+func (s *Service) stop(ctx context.Context, p auth.Principal, id string, to eval.Status) (eval.Scorecard, error) {
+	if _, _, err := s.load(ctx, p, id); err != nil {
+		return eval.Scorecard{}, err
+	}
+	sc, err := activities.UpdateScorecard(ctx, s.o.Store, p.Workspace, id, func(sc *eval.Scorecard) error {
+		if eval.ScorecardTerminal(sc.Status) {
+			return derrors.Conflictf("scorecard %s is %s; only a queued or running batch can be stopped", id, sc.Status)
+		}
+		now := s.o.Now().UTC()
+		sc.Status, sc.UpdatedAt, sc.FinishedAt = to, now, &now
+		return nil
+	})
+	if err != nil {
+		return eval.Scorecard{}, err
+	}
+	_ = s.o.Store.AppendScorecardSteps(ctx, []store.ScorecardStep{{Workspace: sc.Tenant, ScorecardID: sc.ID, Key: "stop",
+		TS: s.o.Now().UTC(), Phase: "cancel", Status: string(to), Message: fmt.Sprintf("%s by %s", to, p.Subject)}})
+	if s.o.Orchestrator != nil {
+		if err := s.o.Orchestrator.Cancel(ctx, id); err != nil {
+			return eval.Scorecard{}, fmt.Errorf("cancelling the workflow of %s: %w", id, err)
+		}
+		if sc.ScoringInFlight != "" {
+			_ = s.o.Orchestrator.Cancel(ctx, sc.ScoringInFlight)
+		}
+	}
+	return summaryView(sc), nil
+}

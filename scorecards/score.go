@@ -1,0 +1,162 @@
+package scorecards
+
+import (
+	"context"
+	"errors"
+
+	"svc/activities"
+	"svc/auth"
+	"svc/derrors"
+	"svc/eval"
+	"svc/manifest"
+	"svc/registry"
+	"svc/runs"
+	"svc/scoring"
+	"svc/workflows"
+)
+
+// ScoreRequest is the body of POST /scorecards/:id/score and
+// /groups/:id/score.
+type ScoreRequest struct {
+	Judges []JudgeSel `json:"judges"`
+}
+
+// Validate requires at least one judge.
+func (r *ScoreRequest) Validate() error {
+	if len(r.Judges) == 0 {
+		return derrors.Invalidf("judges is required: the judges ([{id, version?}]) whose verdicts this pass replaces")
+	}
+	return checkCommon(nil, nil, "", r.Judges)
+}
+
+// scoreConcurrency is how many cases a detached pass judges at once.
+const scoreConcurrency = 8
+
+// Score starts a detached scoring pass (spec §3): only on a succeeded batch
+// with results (409 otherwise, 400 without results), one pass at a time
+// (409). The pass replaces the selected judges' verdicts and keeps the
+// others; its success appends a scoring revision.
+func (s *Service) Score(ctx context.Context, p auth.Principal, id string, req ScoreRequest) (eval.Scorecard, error) {
+	if err := req.Validate(); err != nil {
+		return eval.Scorecard{}, err
+	}
+	sc, _, err := s.load(ctx, p, id)
+	if err != nil {
+		return eval.Scorecard{}, err
+	}
+	if sc.Status != eval.ScorecardSucceeded {
+		return eval.Scorecard{}, derrors.Conflictf("scorecard %s is %s; only a succeeded batch can be scored", id, sc.Status)
+	}
+	children, err := activities.ListChildren(ctx, s.o.Store, sc.Tenant, sc.ID)
+	if err != nil {
+		return eval.Scorecard{}, err
+	}
+	withResults := 0
+	for _, c := range children {
+		if c.Result != nil {
+			withResults++
+		}
+	}
+	if withResults == 0 {
+		return eval.Scorecard{}, derrors.Invalidf("scorecard %s has no case results to score", id)
+	}
+	var uses []activities.JudgeUse
+	for _, j := range req.Judges {
+		v := j.Version
+		if v == "" {
+			v = "latest"
+		}
+		r, err := s.o.Registries.Resolve(ctx, p, registry.Judge, j.ID, v)
+		if err != nil {
+			return eval.Scorecard{}, err
+		}
+		uses = append(uses, activities.JudgeUse{ID: j.ID, Version: r.Version})
+	}
+	// Checked last, so that a request that could never start a pass (wrong
+	// state, no results, unknown judge) says why, as it would with one.
+	if s.o.Orchestrator == nil {
+		return eval.Scorecard{}, derrors.Unavailablef("no workflow orchestrator is configured, so scoring passes cannot be started")
+	}
+	pass := runs.NewID("score")
+	sc, err = activities.UpdateScorecard(ctx, s.o.Store, p.Workspace, id, func(x *eval.Scorecard) error {
+		if x.ScoringInFlight != "" {
+			return derrors.Conflictf("scorecard %s has a scoring pass in flight (%s); wait for it to finish", id, x.ScoringInFlight)
+		}
+		if x.Status != eval.ScorecardSucceeded {
+			return derrors.Conflictf("scorecard %s is %s; only a succeeded batch can be scored", id, x.Status)
+		}
+		x.ScoringInFlight = pass
+		x.UpdatedAt = s.o.Now().UTC()
+		return nil
+	})
+	if err != nil {
+		return eval.Scorecard{}, err
+	}
+	err = s.o.Orchestrator.StartScore(ctx, workflows.ScoreInput{
+		Workspace: sc.Tenant, ScorecardID: sc.ID, Pass: pass, Judges: uses, CreatedBy: p.Subject, Concurrency: scoreConcurrency,
+	})
+	if err != nil {
+		_, _ = activities.UpdateScorecard(context.WithoutCancel(ctx), s.o.Store, p.Workspace, id, func(x *eval.Scorecard) error {
+			if x.ScoringInFlight == pass {
+				x.ScoringInFlight = ""
+			}
+			return nil
+		})
+		return eval.Scorecard{}, errors.Join(derrors.Unavailablef("the scoring pass could not be started; try again"), err)
+	}
+	return summaryView(sc), nil
+}
+
+// VerifyManifest recomputes, from the batch's exact references, what its
+// manifest sealed, and answers per facet: match, drifted, missing or
+// unverifiable.
+func (s *Service) VerifyManifest(ctx context.Context, p auth.Principal, id string) (manifest.Verification, error) {
+	sc, _, err := s.load(ctx, p, id)
+	if err != nil {
+		return manifest.Verification{}, err
+	}
+	if sc.Manifest == nil {
+		return manifest.Verification{Verified: false, Facets: []manifest.FacetResult{{Facet: "manifest", Status: "unverifiable", Detail: "the batch has no manifest"}}}, nil
+	}
+	var cur manifest.Input
+	if sc.Dataset.ID != eval.DatasetAdhoc && sc.Dataset.ID != eval.IDTraces {
+		if d, err := s.o.Registries.Resolve(ctx, p, registry.Dataset, sc.Dataset.ID, sc.Dataset.Version); err == nil {
+			cur.Dataset = d.Spec
+			want := map[string]bool{}
+			for cid := range sc.Manifest.Cases {
+				want[cid] = true
+			}
+			for _, c := range d.Spec.Dataset().Cases {
+				if want[c.ID] {
+					cur.Cases = append(cur.Cases, c)
+				}
+			}
+		} else if !errors.Is(err, derrors.ErrNotFound) {
+			return manifest.Verification{}, err
+		}
+	} else if sc.Orchestration != nil && sc.Orchestration.AdhocCase != nil {
+		cur.Cases = []registry.EvalCase{*sc.Orchestration.AdhocCase}
+	}
+	if h, err := s.o.Registries.Resolve(ctx, p, registry.Harness, sc.Harness.ID, sc.Harness.Version); err == nil {
+		cur.Harness = h.Spec
+	} else if !errors.Is(err, derrors.ErrNotFound) {
+		return manifest.Verification{}, err
+	}
+	if sc.Orchestration != nil {
+		cur.Graders = sc.Orchestration.Graders
+		for _, j := range sc.Orchestration.Judges {
+			r, err := s.o.Registries.Resolve(ctx, p, registry.Judge, j.ID, j.Resolved)
+			if errors.Is(err, derrors.ErrNotFound) {
+				continue
+			}
+			if err != nil {
+				return manifest.Verification{}, err
+			}
+			cur.Judges = append(cur.Judges, manifest.Judge{Spec: r.Spec, Closure: judgeClosure(r.Spec.Judge())})
+		}
+	}
+	policy, _ := scoring.ResolvePolicy(sc.VerdictPolicy, sc.Manifest)
+	cur.Policy = policy
+	cur.Runtime = sc.Runtime
+	return manifest.Verify(*sc.Manifest, cur), nil
+}

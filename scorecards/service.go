@@ -1,0 +1,55 @@
+// Package scorecards is the service behind the batch routes (spec §4.5 to
+// §4.7): submitting scorecards and experiments (selection, manifest seal,
+// stamped policy, the durable workflow), reading them (summaries, the
+// per-case table rebuilt from the child runs), cancel, detached re-scoring,
+// manifest verification and the driver-ops view of their workflows.
+package scorecards
+
+import (
+	"context"
+	"time"
+
+	"svc/registry/service"
+	"svc/store"
+	"svc/workflows"
+)
+
+// Orchestrator starts, cancels and describes the batch workflows;
+// *workflows.Starter implements it.
+type Orchestrator interface {
+	StartScorecard(ctx context.Context, in workflows.ScorecardInput) error
+	StartScore(ctx context.Context, in workflows.ScoreInput) error
+	Cancel(ctx context.Context, workflowID string) error
+	Describe(ctx context.Context, workflowID string) (workflows.DriverView, error)
+}
+
+// Options are the dependencies of a Service.
+type Options struct {
+	Store      store.Store
+	Registries *service.Service
+	// Orchestrator is nil when no Temporal is configured: submits answer
+	// 503 and the driver-ops routes 404.
+	Orchestrator Orchestrator
+	Now          func() time.Time
+}
+
+// Service implements the batch routes.
+type Service struct {
+	o Options
+}
+
+// New returns a Service.
+func New(o Options) *Service {
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	return &Service{o: o}
+}
+
+// Limits of a submit.
+const (
+	DefaultConcurrency = 4
+	MaxConcurrency     = 64
+	MaxTrials          = 100
+	MaxJudges          = 20
+)

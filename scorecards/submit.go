@@ -1,0 +1,436 @@
+package scorecards
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"svc/activities"
+	"svc/auth"
+	"svc/derrors"
+	"svc/eval"
+	"svc/graders"
+	"svc/manifest"
+	"svc/registry"
+	"svc/registry/service"
+	"svc/runs"
+	"svc/scoring"
+	"svc/store"
+	"svc/workflows"
+)
+
+// Selection is the `cases` of a submit: ids, then tags (any match), then
+// limit.
+type Selection struct {
+	IDs   []string `json:"ids,omitempty"`
+	Tags  []string `json:"tags,omitempty"`
+	Limit int      `json:"limit,omitempty"`
+}
+
+// JudgeSel names a judge of a submit; version defaults to latest.
+type JudgeSel struct {
+	ID      string `json:"id"`
+	Version string `json:"version,omitempty"`
+}
+
+// SubmitRequest is the body of POST /scorecards.
+type SubmitRequest struct {
+	Dataset       registry.Ref       `json:"dataset"`
+	Harness       registry.Ref       `json:"harness"`
+	Judges        []JudgeSel         `json:"judges,omitempty"`
+	Runtime       string             `json:"runtime,omitempty"`
+	Concurrency   *int               `json:"concurrency,omitempty"`
+	Cases         *Selection         `json:"cases,omitempty"`
+	Graders       []registry.Grader  `json:"graders,omitempty"`
+	CriticalCases []eval.CaseMatcher `json:"criticalCases,omitempty"`
+	Trials        *int               `json:"trials,omitempty"`
+}
+
+// Validate checks what needs no store.
+func (r *SubmitRequest) Validate() error {
+	if err := checkRef("dataset", r.Dataset); err != nil {
+		return err
+	}
+	if err := checkRef("harness", r.Harness); err != nil {
+		return err
+	}
+	if err := checkCommon(r.Concurrency, r.Trials, r.Runtime, r.Judges); err != nil {
+		return err
+	}
+	if r.Cases != nil {
+		if r.Cases.Limit < 0 {
+			return derrors.Invalidf("cases.limit must be 1 or more, not %d", r.Cases.Limit)
+		}
+		for i, id := range r.Cases.IDs {
+			if id == "" {
+				return derrors.Invalidf("cases.ids[%d] is empty", i)
+			}
+		}
+	}
+	var builtin []registry.Grader
+	for _, g := range r.Graders {
+		if slices.Contains(graders.Kinds(), graders.KindOf(g)) {
+			builtin = append(builtin, g)
+		}
+	}
+	if err := graders.Check(builtin); err != nil {
+		return fmt.Errorf("graders: %w", err)
+	}
+	return nil
+}
+
+func checkRef(field string, r registry.Ref) error {
+	if r.ID == "" {
+		return derrors.Invalidf("%s.id is required", field)
+	}
+	if err := registry.ValidateID(r.ID); err != nil {
+		return fmt.Errorf("%s.id: %w", field, err)
+	}
+	if r.Version == "" {
+		return derrors.Invalidf("%s.version is required: an exact version or \"latest\"", field)
+	}
+	if err := registry.ValidateVersionSelector(r.Version); err != nil {
+		return fmt.Errorf("%s.version: %w", field, err)
+	}
+	return nil
+}
+
+func checkCommon(concurrency, trials *int, runtime string, judges []JudgeSel) error {
+	if concurrency != nil && (*concurrency < 1 || *concurrency > MaxConcurrency) {
+		return derrors.Invalidf("concurrency must be an integer from 1 to %d, not %d", MaxConcurrency, *concurrency)
+	}
+	if trials != nil && (*trials < 1 || *trials > MaxTrials) {
+		return derrors.Invalidf("trials must be an integer from 1 to %d, not %d", MaxTrials, *trials)
+	}
+	if runtime != "" {
+		if err := registry.ValidateID(runtime); err != nil {
+			return fmt.Errorf("runtime: %w", err)
+		}
+	}
+	if len(judges) > MaxJudges {
+		return derrors.Invalidf("at most %d judges per batch, not %d", MaxJudges, len(judges))
+	}
+	seen := map[string]bool{}
+	for i, j := range judges {
+		if j.ID == "" {
+			return derrors.Invalidf("judges[%d].id is required", i)
+		}
+		if seen[j.ID] {
+			return derrors.Invalidf("judge %q is named twice; name each judge once", j.ID)
+		}
+		seen[j.ID] = true
+		if err := registry.ValidateID(j.ID); err != nil {
+			return fmt.Errorf("judges[%d].id: %w", i, err)
+		}
+		if j.Version != "" {
+			if err := registry.ValidateVersionSelector(j.Version); err != nil {
+				return fmt.Errorf("judges[%d].version: %w", i, err)
+			}
+		}
+	}
+	return nil
+}
+
+// plan is a resolved submit, ready to be recorded.
+type plan struct {
+	kind        string
+	dataset     service.Resolved // zero for an ad-hoc task
+	datasetRef  registry.Ref
+	cases       []registry.EvalCase
+	adhoc       *registry.EvalCase
+	subset      *eval.Subset
+	harness     service.Resolved
+	runtime     string
+	judges      []eval.JudgeRef
+	sealed      []manifest.Judge
+	graders     []registry.Grader
+	ungraded    bool
+	policy      eval.VerdictPolicy
+	concurrency int
+	trials      int
+}
+
+// Submit resolves, seals and records a scorecard, then starts its workflow.
+func (s *Service) Submit(ctx context.Context, p auth.Principal, req SubmitRequest, source string) (eval.Scorecard, error) {
+	if err := req.Validate(); err != nil {
+		return eval.Scorecard{}, err
+	}
+	pl := plan{kind: eval.KindScorecard, graders: req.Graders, concurrency: DefaultConcurrency, trials: 1}
+	if req.Concurrency != nil {
+		pl.concurrency = *req.Concurrency
+	}
+	if req.Trials != nil {
+		pl.trials = *req.Trials
+	}
+	var err error
+	if pl.dataset, err = s.o.Registries.Resolve(ctx, p, registry.Dataset, req.Dataset.ID, req.Dataset.Version); err != nil {
+		return eval.Scorecard{}, err
+	}
+	pl.datasetRef = pl.dataset.Ref()
+	all := pl.dataset.Spec.Dataset().Cases
+	if pl.cases, pl.subset, err = selectCases(all, req.Cases); err != nil {
+		return eval.Scorecard{}, err
+	}
+	if pl.policy, err = scoring.ComposePolicy(scoring.DefaultPolicy(), req.CriticalCases); err != nil {
+		return eval.Scorecard{}, fmt.Errorf("criticalCases: %w", err)
+	}
+	if err := s.resolveCommon(ctx, p, &pl, req.Harness, req.Runtime, req.Judges); err != nil {
+		return eval.Scorecard{}, err
+	}
+	return s.record(ctx, p, pl, source)
+}
+
+// selectCases applies a selection (spec §4.5): ids (unknown id 400), then
+// tags (any match), then limit; an empty result is 400. subset is nil for
+// the full dataset.
+func selectCases(all []registry.EvalCase, sel *Selection) ([]registry.EvalCase, *eval.Subset, error) {
+	if sel == nil || (len(sel.IDs) == 0 && len(sel.Tags) == 0 && sel.Limit == 0) {
+		if len(all) == 0 {
+			return nil, nil, derrors.Invalidf("the dataset has no cases; register a version with cases")
+		}
+		return all, nil, nil
+	}
+	out := all
+	if len(sel.IDs) > 0 {
+		byID := make(map[string]bool, len(sel.IDs))
+		for _, id := range sel.IDs {
+			byID[id] = true
+		}
+		found := map[string]bool{}
+		var picked []registry.EvalCase
+		for _, c := range out {
+			if byID[c.ID] {
+				picked = append(picked, c)
+				found[c.ID] = true
+			}
+		}
+		for _, id := range sel.IDs {
+			if !found[id] {
+				return nil, nil, derrors.Invalidf("cases.ids: case %q is not in the dataset; GET the dataset version to list its case ids", id)
+			}
+		}
+		out = picked
+	}
+	if len(sel.Tags) > 0 {
+		var picked []registry.EvalCase
+		for _, c := range out {
+			if slices.ContainsFunc(c.Tags, func(t string) bool { return slices.Contains(sel.Tags, t) }) {
+				picked = append(picked, c)
+			}
+		}
+		out = picked
+	}
+	if sel.Limit > 0 && len(out) > sel.Limit {
+		out = out[:sel.Limit]
+	}
+	if len(out) == 0 {
+		return nil, nil, derrors.Invalidf("the case selection is empty: no case matches ids %v and tags %v; widen it or omit cases", sel.IDs, sel.Tags)
+	}
+	sub := &eval.Subset{Total: len(all), Selected: len(out), IDs: sel.IDs, Tags: sel.Tags, Limit: sel.Limit}
+	if len(out) == len(all) {
+		sub = nil
+	}
+	return out, sub, nil
+}
+
+// resolveCommon resolves the harness (a process harness), the runtime (a
+// local one) and the judges (exact versions now, sealed with their spec
+// digests and closures).
+func (s *Service) resolveCommon(ctx context.Context, p auth.Principal, pl *plan, harness registry.Ref, runtime string, judges []JudgeSel) error {
+	var err error
+	if pl.harness, err = s.o.Registries.Resolve(ctx, p, registry.Harness, harness.ID, harness.Version); err != nil {
+		return err
+	}
+	if hs := pl.harness.Spec.Harness(); hs == nil || hs.Kind == registry.HarnessService {
+		return derrors.Invalidf("harness %s is a service harness, which needs a topology-capable nomad or k8s runtime; this deployment runs process harnesses on the local runtime", pl.harness.Ref())
+	}
+	if runtime != "" {
+		rt, err := s.o.Registries.Resolve(ctx, p, registry.Runtime, runtime, "latest")
+		if errors.Is(err, derrors.ErrNotFound) {
+			return derrors.NotFoundf("runtime %q is not registered in this workspace or among shared ones; register it (POST /runtimes) or omit runtime", runtime)
+		}
+		if err != nil {
+			return err
+		}
+		if k := rt.Spec.Runtime().Kind; k != registry.RuntimeLocal {
+			return derrors.Invalidf("runtime %q is a %s runtime; this deployment dispatches batches to local runtimes only (omit runtime to use the local one)", runtime, k)
+		}
+		pl.runtime = runtime
+	}
+	for _, j := range judges {
+		v := j.Version
+		if v == "" {
+			v = "latest"
+		}
+		r, err := s.o.Registries.Resolve(ctx, p, registry.Judge, j.ID, v)
+		if err != nil {
+			return err
+		}
+		pl.judges = append(pl.judges, eval.JudgeRef{ID: j.ID, Version: v, Resolved: r.Version})
+		pl.sealed = append(pl.sealed, manifest.Judge{Spec: r.Spec, Closure: judgeClosure(r.Spec.Judge())})
+	}
+	return nil
+}
+
+// judgeClosure is what a judge depends on beyond its spec: its model
+// binding and rubric, each 'id@version' or "unresolved".
+func judgeClosure(j *registry.JudgeSpec) map[string]string {
+	c := map[string]string{}
+	if j == nil {
+		return c
+	}
+	if j.Code != nil {
+		c["model"] = "none"
+		if j.Code.Model != nil {
+			c["model"] = j.Code.Model.Ref
+		}
+		if j.Code.Runtime != "" {
+			c["runtime"] = j.Code.Runtime
+		}
+	}
+	if j.Model != nil || j.Harness != nil {
+		c["model"] = "unresolved"
+	}
+	return c
+}
+
+// record seals the manifest, writes the batch queued and starts its
+// workflow; a workflow that cannot start fails the record (phase
+// dispatch), so nothing is left queued forever.
+func (s *Service) record(ctx context.Context, p auth.Principal, pl plan, source string) (eval.Scorecard, error) {
+	if s.o.Orchestrator == nil {
+		return eval.Scorecard{}, derrors.Unavailablef("no workflow orchestrator is configured, so batches cannot be started; run `svc dev`, or `svc serve` with TEMPORAL_ADDRESS")
+	}
+	now := s.o.Now().UTC()
+	cases := pl.cases
+	if pl.adhoc != nil {
+		cases = []registry.EvalCase{*pl.adhoc}
+	}
+	m, err := manifest.Seal(manifest.Input{
+		Dataset: pl.dataset.Spec, Cases: cases, Harness: pl.harness.Spec, Graders: pl.graders,
+		Judges: pl.sealed, Policy: pl.policy, Runtime: pl.runtime,
+	}, now)
+	if err != nil {
+		return eval.Scorecard{}, err
+	}
+	stamp := scoring.Stamp(pl.policy)
+	ids := make([]string, len(cases))
+	for i, c := range cases {
+		ids[i] = c.ID
+	}
+	sc := eval.Scorecard{
+		ID: runs.NewID("sc"), Tenant: p.Workspace, Kind: pl.kind, Dataset: pl.datasetRef, Harness: pl.harness.Ref(),
+		Status: eval.ScorecardQueued, CreatedBy: p.Subject, CreatedAt: now, UpdatedAt: now, Subset: pl.subset,
+		VerdictPolicy: &stamp, Manifest: &m,
+		Orchestration: &eval.Orchestration{Graders: pl.graders, Ungraded: pl.ungraded, Judges: pl.judges,
+			DatasetOwner: pl.dataset.Owner, CaseIDs: ids, AdhocCase: pl.adhoc},
+		Publication: &eval.Publication{State: "pending", Artifacts: []string{}, Exports: []string{}},
+		Origin:      &eval.Origin{Source: source}, JudgeModels: judgeModels(pl.sealed),
+		Runtime: pl.runtime, Concurrency: pl.concurrency, Trials: pl.trials,
+		Progress: eval.Progress{Total: len(cases) * pl.trials},
+	}
+	row, err := activities.ScorecardRow(sc, 0)
+	if err != nil {
+		return eval.Scorecard{}, err
+	}
+	if _, err := s.o.Store.CreateScorecard(ctx, row); err != nil {
+		return eval.Scorecard{}, err
+	}
+	_ = s.o.Store.AppendScorecardSteps(ctx, []store.ScorecardStep{{Workspace: sc.Tenant, ScorecardID: sc.ID, Key: "submit",
+		TS: now, Phase: "submit", Status: "succeeded", Message: fmt.Sprintf("%d cases x %d trials, concurrency %d", len(cases), pl.trials, pl.concurrency)}})
+	err = s.o.Orchestrator.StartScorecard(ctx, workflows.ScorecardInput{
+		Workspace: sc.Tenant, ScorecardID: sc.ID, Total: sc.Progress.Total, Trials: pl.trials,
+		Concurrency: pl.concurrency, Judged: len(pl.judges) > 0,
+	})
+	if err != nil {
+		_, _ = activities.UpdateScorecard(context.WithoutCancel(ctx), s.o.Store, sc.Tenant, sc.ID, func(x *eval.Scorecard) error {
+			x.Status = eval.ScorecardFailed
+			x.Error = &eval.Error{Code: "BATCH_FAILED", Phase: eval.PhaseDispatch, Message: "the batch's workflow could not be started"}
+			x.UpdatedAt = s.o.Now().UTC()
+			return nil
+		})
+		return eval.Scorecard{}, errors.Join(derrors.Unavailablef("the batch %s was recorded but its workflow could not be started; it is marked failed, submit it again", sc.ID), err)
+	}
+	return summaryView(sc), nil
+}
+
+func judgeModels(js []manifest.Judge) []string {
+	out := []string{}
+	for _, j := range js {
+		if js := j.Spec.Judge(); js != nil && js.Code != nil && js.Code.Model != nil && !slices.Contains(out, js.Code.Model.Ref) {
+			out = append(out, js.Code.Model.Ref)
+		}
+	}
+	return out
+}
+
+// GroupRequest is the body of POST /groups: an ungraded experiment.
+type GroupRequest struct {
+	Harness registry.Ref  `json:"harness"`
+	Dataset *registry.Ref `json:"dataset,omitempty"`
+	Task    *struct {
+		Prompt string `json:"prompt"`
+	} `json:"task,omitempty"`
+	Trials      *int   `json:"trials,omitempty"`
+	Runtime     string `json:"runtime,omitempty"`
+	Concurrency *int   `json:"concurrency,omitempty"`
+}
+
+// Validate refuses neither or both of dataset and task (spec §4.5).
+func (r *GroupRequest) Validate() error {
+	switch {
+	case r.Dataset == nil && r.Task == nil:
+		return derrors.Invalidf("send a dataset ({id, version}) or a task ({prompt}): an experiment needs one")
+	case r.Dataset != nil && r.Task != nil:
+		return derrors.Invalidf("send a dataset or a task, not both")
+	}
+	if r.Dataset != nil {
+		if err := checkRef("dataset", *r.Dataset); err != nil {
+			return err
+		}
+	}
+	if r.Task != nil && strings.TrimSpace(r.Task.Prompt) == "" {
+		return derrors.Invalidf("task.prompt is required: the prompt of the one-off task")
+	}
+	if err := checkRef("harness", r.Harness); err != nil {
+		return err
+	}
+	return checkCommon(r.Concurrency, r.Trials, r.Runtime, nil)
+}
+
+// SubmitGroup records an experiment (kind experiment, graders stripped) and
+// starts its workflow. A task makes a one-case `_adhoc` dataset.
+func (s *Service) SubmitGroup(ctx context.Context, p auth.Principal, req GroupRequest, source string) (eval.Scorecard, error) {
+	if err := req.Validate(); err != nil {
+		return eval.Scorecard{}, err
+	}
+	pl := plan{kind: eval.KindExperiment, ungraded: true, concurrency: DefaultConcurrency, trials: 1, policy: scoring.DefaultPolicy()}
+	if req.Concurrency != nil {
+		pl.concurrency = *req.Concurrency
+	}
+	if req.Trials != nil {
+		pl.trials = *req.Trials
+	}
+	if req.Dataset != nil {
+		var err error
+		if pl.dataset, err = s.o.Registries.Resolve(ctx, p, registry.Dataset, req.Dataset.ID, req.Dataset.Version); err != nil {
+			return eval.Scorecard{}, err
+		}
+		pl.datasetRef = pl.dataset.Ref()
+		if pl.cases, pl.subset, err = selectCases(pl.dataset.Spec.Dataset().Cases, nil); err != nil {
+			return eval.Scorecard{}, err
+		}
+	} else {
+		sum := sha256.Sum256([]byte(req.Task.Prompt))
+		pl.adhoc = &registry.EvalCase{ID: "task", Task: req.Task.Prompt}
+		pl.datasetRef = registry.Ref{ID: eval.DatasetAdhoc, Version: hex.EncodeToString(sum[:6])}
+	}
+	if err := s.resolveCommon(ctx, p, &pl, req.Harness, req.Runtime, nil); err != nil {
+		return eval.Scorecard{}, err
+	}
+	return s.record(ctx, p, pl, source)
+}

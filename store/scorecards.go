@@ -1,0 +1,85 @@
+package store
+
+import (
+	"context"
+	"time"
+)
+
+// Scorecard is a stored batch (scorecard or experiment): the indexed
+// columns plus Doc, the eval.Scorecard as JSON. Progress and steps live
+// apart (child runs and ScorecardStep rows), so the case activities of a
+// batch never contend on this row.
+type Scorecard struct {
+	ID        string `json:"id"`
+	Workspace string `json:"workspace"`
+	Kind      string `json:"kind"`   // scorecard or experiment
+	Status    string `json:"status"` // queued, running, succeeded, failed, superseded, cancelled
+	DatasetID string `json:"datasetId"`
+	HarnessID string `json:"harnessId"`
+	CreatedBy string `json:"createdBy,omitempty"`
+	Doc       []byte `json:"-"`
+	// Version counts writes; PutScorecard succeeds only when it matches the
+	// stored one (optimistic concurrency), and returns the next.
+	Version   int64     `json:"version"`
+	CreatedAt time.Time `json:"createdAt"`
+	UpdatedAt time.Time `json:"updatedAt"`
+}
+
+// ScorecardFilter selects batches of one workspace, newest first
+// (CreatedAt, then ID, both descending).
+type ScorecardFilter struct {
+	Workspace string
+	Kind      string   // "" for both kinds
+	Statuses  []string // empty for any
+	DatasetID string
+	HarnessID string
+	// Cursor: only batches strictly older than (BeforeTime, BeforeID).
+	BeforeTime time.Time
+	BeforeID   string
+	Limit      int // 0 means 50
+}
+
+// ScorecardStep is one entry of a batch's timeline.
+type ScorecardStep struct {
+	Workspace   string `json:"-"`
+	ScorecardID string `json:"-"`
+	// Key makes the append idempotent: a retried activity appending the
+	// same step again (same key) adds nothing. Empty means always append.
+	Key     string    `json:"-"`
+	Seq     int64     `json:"-"` // set by the store, increasing
+	TS      time.Time `json:"ts"`
+	Phase   string    `json:"phase"`
+	Status  string    `json:"status"`
+	Message string    `json:"message"`
+	CaseID  string    `json:"caseId,omitempty"`
+}
+
+// RunCounts counts a batch's canonical child runs by status and by outcome.
+type RunCounts struct {
+	Total     int            `json:"total"`
+	ByStatus  map[string]int `json:"byStatus"`
+	ByOutcome map[string]int `json:"byOutcome"`
+}
+
+// Scorecards stores batches.
+type Scorecards interface {
+	// CreateScorecard inserts s with Version 1; an existing ID is
+	// ErrConflict. CreatedAt and UpdatedAt are set when zero.
+	CreateScorecard(ctx context.Context, s Scorecard) (Scorecard, error)
+	// GetScorecard returns one batch or ErrNotFound.
+	GetScorecard(ctx context.Context, workspace, id string) (Scorecard, error)
+	// PutScorecard replaces the columns and Doc of s.ID when s.Version is
+	// the stored version (ErrConflict otherwise; ErrNotFound when absent),
+	// and returns it with Version+1 and UpdatedAt set (to now when zero).
+	PutScorecard(ctx context.Context, s Scorecard) (Scorecard, error)
+	// ListScorecards returns batches with their Doc, newest first.
+	ListScorecards(ctx context.Context, f ScorecardFilter) ([]Scorecard, error)
+	// AppendScorecardSteps appends steps in order (skipping any whose
+	// non-empty Key is already recorded for the batch).
+	AppendScorecardSteps(ctx context.Context, steps []ScorecardStep) error
+	// ListScorecardSteps returns a batch's steps in Seq order, at most
+	// limit (0 means 1000), after afterSeq.
+	ListScorecardSteps(ctx context.Context, workspace, scorecardID string, afterSeq int64, limit int) ([]ScorecardStep, error)
+	// ChildRunCounts counts the canonical child runs of a batch.
+	ChildRunCounts(ctx context.Context, workspace, scorecardID string) (RunCounts, error)
+}

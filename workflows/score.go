@@ -1,0 +1,110 @@
+package workflows
+
+import (
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"svc/activities"
+)
+
+// ScoreInput starts ScoreWorkflow: a detached scoring pass over a batch's
+// finished cases with the given judges.
+type ScoreInput struct {
+	Workspace   string                `json:"workspace"`
+	ScorecardID string                `json:"scorecardId"`
+	Pass        string                `json:"pass"` // the pass id (also the workflow id)
+	Judges      []activities.JudgeUse `json:"judges"`
+	CreatedBy   string                `json:"createdBy,omitempty"`
+	Concurrency int                   `json:"concurrency"`
+	// After is the child run id the next page starts after (continue-as-new).
+	After string `json:"after,omitempty"`
+	// ItemsPerRun bounds the cases one run of the chain judges.
+	ItemsPerRun int `json:"itemsPerRun,omitempty"`
+}
+
+// ScoreWorkflow runs the judges over every canonical child run with a
+// result, replacing each selected judge's earlier verdicts and keeping the
+// others, then appends a scoring revision (spec §3: detached phase 2). A
+// failed or cancelled pass adds no revision and releases the batch.
+func ScoreWorkflow(ctx workflow.Context, in ScoreInput) error {
+	var a *activities.Activities
+	ref := activities.ScorecardRef{Workspace: in.Workspace, ScorecardID: in.ScorecardID}
+	short := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		StartToCloseTimeout: 2 * time.Minute,
+		RetryPolicy:         &temporal.RetryPolicy{InitialInterval: time.Second, MaximumInterval: 30 * time.Second, MaximumAttempts: 10},
+	})
+	judgeCtx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		StartToCloseTimeout: time.Hour,
+		HeartbeatTimeout:    dispatchHeartbeat,
+		WaitForCancellation: true,
+		RetryPolicy:         &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: 30 * time.Second, MaximumAttempts: 5},
+	})
+	per := in.ItemsPerRun
+	if per <= 0 {
+		per = DefaultItemsPerRun
+	}
+	window := max(in.Concurrency, 1)
+	done := 0
+	var failure error
+	for failure == nil && ctx.Err() == nil && done < per {
+		var page activities.ChildPage
+		if err := workflow.ExecuteActivity(short, a.ChildRunPage, activities.ChildPageInput{ScorecardRef: ref, After: in.After, Limit: min(casePage, per-done)}).Get(ctx, &page); err != nil {
+			failure = err
+			break
+		}
+		if len(page.Items) == 0 {
+			break
+		}
+		sel := workflow.NewSelector(ctx)
+		inFlight := 0
+		for i := 0; i < len(page.Items) || inFlight > 0; {
+			for i < len(page.Items) && inFlight < window && failure == nil && ctx.Err() == nil {
+				item := page.Items[i]
+				i++
+				inFlight++
+				f := workflow.ExecuteActivity(judgeCtx, a.JudgeCase, activities.JudgeInput{CaseItem: item, Judges: in.Judges, Replace: true})
+				sel.AddFuture(f, func(f workflow.Future) {
+					inFlight--
+					if err := f.Get(ctx, nil); err != nil && failure == nil {
+						failure = err
+					}
+				})
+			}
+			if inFlight == 0 {
+				break
+			}
+			sel.Select(ctx)
+		}
+		done += len(page.Items)
+		in.After = page.Items[len(page.Items)-1].RunID
+		if !page.More {
+			in.After = ""
+			break
+		}
+	}
+	fin := activities.FinishScoreInput{ScorecardRef: ref, Pass: in.Pass, Judges: in.Judges, CreatedBy: in.CreatedBy}
+	switch {
+	case ctx.Err() != nil:
+		fin.Aborted, fin.Message = true, "the scoring pass was cancelled"
+	case failure != nil:
+		fin.Aborted, fin.Message = true, failure.Error()
+	case in.After != "":
+		// More cases than one run may judge: continue with the rest.
+		return workflow.NewContinueAsNewError(ctx, ScoreWorkflow, in)
+	}
+	dctx, _ := workflow.NewDisconnectedContext(ctx)
+	dctx = workflow.WithActivityOptions(dctx, workflow.ActivityOptions{
+		StartToCloseTimeout: 10 * time.Minute,
+		HeartbeatTimeout:    time.Minute,
+		RetryPolicy:         &temporal.RetryPolicy{InitialInterval: time.Second, MaximumInterval: time.Minute},
+	})
+	if err := workflow.ExecuteActivity(dctx, a.FinishScore, fin).Get(dctx, nil); err != nil {
+		return err
+	}
+	if fin.Aborted {
+		return temporal.NewNonRetryableApplicationError("scoring pass aborted: "+fin.Message, "ScoringAborted", nil)
+	}
+	return nil
+}

@@ -1,0 +1,187 @@
+package workflows
+
+import (
+	"errors"
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"svc/activities"
+)
+
+// ScorecardInput starts (or continues) ScorecardWorkflow. A batch is a list
+// of Total items, item i being case i/Trials of the batch's selection and
+// trial i%Trials; Next is the first item not yet started by this chain.
+type ScorecardInput struct {
+	Workspace   string `json:"workspace"`
+	ScorecardID string `json:"scorecardId"`
+	Total       int    `json:"total"`
+	Trials      int    `json:"trials"`
+	Concurrency int    `json:"concurrency"`
+	// Judged is set when the batch has judges: each case is judged right
+	// after it runs.
+	Judged bool `json:"judged"`
+	// Next is where a continued run picks up; Started is set once the
+	// record is marked running.
+	Next    int  `json:"next"`
+	Started bool `json:"started"`
+	// ItemsPerRun bounds the items one run of the chain starts before it
+	// continues as new, so history stays bounded; 0 means the default.
+	ItemsPerRun int `json:"itemsPerRun,omitempty"`
+}
+
+// DefaultItemsPerRun keeps one run's history to a few thousand events: each
+// item costs about 6 to 12 events (one or two activities).
+const DefaultItemsPerRun = 250
+
+// casePage is how many case ids one CasePage activity returns.
+const casePage = 500
+
+// ScorecardWorkflow runs a batch (spec §2.3, ARCHITECTURE's data flow): at
+// most Concurrency case activities in flight, each running its case through
+// the driver and writing its child run itself; judges right after; then the
+// aggregate. A case failure fails the case, never the batch; only an
+// infrastructure error (an activity that exhausted its retries) fails the
+// batch, tagged with its phase, and what was done is kept. Cancelling the
+// workflow stops it: no further case starts, running jobs are killed
+// through the driver, and the record ends cancelled.
+func ScorecardWorkflow(ctx workflow.Context, in ScorecardInput) error {
+	var a *activities.Activities
+	ref := activities.ScorecardRef{Workspace: in.Workspace, ScorecardID: in.ScorecardID}
+	short := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		StartToCloseTimeout: 2 * time.Minute,
+		RetryPolicy:         &temporal.RetryPolicy{InitialInterval: time.Second, MaximumInterval: 30 * time.Second, MaximumAttempts: 10},
+	})
+	if !in.Started {
+		if err := workflow.ExecuteActivity(short, a.StartScorecard, ref).Get(ctx, nil); err != nil {
+			return finishScorecard(ctx, ref, activities.FinishInput{Phase: "dispatch", Message: err.Error()})
+		}
+		in.Started = true
+	}
+	per := in.ItemsPerRun
+	if per <= 0 {
+		per = DefaultItemsPerRun
+	}
+	end := min(in.Total, in.Next+per)
+
+	caseCtx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		StartToCloseTimeout: dispatchStartToClose,
+		HeartbeatTimeout:    dispatchHeartbeat,
+		WaitForCancellation: true,
+		RetryPolicy: &temporal.RetryPolicy{
+			InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: 30 * time.Second, MaximumAttempts: 5,
+		},
+	})
+
+	var failure *activities.FinishInput
+	window := in.Concurrency
+	if window < 1 {
+		window = 1
+	}
+	inFlight := 0
+	sel := workflow.NewSelector(ctx)
+	var ids []string // case ids of the current page
+	idsFrom := -1    // case index of ids[0]
+
+	next := in.Next
+	for next < end || inFlight > 0 {
+		// Start items while the window has room and nothing has failed
+		// or been cancelled.
+		for next < end && inFlight < window && failure == nil && ctx.Err() == nil {
+			caseIdx, trial := next/in.Trials, next%in.Trials
+			if idsFrom < 0 || caseIdx < idsFrom || caseIdx >= idsFrom+len(ids) {
+				var page []string
+				err := workflow.ExecuteActivity(short, a.CasePage, activities.CasePageInput{ScorecardRef: ref, From: caseIdx, Limit: casePage}).Get(ctx, &page)
+				if err != nil || len(page) == 0 {
+					msg := "the batch's case selection could not be read"
+					if err != nil {
+						msg += ": " + err.Error()
+					}
+					failure = &activities.FinishInput{Phase: "dispatch", Message: msg}
+					break
+				}
+				ids, idsFrom = page, caseIdx
+			}
+			item := activities.CaseItem{ScorecardRef: ref, CaseID: ids[caseIdx-idsFrom], Trial: trial}
+			f := startItem(caseCtx, a, item, in.Judged)
+			inFlight++
+			next++
+			sel.AddFuture(f, func(f workflow.Future) {
+				inFlight--
+				if err := f.Get(ctx, nil); err != nil && failure == nil && !isCancel(err) {
+					phase := "dispatch"
+					var ae *temporal.ApplicationError
+					if errors.As(err, &ae) && ae.Type() == phaseJudges {
+						phase = "judges"
+					}
+					failure = &activities.FinishInput{Phase: phase, Message: "case " + item.CaseID + ": " + err.Error()}
+				}
+			})
+		}
+		if inFlight == 0 {
+			break
+		}
+		sel.Select(ctx)
+	}
+
+	switch {
+	case ctx.Err() != nil:
+		return finishScorecard(ctx, ref, activities.FinishInput{Cancelled: true})
+	case failure != nil:
+		return finishScorecard(ctx, ref, *failure)
+	case next < in.Total:
+		// History stays bounded: the chain continues with what is left.
+		in.Next = next
+		return workflow.NewContinueAsNewError(ctx, ScorecardWorkflow, in)
+	}
+	return finishScorecard(ctx, ref, activities.FinishInput{})
+}
+
+// phaseJudges is the error type startItem gives a judging failure, so the
+// batch's error says which phase broke.
+const phaseJudges = "JudgesPhase"
+
+// startItem runs one (case, trial): the case activity, then, when the batch
+// has judges, the judge activity. Its future settles when both are done.
+func startItem(ctx workflow.Context, a *activities.Activities, item activities.CaseItem, judged bool) workflow.Future {
+	f, set := workflow.NewFuture(ctx)
+	workflow.Go(ctx, func(gctx workflow.Context) {
+		var st activities.RunStatus
+		if err := workflow.ExecuteActivity(gctx, a.RunCase, item).Get(gctx, &st); err != nil {
+			set.Set(nil, err)
+			return
+		}
+		if judged && st.Status == "succeeded" {
+			if err := workflow.ExecuteActivity(gctx, a.JudgeCase, activities.JudgeInput{CaseItem: item}).Get(gctx, nil); err != nil {
+				if isCancel(err) {
+					set.Set(nil, err)
+					return
+				}
+				set.Set(nil, temporal.NewApplicationErrorWithCause("judging failed", phaseJudges, err))
+				return
+			}
+		}
+		set.Set(nil, nil)
+	})
+	return f
+}
+
+func isCancel(err error) bool {
+	var c *temporal.CanceledError
+	return errors.As(err, &c)
+}
+
+// finishScorecard runs the aggregate, through a context the cancel does
+// not reach, so that a cancelled batch is still recorded and notified.
+func finishScorecard(ctx workflow.Context, ref activities.ScorecardRef, in activities.FinishInput) error {
+	dctx, _ := workflow.NewDisconnectedContext(ctx)
+	dctx = workflow.WithActivityOptions(dctx, workflow.ActivityOptions{
+		StartToCloseTimeout: 10 * time.Minute,
+		HeartbeatTimeout:    time.Minute,
+		RetryPolicy:         &temporal.RetryPolicy{InitialInterval: time.Second, MaximumInterval: time.Minute},
+	})
+	in.ScorecardRef = ref
+	var a *activities.Activities
+	return workflow.ExecuteActivity(dctx, a.FinishScorecard, in).Get(dctx, nil)
+}
