@@ -48,6 +48,8 @@ type Activities struct {
 	Host   string
 	Logger *slog.Logger
 	Now    func() time.Time
+
+	plans planCache // decoded batch records, see batchPlan
 }
 
 // Register adds a's activity methods to r.

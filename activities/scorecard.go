@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
@@ -175,6 +176,51 @@ func (a *Activities) step(ctx context.Context, ref ScorecardRef, key, phase, sta
 	}})
 }
 
+// planCache keeps decoded batch records by workspace, id and version. Every
+// case activity of a batch reads the same record, which changes only at
+// start, cancel, finish and scoring; decoding it per case (it holds the
+// selection and the manifest, hundreds of KB for a large batch) would make
+// a batch cost quadratic time.
+type planCache struct {
+	mu sync.Mutex
+	m  map[string]cachedPlan
+}
+
+type cachedPlan struct {
+	version int64
+	sc      eval.Scorecard
+}
+
+const planCacheSize = 256
+
+// batchPlan returns the batch's record, decoded once per version. Callers must
+// not modify what it returns.
+func (a *Activities) batchPlan(ctx context.Context, ws, id string) (eval.Scorecard, error) {
+	row, err := a.Store.GetScorecard(ctx, ws, id)
+	if err != nil {
+		return eval.Scorecard{}, err
+	}
+	key := ws + "\x00" + id
+	a.plans.mu.Lock()
+	c, ok := a.plans.m[key]
+	a.plans.mu.Unlock()
+	if ok && c.version == row.Version {
+		return c.sc, nil
+	}
+	var sc eval.Scorecard
+	if err := json.Unmarshal(row.Doc, &sc); err != nil {
+		return eval.Scorecard{}, fmt.Errorf("stored scorecard %s does not decode: %w", id, err)
+	}
+	sc.CreatedAt, sc.UpdatedAt = row.CreatedAt, row.UpdatedAt
+	a.plans.mu.Lock()
+	if a.plans.m == nil || len(a.plans.m) >= planCacheSize {
+		a.plans.m = map[string]cachedPlan{}
+	}
+	a.plans.m[key] = cachedPlan{version: row.Version, sc: sc}
+	a.plans.mu.Unlock()
+	return sc, nil
+}
+
 // errStop is returned by an update function that decided to change nothing.
 var errStop = errors.New("no change")
 
@@ -195,7 +241,7 @@ func (a *Activities) StartScorecard(ctx context.Context, ref ScorecardRef) error
 
 // CasePage returns the case ids of the batch's selection from in.From.
 func (a *Activities) CasePage(ctx context.Context, in CasePageInput) ([]string, error) {
-	sc, _, err := LoadScorecard(ctx, a.Store, in.Workspace, in.ScorecardID)
+	sc, err := a.batchPlan(ctx, in.Workspace, in.ScorecardID)
 	if err != nil {
 		return nil, err
 	}
@@ -210,7 +256,7 @@ func (a *Activities) CasePage(ctx context.Context, in CasePageInput) ([]string, 
 // finds the one a previous attempt made) and dispatches it as DispatchRun
 // does, so a case finishes exactly once whatever restarts.
 func (a *Activities) RunCase(ctx context.Context, item CaseItem) (RunStatus, error) {
-	sc, _, err := LoadScorecard(ctx, a.Store, item.Workspace, item.ScorecardID)
+	sc, err := a.batchPlan(ctx, item.Workspace, item.ScorecardID)
 	if err != nil {
 		return RunStatus{}, err
 	}
@@ -307,7 +353,7 @@ func (a *Activities) newChild(ctx context.Context, sc eval.Scorecard, item CaseI
 // in the child run's scores, replacing each judge's earlier ones and
 // keeping every other score. Judge problems are skip scores, not errors.
 func (a *Activities) JudgeCase(ctx context.Context, in JudgeInput) error {
-	sc, _, err := LoadScorecard(ctx, a.Store, in.Workspace, in.ScorecardID)
+	sc, err := a.batchPlan(ctx, in.Workspace, in.ScorecardID)
 	if err != nil {
 		return err
 	}
@@ -541,7 +587,21 @@ func (a *Activities) FinishScorecard(ctx context.Context, in FinishInput) error 
 			return err
 		}
 	}
+	if err := a.freezeAnalysis(ctx, final, caseRows(final, children)); err != nil {
+		return err
+	}
 	return a.announce(ctx, final)
+}
+
+// caseRows is the per-case table of sc over its children, under the
+// policy the batch stamped.
+func caseRows(sc eval.Scorecard, children []eval.Run) []eval.CaseRow {
+	policy, _ := scoring.ResolvePolicy(sc.VerdictPolicy, sc.Manifest)
+	rows := make([]eval.CaseRow, 0, len(children))
+	for _, r := range children {
+		rows = append(rows, scoring.CaseRow(policy, r))
+	}
+	return rows
 }
 
 // AnalysisRef names the analysis bundle a scoring revision freezes.
@@ -652,6 +712,11 @@ func (a *Activities) FinishScore(ctx context.Context, in FinishScoreInput) error
 		return err
 	}
 	ref := in.ScorecardRef
+	if !in.Aborted {
+		if err := a.freezeAnalysis(ctx, sc, caseRows(sc, children)); err != nil {
+			return err
+		}
+	}
 	if in.Aborted {
 		return a.step(ctx, ref, "score:"+in.Pass, "judges", "failed", "scoring pass "+in.Pass+" added no revision: "+in.Message, "")
 	}

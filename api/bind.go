@@ -131,6 +131,12 @@ func decodeError(err error, n int) error {
 			return publicError(derrors.ErrInvalid, map[string]any{"offset": typ.Offset},
 				"the request body must be a JSON %s, not %s", want, typ.Value)
 		}
+		if typ.Offset == 0 {
+			// No field starts the body: a field type's own UnmarshalJSON
+			// reported it and could not know where its value began.
+			return publicError(derrors.ErrInvalid, map[string]any{"field": typ.Field},
+				"field %q must be a JSON %s, not %s", typ.Field, want, typ.Value)
+		}
 		return publicError(derrors.ErrInvalid, map[string]any{"field": typ.Field, "offset": typ.Offset},
 			"field %q must be a JSON %s, not %s (byte offset %d)", typ.Field, want, typ.Value, typ.Offset)
 	case errors.As(err, &invalid):

@@ -7,6 +7,7 @@ import (
 
 	"svc/auth"
 	"svc/eval"
+	"svc/query"
 	"svc/scorecards"
 )
 
@@ -19,6 +20,10 @@ func (s *Server) scorecardRoutes() []Route {
 		{Method: http.MethodPost, Path: "/scorecards", Action: auth.ScorecardsRun, Summary: "Run a scorecard", Handler: s.submitScorecard},
 		{Method: http.MethodGet, Path: "/scorecards", Action: auth.ScorecardsRead, Summary: "List scorecards", Handler: s.listScorecards},
 		{Method: http.MethodGet, Path: "/scorecards/:id", Action: auth.ScorecardsRead, Summary: "Get a scorecard", Handler: s.getScorecard},
+		{Method: http.MethodGet, Path: "/scorecards/diff", Action: auth.ScorecardsRead, Summary: "Diff two scorecards", Handler: s.diffScorecards},
+		{Method: http.MethodPost, Path: "/scorecards/gate", Action: auth.ScorecardsRead, Summary: "Gate a candidate scorecard against a baseline", Handler: s.gateScorecards},
+		{Method: http.MethodPost, Path: "/scorecards/query", Action: auth.ScorecardsRead, Summary: "Query scorecards", Handler: s.queryScorecards},
+		{Method: http.MethodGet, Path: "/scorecards/:id/analysis", Action: auth.ScorecardsRead, Summary: "Get a scorecard's frozen analysis", Handler: s.scorecardAnalysis},
 		{Method: http.MethodPost, Path: "/scorecards/:id/cancel", Action: auth.ScorecardsRun, Summary: "Cancel a scorecard", Handler: s.cancelScorecard},
 		{Method: http.MethodPost, Path: "/scorecards/:id/score", Action: auth.ScorecardsRun, Summary: "Re-score a scorecard", Handler: s.scoreScorecard},
 		{Method: http.MethodPost, Path: "/scorecards/:id/verify-manifest", Action: auth.ScorecardsRead, Summary: "Verify a scorecard's manifest", Handler: s.verifyManifest},
@@ -126,4 +131,48 @@ func (s *Server) cancelDriver(c echo.Context) error {
 		return err
 	}
 	return c.JSON(http.StatusOK, v)
+}
+
+func (s *Server) queryScorecards(c echo.Context) error {
+	var req query.Request
+	if err := Bind(c, &req); err != nil {
+		return err
+	}
+	res, err := s.scorecards.Query(c.Request().Context(), principal(c), req)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, res)
+}
+
+func (s *Server) scorecardAnalysis(c echo.Context) error {
+	rev, err := intQuery(c, "revision", 1, 1<<30)
+	if err != nil {
+		return err
+	}
+	doc, err := s.scorecards.Analysis(c.Request().Context(), principal(c), c.Param("id"), rev)
+	if err != nil {
+		return err
+	}
+	return c.JSONBlob(http.StatusOK, doc)
+}
+
+func (s *Server) diffScorecards(c echo.Context) error {
+	d, err := s.scorecards.Diff(c.Request().Context(), principal(c), c.QueryParam("baseline"), c.QueryParam("candidate"))
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, d)
+}
+
+func (s *Server) gateScorecards(c echo.Context) error {
+	var req scorecards.GateRequest
+	if err := Bind(c, &req); err != nil {
+		return err
+	}
+	d, err := s.scorecards.Gate(c.Request().Context(), principal(c), req)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, d)
 }

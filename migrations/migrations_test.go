@@ -279,7 +279,7 @@ func TestDialectsProduceTheSameLogicalSchema(t *testing.T) {
 	for _, want := range []string{"workspaces", "events", "schema_migrations", "api_keys", "members", "invites", "teams", "team_members",
 		"registry_entities", "registry_versions", "dataset_cases", "dataset_case_tags", "secrets",
 		"runs", "run_logs", "trajectories", "notifications", "webhook_secrets", "webhook_deliveries",
-		"scorecards", "scorecard_steps"} {
+		"scorecards", "scorecard_steps", "analyses"} {
 		if _, ok := got[SQLite][want]; !ok {
 			t.Errorf("sqlite schema lacks table %s", want)
 		}

@@ -45,6 +45,7 @@ type Tx interface {
 	Notifications
 	Webhooks
 	Scorecards
+	Analyses
 }
 
 // Workspace is a tenant: the trust zone every record belongs to.

@@ -479,8 +479,13 @@ func TestRunFailures(t *testing.T) {
 			t.Errorf("%s: execution %+v recorded for a case that never ran", tc.harness, r.Execution)
 		}
 	}
+	// The notification follows the terminal record, from the next activity.
 	var feed []store.Notification
-	s.call(t, "GET", "/notifications", "", 200, &feed)
+	poll(t, "two notifications", func() bool {
+		feed = nil
+		s.call(t, "GET", "/notifications", "", 200, &feed)
+		return len(feed) >= 2
+	})
 	if len(feed) != 2 || feed[0].Kind != eval.NotifyRunFailed || feed[1].Kind != eval.NotifyRunFailed {
 		t.Errorf("notifications %+v, want two run_failed", feed)
 	}

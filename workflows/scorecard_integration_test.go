@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"svc/activities"
 	"svc/eval"
 	"svc/manifest"
 	"svc/store"
@@ -152,9 +153,14 @@ func TestScorecardEndToEnd(t *testing.T) {
 			t.Errorf("child %+v", c)
 		}
 	}
-	// Children do not notify; the batch does, once.
+	// Children do not notify; the batch does, once (just after its
+	// record turns final).
 	var feed []store.Notification
-	s.call(t, "GET", "/notifications", "", 200, &feed)
+	poll(t, "the batch's notification", func() bool {
+		feed = nil
+		s.call(t, "GET", "/notifications", "", 200, &feed)
+		return len(feed) > 0
+	})
 	if len(feed) != 1 || feed[0].Kind != eval.NotifyScorecardCompleted {
 		t.Errorf("notifications %+v, want one scorecard_completed", feed)
 	}
@@ -206,6 +212,19 @@ func TestScorecardEndToEnd(t *testing.T) {
 			t.Errorf("case %s lost the first judge's verdict", row.CaseID)
 		}
 	}
+	// Each revision froze its analysis bundle.
+	for _, rev := range []string{"", "?revision=1", "?revision=2"} {
+		var bundle activities.Analysis
+		s.call(t, "GET", "/scorecards/"+sc.ID+"/analysis"+rev, "", 200, &bundle)
+		want := 2
+		if rev == "?revision=1" {
+			want = 1
+		}
+		if bundle.Revision != want || len(bundle.Cases) != 8 || bundle.Digests.ScorePlane != sc.Scoring[want-1].ScorePlaneDigest {
+			t.Errorf("analysis%s: revision %d, %d cases, plane %s", rev, bundle.Revision, len(bundle.Cases), bundle.Digests.ScorePlane)
+		}
+	}
+	s.call(t, "GET", "/scorecards/"+sc.ID+"/analysis?revision=3", "", 404, nil)
 	var events []store.Event
 	if events, _ = s.store.ListEvents(t.Context(), store.EventFilter{Workspace: s.ws, Type: "scorecard.scored"}); len(events) != 1 {
 		t.Errorf("scorecard.scored events: %d, want 1", len(events))

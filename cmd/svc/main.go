@@ -1,6 +1,8 @@
 // Command svc is the evaluation control plane: one binary with the roles
 // dev (everything in one process), serve (API), worker (Temporal worker),
-// migrate and version. `svc help` lists the commands and every setting.
+// migrate and version, and the client commands CI uses against a running
+// service (gate, verify, scorecard). `svc help` lists the commands and
+// every setting.
 package main
 
 import (
@@ -16,20 +18,26 @@ import (
 	"svc/config"
 )
 
-// command is one subcommand of svc.
+// command is one subcommand of svc: a server role (run, reading the
+// settings table) or a client command (client, with its own flags and exit
+// codes).
 type command struct {
-	name  string
-	short string
-	run   func(ctx context.Context, cfg config.Config, args []string, stdout, stderr io.Writer) error
+	name   string
+	short  string
+	run    func(ctx context.Context, cfg config.Config, args []string, stdout, stderr io.Writer) error
+	client clientCommand
 }
 
 func commands() []command {
 	return []command{
-		{"dev", "run everything in one process: embedded Temporal, embedded SQLite store, API and worker", runDev},
-		{"serve", "run the HTTP API against PostgreSQL (DATABASE_URL) and Temporal (TEMPORAL_ADDRESS)", runServe},
-		{"worker", "run the Temporal worker (workflows and activities) against PostgreSQL and Temporal", runWorker},
-		{"migrate", "apply database migrations (PostgreSQL when DATABASE_URL is set, else the embedded SQLite store)", runMigrate},
-		{"version", "print the version and build information", runVersion},
+		{"dev", "run everything in one process: embedded Temporal, embedded SQLite store, API and worker", runDev, nil},
+		{"serve", "run the HTTP API against PostgreSQL (DATABASE_URL) and Temporal (TEMPORAL_ADDRESS)", runServe, nil},
+		{"worker", "run the Temporal worker (workflows and activities) against PostgreSQL and Temporal", runWorker, nil},
+		{"migrate", "apply database migrations (PostgreSQL when DATABASE_URL is set, else the embedded SQLite store)", runMigrate, nil},
+		{"version", "print the version and build information", runVersion, nil},
+		{"gate", "decide whether a candidate scorecard may replace a baseline (exit 0 pass, 1 block, 2 error)", nil, runGate},
+		{"verify", "check a scorecard's sealed manifest against the registries now (exit 0 verified, 1 drift)", nil, runVerify},
+		{"scorecard", "run a scorecard (--wait shows progress until it is over) or get one", nil, runScorecard},
 	}
 }
 
@@ -55,6 +63,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	for _, c := range commands() {
 		if c.name != args[0] {
 			continue
+		}
+		if c.client != nil {
+			return runClient(ctx, c.name, c.client, newCLI(stdout, stderr, config.Environ), args[1:])
 		}
 		fs := flag.NewFlagSet("svc "+c.name, flag.ContinueOnError)
 		fs.SetOutput(stderr)
@@ -90,9 +101,21 @@ func printHelp(w io.Writer) {
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "Commands:")
 	for _, c := range commands() {
-		fmt.Fprintf(w, "  %-8s %s\n", c.name, c.short)
+		if c.client == nil {
+			fmt.Fprintf(w, "  %-10s %s\n", c.name, c.short)
+		}
 	}
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, "Settings (flag, environment variable, default):")
+	fmt.Fprintln(w, "Client commands, against a running svc (docs/ci.md):")
+	for _, c := range commands() {
+		if c.client != nil {
+			fmt.Fprintf(w, "  %-10s %s\n", c.name, c.short)
+		}
+	}
+	fmt.Fprintf(w, "  Connection: --url or %s (default %s); --workspace or %s;\n", envURL, defaultURL, envWorkspace)
+	fmt.Fprintf(w, "  a bearer token from %s (environment only, never printed).\n", envToken)
+	fmt.Fprintln(w, "  Exit codes: 0 ok, 1 a verdict against (block, drift, a failed batch), 2 usage or service error.")
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "Settings of the server commands (flag, environment variable, default):")
 	config.PrintSettings(w)
 }

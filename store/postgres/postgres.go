@@ -10,6 +10,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -32,6 +33,9 @@ type Store struct {
 
 var _ store.Store = (*Store)(nil)
 
+// DefaultMaxConns is the pool size when the URL sets no pool_max_conns.
+const DefaultMaxConns = 32
+
 // Open connects to the database at url (postgres://...; pgxpool settings such
 // as pool_max_conns may be given as query parameters) and checks that it
 // answers. It does not migrate; call Migrate.
@@ -41,6 +45,12 @@ func Open(ctx context.Context, url string) (_ *Store, err error) {
 	if err != nil {
 		// The message may quote the URL; do not wrap it with its password.
 		return nil, derrors.Invalidf("cannot parse the database URL")
+	}
+	if !strings.Contains(url, "pool_max_conns") {
+		// pgxpool's default, max(4, cores), starves a worker running a
+		// wide batch (64 case activities at once share the pool); the
+		// URL's pool_max_conns still wins.
+		cfg.MaxConns = max(cfg.MaxConns, DefaultMaxConns)
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {

@@ -1,0 +1,95 @@
+package activities
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"svc/eval"
+	"svc/registry"
+	"svc/store"
+)
+
+// Analysis is the bundle a scoring revision freezes (spec §9.6): what the
+// revision judged, so that a gate decision that pinned it can be explained
+// later even after further re-scoring.
+type Analysis struct {
+	ScorecardID string                        `json:"scorecardId"`
+	Revision    int                           `json:"revision"`
+	Kind        string                        `json:"kind"` // initial or rescore
+	Dataset     registry.Ref                  `json:"dataset"`
+	Harness     registry.Ref                  `json:"harness"`
+	Judges      []eval.SealedJudge            `json:"judges"`
+	Summary     map[string]eval.MetricSummary `json:"summary"`
+	Cases       []AnalysisCase                `json:"cases"`
+	Digests     AnalysisDigests               `json:"digests"`
+	CreatedAt   time.Time                     `json:"createdAt"`
+	CreatedBy   string                        `json:"createdBy,omitempty"`
+}
+
+// AnalysisCase is one (case, trial) as the revision judged it.
+type AnalysisCase struct {
+	CaseID       string       `json:"caseId"`
+	Trial        int          `json:"trial"`
+	RunID        string       `json:"runId"`
+	Verdict      string       `json:"verdict"`
+	VerdictBasis string       `json:"verdictBasis"`
+	CasePass     bool         `json:"casePass"`
+	Critical     bool         `json:"critical,omitempty"`
+	Scores       []eval.Score `json:"scores"`
+}
+
+// AnalysisDigests pins what the revision rests on.
+type AnalysisDigests struct {
+	ScorePlane string `json:"scorePlane"`
+	Policy     string `json:"policy,omitempty"`
+	Harness    string `json:"harness,omitempty"`
+	Grading    string `json:"grading,omitempty"`
+}
+
+// BuildAnalysis is the frozen bundle of revision rev of sc over rows, as
+// canonical JSON with its digest.
+func BuildAnalysis(sc eval.Scorecard, rows []eval.CaseRow, rev eval.ScoringRevision) ([]byte, string, error) {
+	a := Analysis{
+		ScorecardID: sc.ID, Revision: rev.Revision, Kind: rev.Kind, Dataset: sc.Dataset, Harness: sc.Harness,
+		Judges: rev.Judges, Summary: sc.Summary, CreatedAt: rev.CreatedAt, CreatedBy: rev.CreatedBy,
+		Digests: AnalysisDigests{ScorePlane: rev.ScorePlaneDigest}, Cases: make([]AnalysisCase, 0, len(rows)),
+	}
+	if a.Judges == nil {
+		a.Judges = []eval.SealedJudge{}
+	}
+	if a.Summary == nil {
+		a.Summary = map[string]eval.MetricSummary{}
+	}
+	if m := sc.Manifest; m != nil {
+		a.Digests.Policy, a.Digests.Harness, a.Digests.Grading = m.PolicyDigest, m.Harness, m.GradingPlan
+	}
+	for _, r := range rows {
+		scores := r.Scores
+		if scores == nil {
+			scores = []eval.Score{}
+		}
+		a.Cases = append(a.Cases, AnalysisCase{CaseID: r.CaseID, Trial: r.Trial, RunID: r.RunID, Verdict: r.Verdict,
+			VerdictBasis: r.VerdictBasis, CasePass: r.CasePass, Critical: r.Critical, Scores: scores})
+	}
+	doc, err := registry.CanonicalJSON(a)
+	if err != nil {
+		return nil, "", fmt.Errorf("encoding the analysis of %s@%d: %w", sc.ID, rev.Revision, err)
+	}
+	return doc, registry.Digest(doc), nil
+}
+
+// freezeAnalysis stores the bundle of the batch's last revision, once.
+func (a *Activities) freezeAnalysis(ctx context.Context, sc eval.Scorecard, rows []eval.CaseRow) error {
+	if len(sc.Scoring) == 0 {
+		return nil
+	}
+	rev := sc.Scoring[len(sc.Scoring)-1]
+	doc, digest, err := BuildAnalysis(sc, rows, rev)
+	if err != nil {
+		return err
+	}
+	_, _, err = a.Store.PutAnalysis(ctx, store.Analysis{Workspace: sc.Tenant, ScorecardID: sc.ID, Revision: rev.Revision,
+		Digest: digest, Doc: doc, CreatedAt: rev.CreatedAt})
+	return err
+}

@@ -1,0 +1,313 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"strings"
+	"time"
+)
+
+// The client commands (gate, verify, scorecard) talk to a running svc over
+// HTTP. They read their own environment rather than config.Settings: those
+// are the server's settings, and a CI job that only gates should not see
+// (or be able to set) the server's database or Temporal flags.
+const (
+	envURL       = "SVC_URL"
+	envToken     = "SVC_TOKEN" // a secret: environment only, never a flag, never printed
+	envWorkspace = "SVC_WORKSPACE"
+	defaultURL   = "http://127.0.0.1:8080"
+
+	// workspaceHeader selects the active workspace (auth.WorkspaceHeader).
+	workspaceHeader = "x-svc-workspace"
+)
+
+// Exit codes of the client commands: CI branches on them (docs/ci.md).
+const (
+	exitOK      = 0 // pass, verified, succeeded
+	exitVerdict = 1 // block, blocked_missing, not_comparable, drift, a failed or cancelled batch
+	exitProblem = 2 // a usage error, an unreachable or failing service
+)
+
+// requestLimit bounds one request; a gate over a large batch bootstraps
+// every metric, so it is generous.
+const requestLimit = 2 * time.Minute
+
+// cli is what a client command reads and writes: its streams, its
+// environment, and whether stderr is a terminal (progress then rewrites
+// one line instead of printing one line per change).
+type cli struct {
+	stdout, stderr io.Writer
+	getenv         func(string) string
+	tty            bool
+	// poll is the interval between progress reads of --wait.
+	poll time.Duration
+}
+
+// newCLI returns the cli of a real invocation.
+func newCLI(stdout, stderr io.Writer, getenv func(string) string) *cli {
+	return &cli{stdout: stdout, stderr: stderr, getenv: getenv, tty: isTerminal(stderr), poll: time.Second}
+}
+
+// isTerminal reports whether w is a character device (a terminal).
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+// clientFlags are the connection flags every client command takes.
+type clientFlags struct {
+	url       string
+	workspace string
+}
+
+// register adds --url and --workspace to fs, defaulting from the environment.
+func (f *clientFlags) register(fs *flag.FlagSet, getenv func(string) string) {
+	def := getenv(envURL)
+	if def == "" {
+		def = defaultURL
+	}
+	fs.StringVar(&f.url, "url", def, "base URL of the svc API (env "+envURL+")")
+	fs.StringVar(&f.workspace, "workspace", getenv(envWorkspace), "workspace to act in, sent as "+workspaceHeader+" (env "+envWorkspace+"); default: the token's own")
+}
+
+// client builds the API client of these flags; the token comes from the
+// environment only, so it never appears in argv or in shell history.
+func (f *clientFlags) client(getenv func(string) string) (*apiClient, error) {
+	u, err := url.Parse(f.url)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("%w: --url %q is not an http(s) URL such as %s", errUsage, f.url, defaultURL)
+	}
+	return &apiClient{
+		base:      strings.TrimRight(f.url, "/"),
+		token:     strings.TrimSpace(getenv(envToken)),
+		workspace: f.workspace,
+		http:      &http.Client{Timeout: requestLimit},
+	}, nil
+}
+
+// apiClient sends requests to the svc API.
+type apiClient struct {
+	base      string
+	token     string
+	workspace string
+	http      *http.Client
+}
+
+// apiError is an error the service answered with its JSON error body.
+type apiError struct {
+	Status    int
+	Code      string
+	Message   string
+	RequestID string
+}
+
+// Error reads "<message> (request <id>)": what a user quotes when reporting.
+func (e *apiError) Error() string {
+	msg := e.Message
+	if msg == "" {
+		msg = fmt.Sprintf("HTTP %d %s", e.Status, http.StatusText(e.Status))
+	}
+	if e.RequestID != "" {
+		msg += " (request " + e.RequestID + ")"
+	}
+	return msg
+}
+
+// transient reports whether a retry may succeed: the service is restarting,
+// overloaded or behind a proxy that lost it.
+func (e *apiError) transient() bool {
+	switch e.Status {
+	case http.StatusTooManyRequests, http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
+		return true
+	}
+	return false
+}
+
+// transportError is a request that got no HTTP answer.
+type transportError struct {
+	url string
+	err error
+}
+
+func (e *transportError) Error() string {
+	return fmt.Sprintf("cannot reach %s: %v", e.url, e.err)
+}
+
+func (e *transportError) Unwrap() error { return e.err }
+
+// transient reports whether err is worth retrying while waiting on a batch.
+func transient(err error) bool {
+	var te *transportError
+	if errors.As(err, &te) {
+		return !errors.Is(err, context.Canceled)
+	}
+	var ae *apiError
+	return errors.As(err, &ae) && ae.transient()
+}
+
+// do sends one request with a JSON body (when body is not nil) and returns
+// the raw 2xx answer, decoded into out when out is not nil. A non-2xx
+// answer is an *apiError; no answer at all is a *transportError.
+func (c *apiClient) do(ctx context.Context, method, path string, body, out any) ([]byte, error) {
+	var rd io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			return nil, fmt.Errorf("encoding the request: %w", err)
+		}
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, c.base+path, rd)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", errUsage, err)
+	}
+	req.Header.Set("Accept", "application/json")
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if c.token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.token)
+	}
+	if c.workspace != "" {
+		req.Header.Set(workspaceHeader, c.workspace)
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		// url.Error repeats the method and URL; keep only the cause.
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
+		return nil, &transportError{url: c.base, err: err}
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, &transportError{url: c.base, err: fmt.Errorf("reading the answer to %s %s: %w", method, path, err)}
+	}
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		return nil, c.errorOf(resp, raw)
+	}
+	if out != nil {
+		if err := json.Unmarshal(raw, out); err != nil {
+			return nil, fmt.Errorf("%s %s answered %d with a body that is not the expected JSON: %v", method, path, resp.StatusCode, err)
+		}
+	}
+	return raw, nil
+}
+
+// errorOf reads the service's error body, or describes an answer that has
+// none (a proxy's HTML page, say) without echoing it.
+func (c *apiClient) errorOf(resp *http.Response, raw []byte) *apiError {
+	var body struct {
+		Error struct {
+			Code      string `json:"code"`
+			Message   string `json:"message"`
+			RequestID string `json:"requestId"`
+		} `json:"error"`
+	}
+	e := &apiError{Status: resp.StatusCode, RequestID: resp.Header.Get("X-Request-Id")}
+	if json.Unmarshal(raw, &body) == nil && body.Error.Message != "" {
+		e.Code, e.Message = body.Error.Code, body.Error.Message
+		if body.Error.RequestID != "" {
+			e.RequestID = body.Error.RequestID
+		}
+	} else {
+		e.Message = fmt.Sprintf("%s answered HTTP %d %s", c.base, resp.StatusCode, http.StatusText(resp.StatusCode))
+	}
+	if resp.StatusCode == http.StatusUnauthorized && c.token == "" {
+		e.Message += "; set " + envToken + " to a bearer token"
+	}
+	return e
+}
+
+// parseArgs parses flags that may come before or after the positional
+// arguments (`svc verify sc_1 --json` as well as `svc verify --json sc_1`),
+// and returns the positional ones.
+func parseArgs(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, flagsErr(err)
+		}
+		rest := fs.Args()
+		if len(rest) == 0 {
+			return pos, nil
+		}
+		if rest[0] == "--" {
+			return append(pos, rest[1:]...), nil
+		}
+		pos = append(pos, rest[0])
+		args = rest[1:]
+	}
+}
+
+// clientCommand is one client command: it returns its exit code, or an
+// error that run prints and maps to exitProblem.
+type clientCommand func(ctx context.Context, x *cli, args []string) (int, error)
+
+// runClient runs a client command and turns its error into the one line
+// "svc <name>: <message>" and exit code 2.
+func runClient(ctx context.Context, name string, f clientCommand, x *cli, args []string) int {
+	code, err := f(ctx, x, args)
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		return exitOK
+	case errors.Is(err, errFlags):
+		return exitProblem // the flag package has printed the problem and the usage
+	case err != nil:
+		fmt.Fprintf(x.stderr, "svc %s: %v\n", name, err)
+		if errors.Is(err, errUsage) {
+			fmt.Fprintf(x.stderr, "run `svc %s -h` for its flags\n", name)
+		}
+		return exitProblem
+	}
+	return code
+}
+
+// newFlagSet is a flag set whose usage text is the command's synopsis and
+// its flags.
+func newFlagSet(x *cli, name, synopsis string) *flag.FlagSet {
+	fs := flag.NewFlagSet("svc "+name, flag.ContinueOnError)
+	fs.SetOutput(x.stderr)
+	fs.Usage = func() {
+		fmt.Fprintln(x.stderr, synopsis)
+		fmt.Fprintln(x.stderr)
+		fmt.Fprintln(x.stderr, "Flags:")
+		fs.PrintDefaults()
+		fmt.Fprintf(x.stderr, "\nThe bearer token is read from %s (environment only, never printed).\n", envToken)
+	}
+	return fs
+}
+
+// errFlags marks a flag the flag package refused; it has already printed
+// the problem and the usage, so runClient prints nothing more.
+var errFlags = fmt.Errorf("%w: bad flags", errUsage)
+
+// flagsErr maps a FlagSet.Parse error: -h stays ErrHelp, anything else is
+// errFlags.
+func flagsErr(err error) error {
+	if errors.Is(err, flag.ErrHelp) {
+		return err
+	}
+	return errFlags
+}
+
+// writeJSON writes raw JSON as the service sent it, newline-terminated, so
+// a script sees every field, including ones this binary does not know.
+func writeJSON(w io.Writer, raw []byte) {
+	w.Write(bytes.TrimRight(raw, "\n"))
+	io.WriteString(w, "\n")
+}
