@@ -154,13 +154,8 @@ func errorResponse(err error, c echo.Context) (int, ErrorInfo) {
 		info.Details = detailed.Details
 	}
 
-	status := 0
-	for _, k := range errorKinds {
-		if k.sentinel != nil && errors.Is(err, k.sentinel) {
-			status, info.Code = k.status, k.code
-			break
-		}
-	}
+	status, code := sentinelStatus(err)
+	info.Code = code
 	var maxBytes *http.MaxBytesError
 	var he *echo.HTTPError
 	switch {
@@ -179,20 +174,43 @@ func errorResponse(err error, c echo.Context) (int, ErrorInfo) {
 		status, info.Code = http.StatusInternalServerError, CodeInternal
 	}
 
+	info.Message = publicMessage(err, status, detailed, info.Message)
+	return status, info
+}
+
+// sentinelStatus is the status and code of err's sentinel, or 0 and "" when
+// it wraps none.
+func sentinelStatus(err error) (int, string) {
+	for _, k := range errorKinds {
+		if k.sentinel != nil && errors.Is(err, k.sentinel) {
+			return k.status, k.code
+		}
+	}
+	return 0, ""
+}
+
+// unavailableMessage is what a 503 without a public message says.
+const unavailableMessage = "a dependency of the service is unavailable; retry later and quote the requestId if it persists"
+
+// publicMessage is the message a client reads for err answered with
+// status: a message written for the client when there is one (preset, a
+// DetailedError's, a derrors.Public's), else err's text for a 4xx and a
+// generic one for a 5xx, whose text is never shown.
+func publicMessage(err error, status int, detailed *DetailedError, preset string) string {
 	var public *derrors.Public
 	switch {
 	case detailed != nil && detailed.Message != "":
-		info.Message = detailed.Message
+		return detailed.Message
 	case errors.As(err, &public):
-		info.Message = public.Msg
+		return public.Msg
 	case status == http.StatusServiceUnavailable:
-		info.Message = "a dependency of the service is unavailable; retry later and quote the requestId if it persists"
+		return unavailableMessage
 	case status >= 500:
-		info.Message = internalMessage
-	case info.Message == "":
-		info.Message = err.Error()
+		return internalMessage
+	case preset != "":
+		return preset
 	}
-	return status, info
+	return err.Error()
 }
 
 // echoMessage words echo's own errors (the router's 404 and 405, its

@@ -46,15 +46,15 @@ func (s *Server) mcpRoutes() []Route {
 	}
 }
 
-// newMCPHandler builds the MCP server. It has no tools yet; they arrive
-// with the routes they mirror. The tools capability is declared anyway so
-// that a client's tools/list works (and answers an empty list) today.
+// newMCPHandler builds the MCP server with its tools (mcp_tools.go), each
+// of which mirrors a route.
 func (s *Server) newMCPHandler() http.Handler {
 	srv := mcp.NewServer(&mcp.Implementation{Name: "svc", Title: "svc evaluation control plane", Version: s.version}, &mcp.ServerOptions{
 		Logger:       s.logger,
 		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}},
 	})
 	s.mcpServer = srv
+	s.registerMCPTools()
 	stream := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, &mcp.StreamableHTTPOptions{
 		Logger:              s.logger,
 		SessionTimeout:      mcpSessionIdle,

@@ -150,8 +150,8 @@ func TestMCPWithSDKClient(t *testing.T) {
 	if err != nil {
 		t.Fatalf("ListTools: %v", err)
 	}
-	if len(tools.Tools) != 0 {
-		t.Errorf("ListTools = %d tools, want none yet", len(tools.Tools))
+	if len(tools.Tools) == 0 {
+		t.Error("ListTools = no tools; mcp_tools.go registers them")
 	}
 
 	if _, err := connectMCP(t, e, bearerTransport{}); err == nil {

@@ -39,7 +39,7 @@ func runGate(ctx context.Context, x *cli, args []string) (int, error) {
 	)
 	fs.StringVar(&baseline, "baseline", "", "id of the baseline scorecard (required)")
 	fs.StringVar(&candidate, "candidate", "", "id of the candidate scorecard (required)")
-	fs.StringVar(&policyFile, "policy", "", "JSON file holding a gate policy (docs/gate.md); the flags below override its fields")
+	fs.StringVar(&policyFile, "policy", "", "JSON `file` holding a gate policy (docs/gate.md); the policy flags override its fields")
 	fs.BoolVar(&asJSON, "json", false, "print the decision as the service's JSON instead of the table")
 	pf.register(fs)
 	pos, err := parseArgs(fs, args)
@@ -110,7 +110,7 @@ func (pf *policyFlags) register(fs *flag.FlagSet) {
 	fs.Float64Var(&pf.fdrAlpha, "fdr-alpha", 0, "also require a Benjamini-Hochberg q-value of at most this, in (0, 1); default unset")
 	fs.IntVar(&pf.maxRegressions, "max-regressions", 0, "how many significant case regressions still pass; default 0")
 	fs.Float64Var(&pf.minDelta, "min-delta", 0, "how far the gate metric's paired delta may fall before a significant drop blocks; default 0")
-	fs.StringVar(&pf.allowConfounds, "allow-confounds", "", "comma-separated axes that may differ: dataset, grading, judges, policy, runtime")
+	fs.StringVar(&pf.allowConfounds, "allow-confounds", "", "comma-separated `axes` that may differ: dataset, grading, judges, policy, runtime")
 	fs.BoolVar(&pf.allowPartial, "allow-partial", false, "let baseline cases be missing from the candidate (critical cases excepted)")
 	fs.StringVar(&pf.metric, "metric", "", "the gate metric; default casePass")
 }
