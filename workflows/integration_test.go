@@ -20,26 +20,15 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	historypb "go.temporal.io/api/history/v1"
 	"go.temporal.io/sdk/client"
-	"go.temporal.io/sdk/worker"
 	"google.golang.org/protobuf/encoding/protojson"
 
-	"svc/activities"
-	"svc/api"
 	"svc/config"
-	"svc/drivers/local"
 	"svc/eval"
-	"svc/judges"
-	"svc/orchestration"
-	"svc/orchestration/devserver"
-	"svc/registry/service"
+	"svc/internal/stacktest"
 	"svc/runs"
-	"svc/secrets"
 	"svc/store"
 	"svc/store/pgtest"
-	"svc/store/postgres"
-	"svc/store/sqlite"
 	"svc/webhooks"
-	"svc/workflows"
 )
 
 // End to end through Temporal's real server (embedded), the real API on
@@ -84,10 +73,9 @@ func saveHistory(t *testing.T, c client.Client, id, name string) {
 
 const taskQueue = "it"
 
-var testSecretKey = "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=" // base64 of 32 bytes
-
 // stack is one running service: Temporal, a worker, the API.
 type stack struct {
+	st     *stacktest.Stack
 	url    string
 	store  store.Store
 	tc     client.Client
@@ -142,131 +130,22 @@ type stackOpt func(*config.Config)
 
 func newStack(t *testing.T, backend string, opts ...stackOpt) *stack {
 	t.Helper()
-	if testing.Short() {
-		t.Skip("runs Temporal's server; skipped in -short")
-	}
-	ctx := t.Context()
-	tmp := t.TempDir()
-	var st store.Store
-	switch backend {
-	case "sqlite":
-		s, err := sqlite.Open(ctx, filepath.Join(tmp, "svc.db"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { s.Close() })
-		if _, err := s.Migrate(ctx); err != nil {
-			t.Fatal(err)
-		}
-		st = s
-	case "postgres":
-		s, err := postgres.Open(ctx, pgtest.URL(t))
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { s.Close() })
-		if _, err := s.Migrate(ctx); err != nil {
-			t.Fatal(err)
-		}
-		st = s
-	}
-
-	ts, err := devserver.Start(ctx, devserver.Options{DBPath: filepath.Join(tmp, "temporal.db"), Namespace: "default", Logger: testLogger()})
-	if err != nil {
-		t.Fatalf("devserver: %v", err)
-	}
-	t.Cleanup(func() { _ = ts.Stop() })
-	tc, err := orchestration.Dial(ctx, orchestration.ClientOptions{HostPort: ts.HostPort(), Namespace: "default", Logger: testLogger()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(tc.Close)
-
 	hooks := newReceiver(t)
-	cfg := config.Defaults()
-	cfg.SecretKey = testSecretKey
-	cfg.InternalToken = "op-token"
-	cfg.AuthFailLimit = 0
-	cfg.WebhookAllow = "127.0.0.1"
-	cfg.WebhookAttempts = 4
-	for _, o := range opts {
-		o(&cfg)
-	}
-	sealer, err := secrets.NewSealer(cfg.SecretKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	guard, err := webhooks.NewGuard(cfg.WebhookAllow)
-	if err != nil {
-		t.Fatal(err)
-	}
-	driver := local.New(local.Options{Root: filepath.Join(tmp, "work")})
-	acts := &activities.Activities{
-		Store: st, Registries: service.New(st, sealer, time.Now), Sealer: sealer,
-		Driver: driver, Judges: &judges.Runner{Driver: driver},
-		Guard: guard, Host: "test-worker", Logger: testLogger(),
-	}
-	w := orchestration.NewWorker(tc, taskQueue, func(r worker.Registry) {
-		workflows.Register(r)
-		activities.Register(r, acts)
-	}, orchestration.WorkerOptions{})
-	if err := w.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(w.Stop)
-
-	starter := &workflows.Starter{Client: tc, TaskQueue: taskQueue, WebhookAttempts: cfg.WebhookAttempts}
-	srv, err := api.NewServer(api.Options{Store: st, Config: cfg, Logger: testLogger(), Version: "test",
-		Starter: starter, Orchestrator: starter})
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := httptest.NewServer(srv.Handler())
-	t.Cleanup(hs.Close)
-
-	s := &stack{url: hs.URL, store: st, tc: tc, hooks: hooks, tmp: tmp}
-	var key struct{ APIKey, Workspace string }
-	s.call(t, "POST", "/internal/tenant-keys", `{"workspace":"acme"}`, 201, &key, "x-internal-token", "op-token")
-	s.apiKey, s.ws = key.APIKey, key.Workspace
-	return s
+	st := stacktest.New(t, stacktest.Options{Backend: backend, TaskQueue: taskQueue, Host: "test-worker", Level: slog.LevelWarn,
+		Config: func(cfg *config.Config) {
+			cfg.WebhookAllow = "127.0.0.1"
+			cfg.WebhookAttempts = 4
+			for _, o := range opts {
+				o(cfg)
+			}
+		}})
+	return &stack{st: st, url: st.URL, store: st.Store, tc: st.Client, hooks: hooks, apiKey: st.APIKey, ws: st.Workspace, tmp: st.Tmp}
 }
 
-// call sends a request with the stack's key and decodes a JSON answer into
-// out (when not nil), failing unless the status is want.
+// call sends a request with the stack's key; see stacktest.Stack.Call.
 func (s *stack) call(t *testing.T, method, path, body string, want int, out any, hdr ...string) []byte {
 	t.Helper()
-	var r io.Reader
-	if body != "" {
-		r = strings.NewReader(body)
-	}
-	req, err := http.NewRequestWithContext(t.Context(), method, s.url+path, r)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if body != "" {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	if s.apiKey != "" {
-		req.Header.Set("Authorization", "Bearer "+s.apiKey)
-	}
-	for i := 0; i+1 < len(hdr); i += 2 {
-		req.Header.Set(hdr[i], hdr[i+1])
-	}
-	res, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer res.Body.Close()
-	b, _ := io.ReadAll(res.Body)
-	if res.StatusCode != want {
-		t.Fatalf("%s %s: status %d, want %d; body %s", method, path, res.StatusCode, want, b)
-	}
-	if out != nil {
-		if err := json.Unmarshal(b, out); err != nil {
-			t.Fatalf("%s %s: decoding %s: %v", method, path, b, err)
-		}
-	}
-	return b
+	return s.st.Call(t, method, path, body, want, out, hdr...)
 }
 
 // script writes an executable shell harness into the stack's temp dir and

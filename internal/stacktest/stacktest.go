@@ -1,0 +1,197 @@
+// Package stacktest builds, for tests and benchmarks, one whole running
+// service in the test process: a store (SQLite, or PostgreSQL from
+// store/pgtest), Temporal's real server embedded (orchestration/devserver),
+// a worker with every workflow and activity (the local driver, the judge
+// runner), and the API on a loopback HTTP server, with a tenant and its
+// admin key. Only test code imports it.
+package stacktest
+
+import (
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/worker"
+
+	"svc/activities"
+	"svc/api"
+	"svc/config"
+	"svc/drivers/local"
+	"svc/judges"
+	"svc/orchestration"
+	"svc/orchestration/devserver"
+	"svc/registry/service"
+	"svc/secrets"
+	"svc/store"
+	"svc/store/pgtest"
+	"svc/store/postgres"
+	"svc/store/sqlite"
+	"svc/webhooks"
+	"svc/workflows"
+)
+
+// SecretKey is SVC_SECRET_KEY of every stack (base64 of 32 bytes).
+const SecretKey = "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY="
+
+// InternalToken is SVC_INTERNAL_TOKEN of every stack.
+const InternalToken = "op-token"
+
+// Options shape a Stack.
+type Options struct {
+	Backend   string // sqlite or postgres (PostgreSQL needs pgtest.Main in TestMain)
+	TaskQueue string
+	// Config adjusts the service's settings (after the defaults above).
+	Config func(*config.Config)
+	Worker orchestration.WorkerOptions
+	Host   string // the worker's name in provenance
+	Level  slog.Level
+}
+
+// Stack is one running service.
+type Stack struct {
+	URL       string
+	Store     store.Store
+	Client    client.Client
+	APIKey    string // the admin key of Workspace
+	Workspace string
+	Tmp       string // the stack's temporary folder
+}
+
+// New starts a stack and stops it in tb.Cleanup. It skips under -short.
+func New(tb testing.TB, o Options) *Stack {
+	tb.Helper()
+	if testing.Short() {
+		tb.Skip("runs Temporal's server; skipped in -short")
+	}
+	ctx := tb.Context()
+	tmp := tb.TempDir()
+	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: o.Level}))
+	var st store.Store
+	switch o.Backend {
+	case "sqlite":
+		s, err := sqlite.Open(ctx, filepath.Join(tmp, "svc.db"))
+		if err != nil {
+			tb.Fatal(err)
+		}
+		tb.Cleanup(func() { s.Close() })
+		if _, err := s.Migrate(ctx); err != nil {
+			tb.Fatal(err)
+		}
+		st = s
+	case "postgres":
+		s, err := postgres.Open(ctx, pgtest.URL(tb))
+		if err != nil {
+			tb.Fatal(err)
+		}
+		tb.Cleanup(func() { s.Close() })
+		if _, err := s.Migrate(ctx); err != nil {
+			tb.Fatal(err)
+		}
+		st = s
+	default:
+		tb.Fatalf("stacktest: unknown backend %q", o.Backend)
+	}
+
+	ts, err := devserver.Start(ctx, devserver.Options{DBPath: filepath.Join(tmp, "temporal.db"), Namespace: "default", Logger: logger})
+	if err != nil {
+		tb.Fatalf("devserver: %v", err)
+	}
+	tb.Cleanup(func() { _ = ts.Stop() })
+	tc, err := orchestration.Dial(ctx, orchestration.ClientOptions{HostPort: ts.HostPort(), Namespace: "default", Logger: logger})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(tc.Close)
+
+	cfg := config.Defaults()
+	cfg.SecretKey = SecretKey
+	cfg.InternalToken = InternalToken
+	cfg.AuthFailLimit = 0
+	if o.Config != nil {
+		o.Config(&cfg)
+	}
+	sealer, err := secrets.NewSealer(cfg.SecretKey)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	guard, err := webhooks.NewGuard(cfg.WebhookAllow)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	driver := local.New(local.Options{Root: filepath.Join(tmp, "work")})
+	acts := &activities.Activities{
+		Store: st, Registries: service.New(st, sealer, time.Now), Sealer: sealer,
+		Driver: driver, Judges: &judges.Runner{Driver: driver},
+		Guard: guard, Host: o.Host, Logger: logger,
+	}
+	w := orchestration.NewWorker(tc, o.TaskQueue, func(r worker.Registry) {
+		workflows.Register(r)
+		activities.Register(r, acts)
+	}, o.Worker)
+	if err := w.Start(); err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(w.Stop)
+
+	starter := &workflows.Starter{Client: tc, TaskQueue: o.TaskQueue, WebhookAttempts: cfg.WebhookAttempts}
+	srv, err := api.NewServer(api.Options{Store: st, Config: cfg, Logger: logger, Version: "test",
+		Starter: starter, Orchestrator: starter})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	hs := httptest.NewServer(srv.Handler())
+	tb.Cleanup(hs.Close)
+
+	s := &Stack{URL: hs.URL, Store: st, Client: tc, Tmp: tmp}
+	var key struct{ APIKey, Workspace string }
+	s.Call(tb, "POST", "/internal/tenant-keys", `{"workspace":"acme"}`, 201, &key, "x-internal-token", InternalToken)
+	s.APIKey, s.Workspace = key.APIKey, key.Workspace
+	return s
+}
+
+// Call sends a request with the stack's key (hdr are name, value pairs),
+// fails tb unless the status is want, decodes a JSON answer into out when
+// it is not nil, and returns the body.
+func (s *Stack) Call(tb testing.TB, method, path, body string, want int, out any, hdr ...string) []byte {
+	tb.Helper()
+	var r io.Reader
+	if body != "" {
+		r = strings.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(tb.Context(), method, s.URL+path, r)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if s.APIKey != "" {
+		req.Header.Set("Authorization", "Bearer "+s.APIKey)
+	}
+	for i := 0; i+1 < len(hdr); i += 2 {
+		req.Header.Set(hdr[i], hdr[i+1])
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	if res.StatusCode != want {
+		tb.Fatalf("%s %s: status %d, want %d; body %.2000s", method, path, res.StatusCode, want, b)
+	}
+	if out != nil {
+		if err := json.Unmarshal(b, out); err != nil {
+			tb.Fatalf("%s %s: decoding %.2000s: %v", method, path, b, err)
+		}
+	}
+	return b
+}
