@@ -122,10 +122,6 @@ func (r *receiver) deliveries() []delivery {
 	return append([]delivery(nil), r.got...)
 }
 
-func testLogger() *slog.Logger {
-	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-}
-
 type stackOpt func(*config.Config)
 
 func newStack(t *testing.T, backend string, opts ...stackOpt) *stack {
