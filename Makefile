@@ -11,11 +11,11 @@ TESTFLAGS ?= -vet=off -timeout 25m
 help: ## list the targets
 	@grep -hE '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  %-12s %s\n", $$1, $$2}'
 
-dev: ## run svc dev: embedded Temporal + SQLite store + API + worker, data in ./.svc
-	$(GO) run -ldflags "$(LDFLAGS)" ./cmd/svc dev
+dev: build ## run svc dev: embedded Temporal + SQLite store + API + worker, data in ./.svc
+	bin/svc dev
 
-build: ## build bin/svc
-	$(GO) build -ldflags "$(LDFLAGS)" -o bin/svc ./cmd/svc
+build: ## build bin/svc and bin/svc-shim (the local runtime's per-job supervisor, found beside svc)
+	$(GO) build -ldflags "$(LDFLAGS)" -o bin/ ./cmd/svc ./cmd/svc-shim
 
 test: build ## run every test, SQLite and PostgreSQL (starts a throwaway PostgreSQL when DATABASE_URL is unset)
 	SVC_BIN=$(CURDIR)/bin/svc $(GO) run ./internal/cmd/withpg -- $(GO) test $(TESTFLAGS) ./...

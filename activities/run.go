@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"go.temporal.io/sdk/activity"
 
@@ -15,6 +17,7 @@ import (
 	"svc/derrors"
 	"svc/drivers"
 	"svc/eval"
+	"svc/redact"
 	"svc/registry"
 	"svc/runs"
 	"svc/store"
@@ -94,6 +97,11 @@ func (a *Activities) dispatch(ctx context.Context, run eval.Run, g grading) (Run
 	job, plan, perr := a.plan(ctx, run)
 	plan.Graders, plan.Ungraded = g.graders, g.ungraded
 	var res drivers.Result
+	if perr == nil && len(job.Secrets) > 0 {
+		if err := a.recordSecretUse(ctx, run, plan); err != nil {
+			return RunStatus{}, err
+		}
+	}
 	if perr == nil {
 		res, perr = a.runJob(ctx, ref, job)
 	}
@@ -128,6 +136,11 @@ type Plan struct {
 	// grades nothing (an experiment's cases carry no scores).
 	Graders  []registry.Grader
 	Ungraded bool
+	// Secrets are the names of the workspace secrets the job is given
+	// (sorted); Unmasked those among them too short to be masked in its
+	// output (see redact.MinLen).
+	Secrets  []string
+	Unmasked []string
 }
 
 // plan resolves the harness (`latest` now, spec §9.2) and its secrets as
@@ -157,6 +170,11 @@ func (a *Activities) plan(ctx context.Context, run eval.Run) (drivers.Job, Plan,
 	secretsFor, err := a.openSecrets(ctx, run.Tenant, hs.SecretEnv)
 	if err != nil {
 		return drivers.Job{}, p, err
+	}
+	p.Secrets, p.Unmasked = secretNames(hs.SecretEnv, secretsFor)
+	for _, name := range p.Unmasked {
+		a.logger().Warn("a workspace secret is too short to be masked in job output; store a longer value",
+			"run", run.ID, "workspace", run.Tenant, "secret", name, "minBytes", redact.MinLen)
 	}
 	caseJSON, err := json.Marshal(c)
 	if err != nil {
@@ -219,6 +237,60 @@ func (a *Activities) openSecrets(ctx context.Context, workspace string, names ma
 	return out, nil
 }
 
+// secretNames lists the distinct secret names of secretEnv (variable ->
+// name), sorted, and those whose value (in values, variable -> value) is
+// too short to be masked.
+func secretNames(secretEnv, values map[string]string) (names, unmasked []string) {
+	short := map[string]bool{}
+	for env, name := range secretEnv {
+		if !slices.Contains(names, name) {
+			names = append(names, name)
+		}
+		if redact.IsShort(values[env]) {
+			short[name] = true
+		}
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		if short[name] {
+			unmasked = append(unmasked, name)
+		}
+	}
+	return names, unmasked
+}
+
+// recordSecretUse appends `secret.used` to the workspace's event log before
+// the job is given its secrets: the run, the attempt, the harness version
+// and the secret names (never values), plus those too short to be masked
+// in the output. Its id is per attempt, so a retried activity records an
+// attempt once.
+func (a *Activities) recordSecretUse(ctx context.Context, run eval.Run, p Plan) error {
+	data, err := json.Marshal(map[string]any{
+		"runId": run.ID, "attempt": run.Attempts, "harness": p.Harness.String(),
+		"secrets": p.Secrets, "unmasked": orEmpty(p.Unmasked),
+	})
+	if err != nil {
+		return err
+	}
+	_, err = a.Store.AppendEvent(ctx, store.Event{
+		ID: fmt.Sprintf("%s:%s:%d", EventSecretUsed, run.ID, run.Attempts), Workspace: run.Tenant,
+		Type: EventSecretUsed, Subject: "run:" + run.ID, Actor: run.CreatedBy, Data: data, CreatedAt: a.now(),
+	})
+	return err
+}
+
+// EventSecretUsed is the event type recordSecretUse appends.
+const EventSecretUsed = "secret.used"
+
+// orEmpty is names, or an empty list in place of nil, so the event reads
+// "unmasked": [] rather than null.
+func orEmpty(names []string) []string {
+	if names == nil {
+		return []string{}
+	}
+	return names
+}
+
 // caseFiles are the files of a repo environment: env.source.files.
 func caseFiles(c registry.EvalCase) (map[string]string, error) {
 	if c.Env == nil || c.Env.Kind != registry.EnvRepo {
@@ -242,9 +314,16 @@ func caseFiles(c registry.EvalCase) (map[string]string, error) {
 // runJob runs the job, heartbeating and flushing its logs to the store
 // while it runs. A job that can never start is a case problem; any other
 // driver error is returned for Temporal to retry.
+//
+// Everything the job leaves passes through a mask of its secret values
+// before it is stored (see package redact): the streamed logs, stdout, the
+// stdout and stderr tails and the trace file. Every driver's output comes
+// through here, so this covers them all.
 func (a *Activities) runJob(ctx context.Context, ref RunRef, job drivers.Job) (drivers.Result, error) {
 	logs := &logBuffer{ws: ref.Workspace, run: ref.RunID, now: a.now}
-	job.Log = logs.add
+	mask := redact.New(secretValues(job.Secrets))
+	masked := &maskedLog{mask: mask, log: logs.add}
+	job.Log = masked.add
 	type outcome struct {
 		res drivers.Result
 		err error
@@ -259,14 +338,16 @@ func (a *Activities) runJob(ctx context.Context, ref RunRef, job drivers.Job) (d
 	for {
 		select {
 		case o := <-done:
+			masked.flush()
 			if err := logs.flush(context.WithoutCancel(ctx), a.Store); err != nil {
 				a.logger().Warn("storing run logs", "run", ref.RunID, "error", err)
 			}
+			o.res = maskResult(mask, o.res)
 			switch {
 			case errors.Is(o.err, derrors.ErrInvalid):
 				// A job that can never run (command not found, a file
 				// escaping the work dir) fails the case, not the activity.
-				return o.res, caseErr("the harness could not be started: %v", o.err)
+				return o.res, caseErr("the harness could not be started: %s", mask.String(o.err.Error()))
 			case o.err != nil:
 				return o.res, fmt.Errorf("running the job of run %s: %w", ref.RunID, o.err)
 			}
@@ -277,6 +358,71 @@ func (a *Activities) runJob(ctx context.Context, ref RunRef, job drivers.Job) (d
 				a.logger().Warn("storing run logs", "run", ref.RunID, "error", err)
 			}
 		}
+	}
+}
+
+// secretValues are the values of a job's secrets.
+func secretValues(secrets map[string]string) []string {
+	out := make([]string, 0, len(secrets))
+	for _, v := range secrets {
+		out = append(out, v)
+	}
+	return out
+}
+
+// maskResult masks the secrets in what a finished job left: stdout (the
+// final answer), the tails and the trace file, before the result and the
+// trajectory are built from them. A tail is a window whose start may cut a
+// secret in two, and stdout and the trace are heads whose end may, when
+// they reach their cap: the cut half is masked too (redact.Clipped).
+func maskResult(mask *redact.Masker, res drivers.Result) drivers.Result {
+	if mask.Empty() {
+		return res
+	}
+	full := func(n, limit int) bool { return n >= limit-(utf8.UTFMax-1) }
+	res.Stdout = mask.Clipped(res.Stdout, false, full(len(res.Stdout), drivers.MaxOutput))
+	res.StdoutTail = mask.Clipped(res.StdoutTail, full(len(res.StdoutTail), drivers.TailBytes), false)
+	res.StderrTail = mask.Clipped(res.StderrTail, full(len(res.StderrTail), drivers.TailBytes), false)
+	if len(res.Trace) > 0 {
+		res.Trace = []byte(mask.Clipped(string(res.Trace), false, full(len(res.Trace), drivers.MaxOutput)))
+	}
+	return res
+}
+
+// maskedLog passes a job's streamed output through a masking stream per
+// output stream (stdout, stderr) on its way to log. A stream holds back
+// the bytes that may begin a secret until the next chunk shows whether
+// they do, so each stream's order is kept, but a held-back end of one
+// stream may be stored after a later chunk of the other; flush emits what
+// is held when the job has ended.
+type maskedLog struct {
+	mu      sync.Mutex
+	mask    *redact.Masker
+	log     func(stream string, data []byte)
+	streams map[string]*redact.Stream
+	order   []string // stream names, in order of first output
+}
+
+func (l *maskedLog) add(stream string, data []byte) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	s, ok := l.streams[stream]
+	if !ok {
+		if l.streams == nil {
+			l.streams = map[string]*redact.Stream{}
+		}
+		s = l.mask.Stream(func(p []byte) { l.log(stream, p) })
+		l.streams[stream] = s
+		l.order = append(l.order, stream)
+	}
+	s.Write(data)
+}
+
+func (l *maskedLog) flush() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, name := range l.order {
+		l.streams[name].Flush()
 	}
 }
 

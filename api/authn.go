@@ -4,8 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
+	"net/netip"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -18,7 +21,7 @@ import (
 
 // retryAfterSeconds is what a 429 for failed authentication tells the
 // client to wait: the failure limiter's window is one minute, so after that
-// the address is allowed again whatever happened inside the window.
+// failing attempts are answered 401 again whatever happened inside it.
 const retryAfterSeconds = 60
 
 // identityAdapter lets package auth reach the store through its own narrow
@@ -33,21 +36,32 @@ var (
 	_ auth.Memberships = identityAdapter{}
 )
 
-// KeyByHash implements auth.KeyLookup.
+// KeyByHash implements auth.KeyLookup: the key and its owner's standing,
+// in one read.
 func (a identityAdapter) KeyByHash(ctx context.Context, hash []byte) (auth.StoredKey, error) {
-	k, err := a.st.APIKeyByHash(ctx, hash)
+	g, err := a.st.APIKeyGrantByHash(ctx, hash)
 	if err != nil {
 		return auth.StoredKey{}, err
 	}
-	return storedKey(k), nil
+	k := storedKey(g.Key)
+	k.MemberRole = auth.Role(g.MemberRole)
+	k.OwnerKeyFound = g.OwnerKeyFound
+	k.OwnerKeyRoles = toRoles(g.OwnerKeyRoles)
+	return k, nil
+}
+
+// toRoles converts stored role names; unknown ones pass through for auth to
+// refuse.
+func toRoles(rs []string) []auth.Role {
+	out := make([]auth.Role, 0, len(rs))
+	for _, r := range rs {
+		out = append(out, auth.Role(r))
+	}
+	return out
 }
 
 // storedKey converts the store's record into what auth verifies.
 func storedKey(k store.APIKey) auth.StoredKey {
-	roles := make([]auth.Role, 0, len(k.Roles))
-	for _, r := range k.Roles {
-		roles = append(roles, auth.Role(r))
-	}
 	// An unknown scope is passed through as is: auth refuses such a key
 	// rather than widening it by dropping the scope.
 	scopes := make([]auth.Scope, 0, len(k.Scopes))
@@ -58,7 +72,7 @@ func storedKey(k store.APIKey) auth.StoredKey {
 		ID:        k.ID,
 		Workspace: k.Workspace,
 		Subject:   k.Subject,
-		Roles:     roles,
+		Roles:     toRoles(k.Roles),
 		Scopes:    scopes,
 		Prefix:    k.Prefix,
 		Kind:      auth.KeyKind(k.Kind),
@@ -80,11 +94,23 @@ func (a identityAdapter) Membership(ctx context.Context, workspace, subject stri
 
 // EnsureMembership implements auth.Memberships. It also creates the
 // workspace record when absent (lazy promotion of a token's workspace
-// claim), so that every workspace a principal acts in is listed.
-func (a identityAdapter) EnsureMembership(ctx context.Context, workspace, subject string, role auth.Role) error {
-	return a.st.Transact(ctx, func(tx store.Tx) error {
+// claim), so that every workspace a principal acts in is listed. A subject
+// removed from the workspace is not added back (member is false): only an
+// invite re-admits them.
+func (a identityAdapter) EnsureMembership(ctx context.Context, workspace, subject string, role auth.Role) (member bool, err error) {
+	err = a.st.Transact(ctx, func(tx store.Tx) error {
+		_, err := tx.GetMemberRemoval(ctx, workspace, subject)
+		switch {
+		case err == nil:
+			member = false
+			return nil
+		case !errors.Is(err, derrors.ErrNotFound):
+			return err
+		}
+		member = true
 		return ensureMember(ctx, tx, store.Member{Workspace: workspace, Subject: subject, Role: string(role), AddedAt: a.now()}, subject)
 	})
+	return member, err
 }
 
 // ensureWorkspace creates the workspace record unless it exists.
@@ -169,11 +195,45 @@ func newResolver(o Options, now func() time.Time) (*auth.Resolver, error) {
 	if err != nil {
 		return nil, fmt.Errorf("api: building the authenticator chain (check OIDC_ISSUER): %w", err)
 	}
-	// The limiter counts the peer that connected, never X-Forwarded-For:
-	// a header the client writes would let it pick a fresh address for
-	// every guess.
-	rv.ClientAddr = func(r *http.Request) string { return r.RemoteAddr }
+	extract, err := clientIPExtractor(o.Config.TrustedProxies)
+	if err != nil {
+		return nil, fmt.Errorf("api: SVC_TRUSTED_PROXIES: %w", err)
+	}
+	rv.ClientAddr = extract
 	return rv, nil
+}
+
+// clientIPExtractor returns how the client address is found (for the
+// failure limit, and Echo's RealIP): the peer that connected, unless it is
+// one of the trusted proxies (comma-separated CIDRs or addresses), in which
+// case the right-most X-Forwarded-For entry that is not a trusted proxy.
+// X-Forwarded-For is never trusted by default: a header the client writes
+// would let it pick a fresh address for every guess.
+func clientIPExtractor(trusted string) (func(*http.Request) string, error) {
+	var opts []echo.TrustOption
+	for _, f := range strings.Split(trusted, ",") {
+		f = strings.TrimSpace(f)
+		if f == "" {
+			continue
+		}
+		pfx, err := netip.ParsePrefix(f)
+		if err != nil {
+			addr, aerr := netip.ParseAddr(f)
+			if aerr != nil {
+				return nil, derrors.Invalidf("%q is neither a CIDR nor an address", f)
+			}
+			pfx = netip.PrefixFrom(addr, addr.BitLen())
+		}
+		pfx = pfx.Masked()
+		opts = append(opts, echo.TrustIPRange(&net.IPNet{IP: pfx.Addr().AsSlice(), Mask: net.CIDRMask(pfx.Bits(), pfx.Addr().BitLen())}))
+	}
+	if len(opts) == 0 {
+		return echo.ExtractIPDirect(), nil
+	}
+	// Echo trusts loopback, link-local and private ranges unless told not
+	// to: only the configured proxies are trusted here.
+	opts = append(opts, echo.TrustLoopback(false), echo.TrustLinkLocal(false), echo.TrustPrivateNet(false))
+	return echo.ExtractIPFromXFFHeader(opts...), nil
 }
 
 // authenticate is the middleware derived from a route's action: public
@@ -231,17 +291,13 @@ func (s *Server) authError(c echo.Context, err error) error {
 
 // checkInternal admits a call of an /internal route when its
 // x-internal-token equals SVC_INTERNAL_TOKEN. Failures count against the
-// source address like failed logins, so the operator token cannot be
-// guessed at full speed either.
+// client address like failed logins, and past the limit a wrong token gets
+// 429; the right token is never refused.
 func (s *Server) checkInternal(c echo.Context) error {
 	req := c.Request()
-	lim := s.resolver.Limiter
-	if lim != nil && !lim.Allow(req.RemoteAddr) {
-		return s.authError(c, fmt.Errorf("%w: too many failed authentications from this address; retry in a minute", derrors.ErrRateLimited))
-	}
 	if err := auth.CheckInternalToken(s.cfg.InternalToken, req.Header.Get(auth.InternalTokenHeader)); err != nil {
-		if lim != nil && s.cfg.InternalToken != "" {
-			lim.Fail(req.RemoteAddr)
+		if s.cfg.InternalToken != "" {
+			return s.authError(c, s.resolver.Failed(req, "", err))
 		}
 		return err
 	}

@@ -12,6 +12,7 @@ import (
 	"svc/api"
 	"svc/api/apitest"
 	"svc/auth"
+	"svc/config"
 )
 
 // anyPath fills every path parameter with a value no record has.
@@ -164,14 +165,15 @@ func clientFrom(t *testing.T, base *apitest.Client, ip string) *apitest.Client {
 	return &c
 }
 
-// TestFailedAuthRateLimit: past SVC_AUTH_FAIL_LIMIT failures an address gets
-// 429 RATE_LIMITED with Retry-After, even with a good key; another address
-// is unaffected. Failed operator tokens count too.
+// TestFailedAuthRateLimit: past SVC_AUTH_FAIL_LIMIT failures from one
+// address, failing attempts get 429 RATE_LIMITED with Retry-After, but a
+// valid credential from the same address still works (behind a NAT or a
+// proxy, one guesser must not lock everyone out). Failed operator tokens
+// count too, and the valid operator token still passes.
 func TestFailedAuthRateLimit(t *testing.T) {
-	const limit = 3
+	const limit = 20
 	e := newEnv(t, withFailLimit(limit))
-	good := e.tenant(t, "limited").key // before any failure
-	bad, _ := auth.NewAPIKey(auth.APIKeyPrefix)
+	good := e.tenant(t, "limited").key
 	one := clientFrom(t, e.client, "127.0.0.1")
 	two := clientFrom(t, e.client, "127.0.0.2")
 	send := func(c *apitest.Client, path string, h header) *apitest.Response {
@@ -182,28 +184,108 @@ func TestFailedAuthRateLimit(t *testing.T) {
 		req.Header.Set(h.name, h.value)
 		return c.Do(t, req)
 	}
+	newBad := func() string { k, _ := auth.NewAPIKey(auth.APIKeyPrefix); return k }
 
 	for i := range limit {
-		want(t, send(one, "/me", bearer(bad)), http.StatusUnauthorized, fmt.Sprintf("failure %d", i+1))
+		want(t, send(one, "/me", bearer(newBad())), http.StatusUnauthorized, fmt.Sprintf("failure %d", i+1))
 	}
-	for _, h := range []header{bearer(bad), bearer(good)} {
-		res := send(one, "/me", h)
-		want(t, res, http.StatusTooManyRequests, "after the limit")
+	for range 5 {
+		res := send(one, "/me", bearer(newBad()))
+		want(t, res, http.StatusTooManyRequests, "a bad key after the limit")
 		if res.Header.Get("Retry-After") == "" {
 			t.Error("429 without Retry-After")
 		}
+		want(t, send(one, "/me", bearer(good)), http.StatusOK, "a valid key from the limited address")
 	}
-	want(t, send(one, "/internal/tenant-keys", header{auth.InternalTokenHeader, internalToken}), http.StatusTooManyRequests, "operator route from a limited address")
+	want(t, send(one, "/internal/tenant-keys", header{auth.InternalTokenHeader, "guess"}), http.StatusTooManyRequests, "a wrong operator token from a limited address")
+	want(t, send(one, "/internal/tenant-keys", header{auth.InternalTokenHeader, internalToken}), http.StatusCreated, "the operator token from a limited address")
 
-	// The other address is unaffected, then limited by its own operator-token guesses.
-	want(t, send(two, "/me", bearer(good)), http.StatusOK, "another address")
-	for range limit {
+	// Another address is unaffected, then limited by its own operator-token guesses.
+	want(t, send(two, "/me", bearer(newBad())), http.StatusUnauthorized, "another address")
+	for range limit - 1 {
 		want(t, send(two, "/internal/tenant-keys", header{auth.InternalTokenHeader, "guess"}), http.StatusUnauthorized, "a wrong operator token")
 	}
-	want(t, send(two, "/internal/tenant-keys", header{auth.InternalTokenHeader, internalToken}), http.StatusTooManyRequests, "after guessing the operator token")
+	want(t, send(two, "/internal/tenant-keys", header{auth.InternalTokenHeader, "guess"}), http.StatusTooManyRequests, "after guessing the operator token")
+	want(t, send(two, "/me", bearer(good)), http.StatusOK, "a valid key after guessing the operator token")
+
 	// Requests without any credential are not guesses.
 	e3 := newEnv(t, withFailLimit(1), withRequireAuth())
 	for range 3 {
 		want(t, e3.do(t, http.MethodGet, "/me", ""), http.StatusUnauthorized, "no credential")
 	}
+}
+
+// TestFailedAuthRateLimitPerKeyPrefix: failures against one key prefix are
+// limited across addresses, so spreading guesses at one key over many
+// addresses does not escape the limit; the key itself still works.
+func TestFailedAuthRateLimitPerKeyPrefix(t *testing.T) {
+	const limit = 4
+	e := newEnv(t, withFailLimit(limit))
+	good := e.tenant(t, "prefix").key
+	// A guess shares the good key's display prefix (ak_ + 6 characters) and
+	// differs after it.
+	guess := func(i int) string {
+		b := []byte(good)
+		pos := len("ak_") + 10 + i // well inside the body, past the prefix
+		if b[pos] == 'A' {
+			b[pos] = 'B'
+		} else {
+			b[pos] = 'A'
+		}
+		return string(b)
+	}
+	for i := range limit {
+		c := clientFrom(t, e.client, fmt.Sprintf("127.0.1.%d", i+1))
+		res := c.Do(t, withHeader(c.NewRequest(t, http.MethodGet, "/me", nil), bearer(guess(i))))
+		want(t, res, http.StatusUnauthorized, fmt.Sprintf("guess %d from its own address", i+1))
+	}
+	c := clientFrom(t, e.client, "127.0.1.99")
+	res := c.Do(t, withHeader(c.NewRequest(t, http.MethodGet, "/me", nil), bearer(guess(limit))))
+	want(t, res, http.StatusTooManyRequests, "a guess at the same prefix from a fresh address")
+	res = c.Do(t, withHeader(c.NewRequest(t, http.MethodGet, "/me", nil), bearer(good)))
+	want(t, res, http.StatusOK, "the key whose prefix is being guessed")
+	other, _ := auth.NewAPIKey(auth.APIKeyPrefix)
+	res = c.Do(t, withHeader(c.NewRequest(t, http.MethodGet, "/me", nil), bearer(other)))
+	want(t, res, http.StatusUnauthorized, "a bad key with another prefix from the fresh address")
+}
+
+// TestTrustedProxyClientAddress: with SVC_TRUSTED_PROXIES naming the proxy,
+// the failure limiter counts the right-most address of X-Forwarded-For that
+// is not a trusted proxy; without it, X-Forwarded-For is ignored, so a client
+// cannot pick a fresh address for every guess.
+func TestTrustedProxyClientAddress(t *testing.T) {
+	const limit = 3
+	fail := func(t *testing.T, e *testEnv, xff string) *apitest.Response {
+		bad, _ := auth.NewAPIKey(auth.APIKeyPrefix)
+		return e.do(t, http.MethodGet, "/me", "", bearer(bad), header{"X-Forwarded-For", xff})
+	}
+	t.Run("trusted proxy", func(t *testing.T) {
+		e := newEnv(t, withFailLimit(limit), withConfig(func(c *config.Config) { c.TrustedProxies = "127.0.0.0/8, 10.0.0.1" }))
+		for i := range limit {
+			// The client forged the left-most entry; 10.0.0.1 is a second trusted hop.
+			want(t, fail(t, e, fmt.Sprintf("198.51.100.%d, 203.0.113.7, 10.0.0.1", i)), http.StatusUnauthorized, "failure from 203.0.113.7")
+		}
+		want(t, fail(t, e, "198.51.100.200, 203.0.113.7"), http.StatusTooManyRequests, "203.0.113.7 after the limit")
+		want(t, fail(t, e, "203.0.113.8"), http.StatusUnauthorized, "another client behind the same proxy")
+	})
+	t.Run("no trusted proxy", func(t *testing.T) {
+		e := newEnv(t, withFailLimit(limit))
+		for i := range limit {
+			want(t, fail(t, e, fmt.Sprintf("203.0.113.%d", i)), http.StatusUnauthorized, "failure with a forged X-Forwarded-For")
+		}
+		want(t, fail(t, e, "203.0.113.99"), http.StatusTooManyRequests, "a fresh forged X-Forwarded-For does not escape the limit")
+	})
+	t.Run("bad setting", func(t *testing.T) {
+		cfg := config.Defaults()
+		cfg.TrustedProxies = "10.0.0.0/33"
+		if _, err := api.NewServer(api.Options{Config: cfg}); err == nil || !strings.Contains(err.Error(), "SVC_TRUSTED_PROXIES") {
+			t.Fatalf("NewServer with SVC_TRUSTED_PROXIES=10.0.0.0/33: err = %v, want one naming the setting", err)
+		}
+	})
+}
+
+// withHeader sets h on req and returns it.
+func withHeader(req *http.Request, h header) *http.Request {
+	req.Header.Set(h.name, h.value)
+	return req
 }

@@ -1,10 +1,17 @@
 package api
 
 import (
+	"bytes"
+	"crypto/rand"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
+	"strconv"
+	"strings"
+	"time"
 
 	"github.com/labstack/echo/v4"
 
@@ -136,6 +143,15 @@ func tooLarge(limit int64) *DetailedError {
 		"the request body is larger than the limit of %d bytes; send a smaller body (operators set the limit with SVC_MAX_BODY_BYTES)", limit)
 }
 
+// headersTooLarge is the 431 for header fields totalling n bytes, past
+// MaxHeaderBytes. No sentinel means 431, so the status rides on an
+// echo.HTTPError; like echo's other 4xx it reads as BAD_REQUEST.
+func headersTooLarge(n int) *DetailedError {
+	msg := fmt.Sprintf("the request's header fields total %d bytes; the limit is %d: send fewer or smaller headers", n, MaxHeaderBytes)
+	return &DetailedError{Err: echo.NewHTTPError(http.StatusRequestHeaderFieldsTooLarge, msg), Message: msg,
+		Details: map[string]any{"limitBytes": MaxHeaderBytes}}
+}
+
 // panicError is what the recovery middleware turns a panic into, so the
 // error handler logs it, with its stack, in the one place errors are logged.
 type panicError struct {
@@ -176,6 +192,16 @@ func errorResponse(err error, c echo.Context) (int, ErrorInfo) {
 
 	info.Message = publicMessage(err, status, detailed, info.Message)
 	return status, info
+}
+
+// sentinelFor is the sentinel that maps to status, or nil when none does.
+func sentinelFor(status int) error {
+	for _, k := range errorKinds {
+		if k.status == status && k.sentinel != nil {
+			return k.sentinel
+		}
+	}
+	return nil
 }
 
 // sentinelStatus is the status and code of err's sentinel, or 0 and "" when
@@ -280,4 +306,117 @@ func (s *Server) handleError(err error, c echo.Context) {
 		s.logger.LogAttrs(ctx, slog.LevelWarn, "writing the error response",
 			slog.String("request_id", info.RequestID), slog.String("error", err.Error()))
 	}
+}
+
+// The answers net/http writes itself, before any handler runs, for a
+// request it cannot parse: a malformed request line or URL (GET /runs/%zz),
+// a bad Host or header, an unsupported HTTP version or transfer encoding,
+// header fields past http.Server.MaxHeaderBytes. Each is one Write on the
+// connection in a fixed plain-text form (net/http's server.go, errorHeaders);
+// TransportErrors rewrites exactly that form into the one JSON error body.
+
+// netHTTPErrorHeaders is what net/http puts between the status line and the
+// body of those answers, and nothing else: an answer of a handler always
+// carries more (Date, Content-Length, X-Request-Id).
+const netHTTPErrorHeaders = "\r\nContent-Type: text/plain; charset=utf-8\r\nConnection: close\r\n\r\n"
+
+// TransportErrors wraps ln so that net/http's own error answers carry the
+// one JSON error body, with a fresh request id that logger records. Serve
+// the API's http.Server on the returned listener.
+func TransportErrors(ln net.Listener, logger *slog.Logger) net.Listener {
+	if logger == nil {
+		logger = slog.Default()
+	}
+	return &errorListener{Listener: ln, logger: logger}
+}
+
+type errorListener struct {
+	net.Listener
+	logger *slog.Logger
+}
+
+func (l *errorListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	return &errorConn{Conn: c, logger: l.logger}, nil
+}
+
+// errorConn is one accepted connection; see TransportErrors.
+type errorConn struct {
+	net.Conn
+	logger *slog.Logger
+}
+
+// Write passes p through unless it is a whole net/http error answer.
+func (c *errorConn) Write(p []byte) (int, error) {
+	status, ok := netHTTPError(p)
+	if !ok {
+		return c.Conn.Write(p)
+	}
+	id := rand.Text()
+	body, err := json.Marshal(ErrorBody{Error: ErrorInfo{Code: CodeBadRequest, Message: transportMessage(status, p), RequestID: id}})
+	if err != nil {
+		return c.Conn.Write(p)
+	}
+	// No request exists to take a context from: net/http could not read one.
+	c.logger.Info("http request", "route", "unparsed", "status", status, "request_id", id)
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "HTTP/1.1 %d %s\r\nContent-Type: application/json\r\nConnection: close\r\n", status, http.StatusText(status))
+	fmt.Fprintf(&b, "Date: %s\r\n%s: %s\r\nContent-Length: %d\r\n\r\n", time.Now().UTC().Format(http.TimeFormat), echo.HeaderXRequestID, id, len(body))
+	b.Write(body)
+	if _, err := c.Conn.Write(b.Bytes()); err != nil {
+		return 0, err
+	}
+	return len(p), nil
+}
+
+// CloseWrite lets net/http half-close after its 431, as it does on a bare
+// TCP connection.
+func (c *errorConn) CloseWrite() error {
+	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
+		return cw.CloseWrite()
+	}
+	return nil
+}
+
+// netHTTPError reports whether p is a whole error answer of net/http's own
+// form ("HTTP/1.1 <4xx|5xx> <reason>" + netHTTPErrorHeaders + text), and
+// its status.
+func netHTTPError(p []byte) (int, bool) {
+	rest, ok := bytes.CutPrefix(p, []byte("HTTP/1.1 "))
+	if !ok || len(rest) < 4 || rest[3] != ' ' {
+		return 0, false
+	}
+	status, err := strconv.Atoi(string(rest[:3]))
+	if err != nil || status < 400 || status > 599 {
+		return 0, false
+	}
+	line, _, ok := bytes.Cut(rest, []byte(netHTTPErrorHeaders))
+	if !ok || bytes.ContainsAny(line, "\r\n") {
+		return 0, false
+	}
+	return status, true
+}
+
+// transportMessage words net/http's refusal for the client. Its own detail
+// ("missing required Host header") is net/http's fixed text, never the
+// client's input, so it is safe to pass on.
+func transportMessage(status int, p []byte) string {
+	_, text, _ := bytes.Cut(p, []byte(netHTTPErrorHeaders))
+	_, detail, _ := strings.Cut(string(text), ": ")
+	switch status {
+	case http.StatusRequestHeaderFieldsTooLarge:
+		return fmt.Sprintf("the request's header section is larger than the server reads (%d bytes); send fewer or smaller headers (at most %d bytes of header fields)", TransportMaxHeaderBytes, MaxHeaderBytes)
+	case http.StatusHTTPVersionNotSupported:
+		return "the HTTP version is not supported; use HTTP/1.1"
+	case http.StatusNotImplemented:
+		return "the Transfer-Encoding is not supported; send the body with Content-Length or Transfer-Encoding: chunked"
+	case http.StatusBadRequest:
+		if detail != "" {
+			return "malformed request: " + detail + "; fix the request line and headers"
+		}
+	}
+	return "malformed HTTP request: the request line (method, path and its %-escapes, version) or a header does not parse; fix the request"
 }

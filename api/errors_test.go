@@ -1,16 +1,24 @@
 package api_test
 
 import (
+	"bufio"
+	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/labstack/echo/v4"
 
 	"svc/api"
+	"svc/api/apitest"
 	"svc/derrors"
 )
 
@@ -165,4 +173,91 @@ func TestPanicRecovery(t *testing.T) {
 	if res := client.Get(t, "/healthz"); res.Status != http.StatusOK {
 		t.Errorf("after the panic, /healthz = %d", res.Status)
 	}
+}
+
+// TestTransportErrors: what net/http refuses before any handler runs (a
+// malformed request line or escape, a bad Host, an unsupported version or
+// transfer encoding, headers past MaxHeaderBytes) is answered in the one
+// error shape when the server is served on api.TransportErrors, as svc is.
+func TestTransportErrors(t *testing.T) {
+	s, _, _ := newServer(t, api.Options{})
+	logger, logs := apitest.NewLogger()
+	srv := httptest.NewUnstartedServer(s.Handler())
+	srv.Config.MaxHeaderBytes = 4 << 10 // so that its own 431 needs only a few KB
+	srv.Listener = api.TransportErrors(srv.Listener, logger)
+	srv.Start()
+	t.Cleanup(srv.Close)
+
+	tests := []struct {
+		name    string
+		request string
+		status  int
+		message string // substring
+	}{
+		{"malformed escape in the path", "GET /runs/%zz HTTP/1.1\r\nHost: x\r\n\r\n", 400, "%-escapes"},
+		{"no Host", "GET /healthz HTTP/1.1\r\n\r\n", 400, "missing required Host header"},
+		{"malformed Host", "GET /healthz HTTP/1.1\r\nHost: a b\r\n\r\n", 400, "malformed Host header"},
+		{"invalid header name", "GET /healthz HTTP/1.1\r\nHost: x\r\nBad Name: v\r\n\r\n", 400, "invalid header name"},
+		{"unsupported version", "GET /healthz HTTP/3.0\r\nHost: x\r\n\r\n", 505, "use HTTP/1.1"},
+		{"unsupported transfer encoding", "POST /runs HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip\r\n\r\n", 501, "Transfer-Encoding"},
+		{"headers past the transport's limit", "GET /healthz HTTP/1.1\r\nHost: x\r\nX-Padding: " + strings.Repeat("a", 16<<10) + "\r\n\r\n", 431, "header"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			res, body := rawRequest(t, srv.Listener.Addr().String(), tt.request)
+			if res.StatusCode != tt.status {
+				t.Fatalf("status %d, want %d; body %s", res.StatusCode, tt.status, body)
+			}
+			if ct := res.Header.Get("Content-Type"); ct != "application/json" {
+				t.Errorf("Content-Type %q, want application/json", ct)
+			}
+			var b api.ErrorBody
+			dec := json.NewDecoder(bytes.NewReader(body))
+			dec.DisallowUnknownFields()
+			if err := dec.Decode(&b); err != nil {
+				t.Fatalf("body %q is not the error shape: %v", body, err)
+			}
+			info := b.Error
+			if info.Code != api.CodeBadRequest || !strings.Contains(info.Message, tt.message) {
+				t.Errorf("error = %+v, want BAD_REQUEST with %q in the message", info, tt.message)
+			}
+			if id := res.Header.Get("X-Request-Id"); id == "" || info.RequestID != id {
+				t.Errorf("requestId %q, X-Request-Id %q: want equal and set", info.RequestID, id)
+			}
+			logs.Find(t, "the access line", func(rec map[string]any) bool {
+				return rec["msg"] == "http request" && rec["request_id"] == info.RequestID && rec["status"] == float64(tt.status)
+			})
+		})
+	}
+
+	// A request net/http can read passes through the wrapped connection
+	// unchanged, and so does the next one on the same connection.
+	res, body := rawRequest(t, srv.Listener.Addr().String(), "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+	if res.StatusCode != http.StatusOK || !json.Valid(body) {
+		t.Errorf("GET /healthz through the wrapped listener: %d %s", res.StatusCode, body)
+	}
+}
+
+// rawRequest writes request on a new connection to addr and reads one response.
+func rawRequest(t *testing.T, addr, request string) (*http.Response, []byte) {
+	t.Helper()
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	conn.SetDeadline(time.Now().Add(10 * time.Second))
+	if _, err := io.WriteString(conn, request); err != nil {
+		t.Fatalf("writing the request: %v", err)
+	}
+	res, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatalf("reading the response: %v", err)
+	}
+	defer res.Body.Close()
+	body, err := io.ReadAll(res.Body)
+	if err != nil {
+		t.Fatalf("reading the body: %v", err)
+	}
+	return res, body
 }

@@ -171,6 +171,7 @@ func decode[T any](t testing.TB, res *apitest.Response) T {
 type tenant struct {
 	ws  string
 	key string
+	id  string // the key's id; the key acts as subject "key:"+id
 }
 
 var tenantSeq atomic.Int64
@@ -183,7 +184,7 @@ func (e *testEnv) tenant(t testing.TB, prefix string) tenant {
 	want(t, res, http.StatusCreated, "POST /internal/tenant-keys")
 	var k struct{ APIKey, Workspace, ID string }
 	res.JSON(t, &k)
-	return tenant{ws: ws, key: k.APIKey}
+	return tenant{ws: ws, key: k.APIKey, id: k.ID}
 }
 
 // person mints an OIDC token for subject with extra claims (workspace, roles).
@@ -303,7 +304,7 @@ func TestMeAPIKey(t *testing.T) {
 	a := e.tenant(t, "acme")
 	res := e.do(t, http.MethodGet, "/me", "", bearer(a.key), selectWorkspace("default"))
 	want(t, res, http.StatusOK, "GET /me")
-	wantMe := principalJSON{Subject: "operator", Workspace: a.ws, Roles: []string{"admin"}, Via: "api-key"}
+	wantMe := principalJSON{Subject: "key:" + a.id, Workspace: a.ws, Roles: []string{"admin"}, Via: "api-key"}
 	if diff := cmp.Diff(wantMe, decode[principalJSON](t, res)); diff != "" {
 		t.Errorf("GET /me with a tenant key; an API key ignores x-svc-workspace (-want +got):\n%s", diff)
 	}
@@ -311,13 +312,13 @@ func TestMeAPIKey(t *testing.T) {
 	res = e.do(t, http.MethodPost, "/keys", `{"label":"ci","scopes":["write","read","write"]}`, bearer(a.key))
 	want(t, res, http.StatusCreated, "POST /keys")
 	var k struct {
-		APIKey, ID, Prefix, Label string
-		Scopes                    []string
-		CreatedAt                 time.Time
+		APIKey, ID, Prefix, Label, Owner, CreatedBy string
+		Scopes                                      []string
+		CreatedAt                                   time.Time
 	}
 	res.JSON(t, &k)
 	res = e.do(t, http.MethodGet, "/me", "", bearer(k.APIKey))
-	wantMe = principalJSON{Subject: "operator", Workspace: a.ws, Roles: []string{"admin"}, Via: "api-key", Scopes: []string{"read", "write"}}
+	wantMe = principalJSON{Subject: "key:" + a.id, Workspace: a.ws, Roles: []string{"admin"}, Via: "api-key", Scopes: []string{"read", "write"}}
 	if diff := cmp.Diff(wantMe, decode[principalJSON](t, res)); diff != "" {
 		t.Errorf("GET /me with a scoped key (-want +got):\n%s", diff)
 	}

@@ -208,6 +208,11 @@ func (s *Server) acceptInvite(c echo.Context) error {
 		if _, err := tx.PutMember(ctx, m); err != nil {
 			return err
 		}
+		// Re-admitted: a removal no longer keeps the token's workspace
+		// claim from applying.
+		if err := tx.DeleteMemberRemoval(ctx, inv.Workspace, p.Subject); err != nil {
+			return err
+		}
 		return tx.CountInviteAcceptance(ctx, inv.ID)
 	})
 	if err != nil {

@@ -25,17 +25,22 @@ func (s *Server) keyRoutes() []Route {
 }
 
 // keyMetadata is what the API shows of a key (spec §2.10): never the
-// plaintext, never the hash.
+// plaintext, never the hash. Owner is the subject the key acts as: the
+// person who created it (whose current role caps the key's), or
+// "key:<id>" for a tenant key and the keys minted with it. CreatedBy says
+// who minted it ("operator" for the /internal route).
 type keyMetadata struct {
 	ID        string    `json:"id"`
 	Prefix    string    `json:"prefix"`
 	Label     string    `json:"label,omitempty"`
 	Scopes    []string  `json:"scopes,omitempty"`
+	Owner     string    `json:"owner"`
+	CreatedBy string    `json:"createdBy,omitempty"`
 	CreatedAt time.Time `json:"createdAt"`
 }
 
 func metadataOf(k store.APIKey) keyMetadata {
-	return keyMetadata{ID: k.ID, Prefix: k.Prefix, Label: k.Label, Scopes: k.Scopes, CreatedAt: k.CreatedAt}
+	return keyMetadata{ID: k.ID, Prefix: k.Prefix, Label: k.Label, Scopes: k.Scopes, Owner: k.Subject, CreatedBy: k.CreatedBy, CreatedAt: k.CreatedAt}
 }
 
 // createdKey is the answer to POST /keys: the metadata plus the plaintext,
@@ -68,6 +73,9 @@ func (r *createKeyRequest) Validate() error {
 // [admin] (spec §5.4: the default) and the scopes asked for; no scopes
 // means Full Access. Only a full-access admin reaches this route (keys:write
 // needs role admin and scope admin), so a key can never mint a wider one.
+// The key acts as the caller's subject, so it is capped by the caller's
+// role at each use and dies when the caller leaves the workspace; a key
+// minted with a tenant key acts as that tenant key.
 func (s *Server) createKey(c echo.Context) error {
 	p := principal(c)
 	var req createKeyRequest
@@ -87,10 +95,14 @@ func (s *Server) createKey(c echo.Context) error {
 	return c.JSON(http.StatusCreated, createdKey{APIKey: plaintext, keyMetadata: metadataOf(k)})
 }
 
-// mintKey fills in a key's secret, id, kind and roles and stores it.
+// mintKey fills in a key's secret, id, kind and roles and stores it. A key
+// without a Subject acts as itself: its subject is auth.KeySubject(its id).
 func (s *Server) mintKey(c echo.Context, k store.APIKey) (string, store.APIKey, error) {
 	plaintext, hash := auth.NewAPIKey(auth.APIKeyPrefix)
 	k.ID = newID("key_")
+	if k.Subject == "" {
+		k.Subject = auth.KeySubject(k.ID)
+	}
 	k.Hash = hash
 	k.Prefix = auth.KeyDisplayPrefix(plaintext)
 	k.Kind = string(auth.KeyKindAPI)
@@ -154,13 +166,17 @@ type tenantKey struct {
 	ID        string `json:"id"`
 }
 
-// operatorSubject owns the keys the operator route mints: they belong to
-// the tenant, not to a person, and the subject says where they came from.
-const operatorSubject = "operator"
+// operatorCreator is the createdBy of what the operator route makes (the
+// workspace record, tenant keys): a label, never a principal's subject (auth
+// refuses it in tokens).
+const operatorCreator = auth.LegacyOperatorSubject
 
 // createTenantKey bootstraps a tenant: its workspace record (when absent)
-// and a full-access admin key, whose plaintext is returned once. The
-// operator is not made a member; the key's holder invites the people.
+// and a full-access admin key, whose plaintext is returned once. The key
+// belongs to the tenant, not to a person: it acts as its own subject
+// key:<id>, a machine credential bound to the workspace with role admin,
+// which lives until it is deleted. The operator is not made a member; the
+// key's holder invites the people.
 func (s *Server) createTenantKey(c echo.Context) error {
 	var req tenantKeyRequest
 	if err := Bind(c, &req); err != nil {
@@ -168,7 +184,7 @@ func (s *Server) createTenantKey(c echo.Context) error {
 	}
 	ctx := c.Request().Context()
 	if err := s.store.Transact(ctx, func(tx store.Tx) error {
-		return ensureWorkspace(ctx, tx, req.Workspace, operatorSubject, s.now())
+		return ensureWorkspace(ctx, tx, req.Workspace, operatorCreator, s.now())
 	}); err != nil {
 		return err
 	}
@@ -178,9 +194,8 @@ func (s *Server) createTenantKey(c echo.Context) error {
 	}
 	plaintext, k, err := s.mintKey(c, store.APIKey{
 		Workspace: req.Workspace,
-		Subject:   operatorSubject,
 		Label:     label,
-		CreatedBy: operatorSubject,
+		CreatedBy: operatorCreator,
 	})
 	if err != nil {
 		return err

@@ -12,6 +12,7 @@ import (
 
 	"svc/auth"
 	"svc/config"
+	"svc/store"
 )
 
 type keyJSON struct {
@@ -19,6 +20,8 @@ type keyJSON struct {
 	Prefix    string    `json:"prefix"`
 	Label     string    `json:"label,omitempty"`
 	Scopes    []string  `json:"scopes,omitempty"`
+	Owner     string    `json:"owner"`
+	CreatedBy string    `json:"createdBy,omitempty"`
 	CreatedAt time.Time `json:"createdAt"`
 }
 
@@ -77,11 +80,15 @@ func TestCreateKey(t *testing.T) {
 		if k.Label != tt.wantLabel || !cmp.Equal(k.Scopes, tt.wantScopes) || !k.CreatedAt.Equal(start) {
 			t.Errorf("%s: got label %q scopes %v createdAt %v, want %q %v %v", tt.body, k.Label, k.Scopes, k.CreatedAt, tt.wantLabel, tt.wantScopes, start)
 		}
-		// The new key works, as its creator's subject in the same workspace.
+		// The new key works, as its creator's subject (the tenant key's own
+		// subject) in the same workspace.
 		res := e.do(t, http.MethodGet, "/me", "", bearer(k.APIKey))
 		want(t, res, http.StatusOK, "GET /me with the new key")
-		if me := decode[principalJSON](t, res); me.Workspace != a.ws || me.Subject != "operator" {
-			t.Errorf("new key: %+v, want subject operator in %s", me, a.ws)
+		if me := decode[principalJSON](t, res); me.Workspace != a.ws || me.Subject != "key:"+a.id {
+			t.Errorf("new key: %+v, want subject key:%s in %s", me, a.id, a.ws)
+		}
+		if k.Owner != "key:"+a.id {
+			t.Errorf("new key: owner %q, want key:%s", k.Owner, a.id)
 		}
 	}
 
@@ -197,5 +204,95 @@ func TestTenantKeysDisabled(t *testing.T) {
 	for _, hs := range [][]header{nil, {{auth.InternalTokenHeader, ""}}, {{auth.InternalTokenHeader, "anything"}}} {
 		res := e.do(t, http.MethodPost, "/internal/tenant-keys", `{"workspace":"w"}`, hs...)
 		want(t, res, http.StatusUnauthorized, "tenant key with the route disabled")
+	}
+}
+
+// TestListKeysShowsOwner: GET /keys says whom each key acts as: a tenant key
+// is its own subject, a person's key is the person.
+func TestListKeysShowsOwner(t *testing.T) {
+	e := newEnv(t, withOIDC())
+	a := e.tenant(t, "owners")
+	alice := e.join(t, a, "alice", auth.RoleAdmin)
+	e.clock.Advance(time.Second) // keys list oldest first
+	res := e.do(t, http.MethodPost, "/keys", `{"label":"alice's"}`, bearer(alice), selectWorkspace(a.ws))
+	want(t, res, http.StatusCreated, "alice creating a key")
+	keys := e.listKeys(t, a.key)
+	got := make([][2]string, 0, len(keys))
+	for _, k := range keys {
+		got = append(got, [2]string{k.Owner, k.CreatedBy})
+	}
+	wantOwners := [][2]string{{"key:" + a.id, "operator"}, {"alice", "alice"}}
+	if diff := cmp.Diff(wantOwners, got); diff != "" {
+		t.Errorf("GET /keys owner and createdBy (-want +got):\n%s", diff)
+	}
+}
+
+// TestKeyNeverExceedsItsOwner: a key acts with the lower of its own roles
+// and its owner's current role in the workspace (spec §5.4), so demoting a
+// person demotes their keys, and removing them kills their keys.
+func TestKeyNeverExceedsItsOwner(t *testing.T) {
+	e := newEnv(t, withOIDC())
+	a := e.tenant(t, "demote")
+	alice := e.join(t, a, "alice", auth.RoleAdmin)
+	e.join(t, a, "bob", auth.RoleAdmin) // so that alice is not the last admin
+	res := e.do(t, http.MethodPost, "/keys", `{"label":"alice's"}`, bearer(alice), selectWorkspace(a.ws))
+	want(t, res, http.StatusCreated, "alice creating a key")
+	key := decode[createdKeyJSON](t, res).APIKey
+	for _, path := range []string{"/keys", "/secrets"} {
+		want(t, e.do(t, http.MethodGet, path, "", bearer(key)), http.StatusOK, "GET "+path+" with the key of an admin")
+	}
+
+	want(t, e.do(t, http.MethodPatch, "/members/alice", `{"role":"member"}`, bearer(a.key)), http.StatusNoContent, "demoting alice")
+	for _, path := range []string{"/keys", "/secrets"} {
+		want(t, e.do(t, http.MethodGet, path, "", bearer(key)), http.StatusForbidden, "GET "+path+" with the key of a demoted admin")
+	}
+	want(t, e.do(t, http.MethodPost, "/keys", `{}`, bearer(key)), http.StatusForbidden, "minting a key with the key of a demoted admin")
+	res = e.do(t, http.MethodGet, "/me", "", bearer(key))
+	want(t, res, http.StatusOK, "GET /me with the key of a demoted admin")
+	if me := decode[principalJSON](t, res); !cmp.Equal(me.Roles, []string{"member"}) || me.Subject != "alice" {
+		t.Errorf("GET /me = %+v, want alice with roles [member]", me)
+	}
+	want(t, e.do(t, http.MethodGet, "/members", "", bearer(key)), http.StatusOK, "a member's read with the key")
+
+	// Promoting alice again restores the key up to its own roles.
+	want(t, e.do(t, http.MethodPatch, "/members/alice", `{"role":"admin"}`, bearer(a.key)), http.StatusNoContent, "promoting alice")
+	want(t, e.do(t, http.MethodGet, "/keys", "", bearer(key)), http.StatusOK, "GET /keys after promoting alice again")
+
+	// A removed member's key is dead: 401, like an unknown key.
+	want(t, e.do(t, http.MethodDelete, "/members/alice", "", bearer(a.key)), http.StatusNoContent, "removing alice")
+	want(t, e.do(t, http.MethodGet, "/me", "", bearer(key)), http.StatusUnauthorized, "the key of a removed member")
+}
+
+// TestTenantKeySubjects: a tenant key acts as key:<its id>, a subject no
+// person can take: an OIDC token naming it, or the legacy "operator", is
+// refused, so nobody inherits creator rights over what tenant keys made.
+func TestTenantKeySubjects(t *testing.T) {
+	e := newEnv(t, withOIDC())
+	a := e.tenant(t, "subjects")
+	res := e.do(t, http.MethodGet, "/me", "", bearer(a.key))
+	want(t, res, http.StatusOK, "GET /me with a tenant key")
+	if me := decode[principalJSON](t, res); me.Subject != "key:"+a.id || me.Via != "api-key" {
+		t.Fatalf("tenant key /me = %+v, want subject key:%s via api-key", me, a.id)
+	}
+	for _, sub := range []string{"operator", "key:" + a.id, "key:x", "KEY:x"} {
+		tok := e.person(t, sub, map[string]any{"workspace": a.ws, "roles": []string{"admin"}})
+		res := e.do(t, http.MethodGet, "/me", "", bearer(tok))
+		switch sub {
+		case "KEY:x": // subjects are case-sensitive; only the exact reserved forms are refused
+			want(t, res, http.StatusOK, "an OIDC token with sub "+sub)
+		default:
+			want(t, res, http.StatusUnauthorized, "an OIDC token with sub "+sub)
+		}
+	}
+	if ms := roles(e.listMembers(t, a.key)); ms["operator"] != "" || ms["key:"+a.id] != "" {
+		t.Errorf("members = %v: a reserved subject became a member", ms)
+	}
+}
+
+// TestKeySubjectPrefixAgrees: auth reads "key:<id>" subjects as keys and the
+// store joins them to the owning key; the two must spell the prefix alike.
+func TestKeySubjectPrefixAgrees(t *testing.T) {
+	if auth.KeySubjectPrefix != store.KeySubjectPrefix {
+		t.Fatalf("auth.KeySubjectPrefix %q != store.KeySubjectPrefix %q", auth.KeySubjectPrefix, store.KeySubjectPrefix)
 	}
 }

@@ -1,7 +1,10 @@
 package api
 
 import (
+	"bytes"
 	"context"
+	"fmt"
+	"mime"
 	"net/http"
 	"strings"
 	"time"
@@ -12,6 +15,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
 
 	"svc/auth"
+	"svc/derrors"
 )
 
 // The agent tool endpoint (spec §4.11, §5.10): the official MCP Go SDK's
@@ -30,7 +34,7 @@ const (
 )
 
 func (s *Server) mcpRoutes() []Route {
-	h := echo.WrapHandler(s.mcp)
+	h := s.serveMCP
 	metadata := s.resourceMetadata
 	return []Route{
 		{Method: http.MethodGet, Path: resourceMetadataPath, Action: auth.Public,
@@ -90,6 +94,111 @@ func (s *Server) newMCPHandler() http.Handler {
 		}
 		bearer.ServeHTTP(w, r)
 	})
+}
+
+// serveMCP serves the SDK's streamable-HTTP transport. The transport
+// refuses in plain text (http.Error); those refusals are held back and
+// returned as errors, so the client reads the one JSON error body like on
+// every other route. Its JSON-RPC errors, already JSON, pass unchanged.
+func (s *Server) serveMCP(c echo.Context) error {
+	w := &mcpResponse{ResponseWriter: c.Response()}
+	s.mcp.ServeHTTP(w, c.Request())
+	if w.held == 0 {
+		return nil
+	}
+	// Whatever http.Error said about the body no longer holds; the error
+	// handler writes its own. The SDK's Allow and WWW-Authenticate stay.
+	h := c.Response().Header()
+	h.Del(echo.HeaderContentType)
+	h.Del(echo.HeaderXContentTypeOptions)
+	return mcpRefusal(c.Request(), w.held, w.text.String())
+}
+
+// errMCPSession is the one answer for a session id that names no session
+// of the caller: unknown, expired, closing, or another principal's (which
+// the SDK refuses with 403). One status and one message for all, so the
+// answer does not tell whether someone else's session exists.
+var errMCPSession = publicError(derrors.ErrNotFound, nil,
+	"no MCP session of yours has this Mcp-Session-Id (it ended, expired or never existed); start a new session with an initialize request")
+
+// mcpRefusal maps a plain-text refusal of the SDK (status and text) to the
+// error the error handler answers with.
+func mcpRefusal(r *http.Request, status int, text string) error {
+	msg := clip(strings.TrimSpace(text))
+	switch {
+	case status == http.StatusNotFound,
+		// With a session id, a 403 is the SDK's session-owner check (its
+		// only other 403, the Host check, is refused here as 404 too).
+		status == http.StatusForbidden && r.Header.Get(mcpSessionIDHeader) != "":
+		return errMCPSession
+	case status >= 500:
+		// Logged by the error handler; the client reads the generic text.
+		return fmt.Errorf("api: the MCP transport answered %d: %s", status, msg)
+	}
+	if msg == "" {
+		msg = http.StatusText(status)
+	}
+	msg = "the MCP transport refused the request: " + msg
+	if sentinel := sentinelFor(status); sentinel != nil {
+		return publicError(sentinel, nil, "%s", msg)
+	}
+	return echo.NewHTTPError(status, msg) // 405, 415: worded by echoMessage or as is
+}
+
+// mcpSessionIDHeader is the streamable-HTTP transport's session header.
+const mcpSessionIDHeader = "Mcp-Session-Id"
+
+// mcpResponse is the ResponseWriter the SDK writes to: a non-2xx answer
+// that is not JSON is held (status and up to 1 KiB of text) instead of
+// written; everything else, event streams included, passes through.
+type mcpResponse struct {
+	http.ResponseWriter
+	started bool
+	held    int // the status of a held refusal; 0 when passing through
+	text    bytes.Buffer
+}
+
+func (w *mcpResponse) WriteHeader(code int) {
+	switch {
+	case w.held != 0:
+	case !w.started && code >= 400 && !isJSON(w.Header().Get(echo.HeaderContentType)):
+		w.started, w.held = true, code
+	default:
+		w.started = true
+		w.ResponseWriter.WriteHeader(code)
+	}
+}
+
+func (w *mcpResponse) Write(p []byte) (int, error) {
+	if !w.started {
+		w.WriteHeader(http.StatusOK)
+	}
+	if w.held == 0 {
+		return w.ResponseWriter.Write(p)
+	}
+	if room := 1024 - w.text.Len(); room > 0 {
+		w.text.Write(p[:min(len(p), room)])
+	}
+	return len(p), nil
+}
+
+// Flush sends what the SDK wrote so far: the event stream depends on it.
+func (w *mcpResponse) Flush() {
+	if w.held != 0 {
+		return
+	}
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+// Unwrap lets http.ResponseController reach echo's writer.
+func (w *mcpResponse) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// isJSON reports whether a Content-Type is JSON (a JSON-RPC message).
+func isJSON(contentType string) bool {
+	mt, _, err := mime.ParseMediaType(contentType)
+	return err == nil && mt == "application/json"
 }
 
 // mcpUserID names whom an MCP session belongs to: the SDK refuses the

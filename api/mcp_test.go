@@ -184,7 +184,7 @@ func TestMCPToolSeesPrincipal(t *testing.T) {
 		tr   bearerTransport
 		want auth.Principal
 	}{
-		{"API key", bearerTransport{token: a.key}, auth.Principal{Subject: "operator", Workspace: a.ws, Roles: []auth.Role{auth.RoleAdmin}, Via: auth.ViaAPIKey}},
+		{"API key", bearerTransport{token: a.key}, auth.Principal{Subject: "key:" + a.id, Workspace: a.ws, Roles: []auth.Role{auth.RoleAdmin}, Via: auth.ViaAPIKey}},
 		{"dev", bearerTransport{headers: map[string]string{auth.TenantHeader: "devspace"}}, auth.Principal{Subject: "dev", Workspace: "devspace", Roles: []auth.Role{auth.RoleAdmin}, Via: auth.ViaDev}},
 		{"person selecting a workspace", bearerTransport{token: zoe, headers: map[string]string{auth.WorkspaceHeader: a.ws}},
 			auth.Principal{Subject: "zoe", Workspace: a.ws, Roles: []auth.Role{auth.RoleMember}, Via: auth.ViaOIDC, Email: "zoe@example.com"}},
@@ -215,7 +215,9 @@ func TestMCPToolSeesPrincipal(t *testing.T) {
 }
 
 // TestMCPSessionBelongsToItsCaller: another credential presenting a
-// session's id is refused by the SDK, even one with the same subject.
+// session's id, even one with the same subject, gets the very answer an
+// unknown session id gets (404, the same message), so the answer does not
+// tell whether the session exists.
 func TestMCPSessionBelongsToItsCaller(t *testing.T) {
 	e := newEnv(t, withRequireAuth())
 	a, b := e.tenant(t, "owner"), e.tenant(t, "thief") // both keys have subject "operator"
@@ -224,16 +226,80 @@ func TestMCPSessionBelongsToItsCaller(t *testing.T) {
 		t.Fatalf("connect: %v", err)
 	}
 	listTools := `{"jsonrpc":"2.0","id":7,"method":"tools/list","params":{}}`
-	send := func(key string) int {
-		res := e.do(t, http.MethodPost, "/mcp", listTools, bearer(key),
-			header{"Mcp-Session-Id", cs.ID()}, header{"Accept", "application/json, text/event-stream"},
+	send := func(method, key, session string) *apitest.Response {
+		body := ""
+		if method == http.MethodPost {
+			body = listTools
+		}
+		return e.do(t, method, "/mcp", body, bearer(key),
+			header{"Mcp-Session-Id", session}, header{"Accept", "application/json, text/event-stream"},
 			header{"Mcp-Protocol-Version", cs.InitializeResult().ProtocolVersion})
-		return res.Status
 	}
-	if got := send(b.key); got != http.StatusForbidden {
-		t.Errorf("another tenant's key on the session: status %d, want 403", got)
+	for _, method := range []string{http.MethodPost, http.MethodGet, http.MethodDelete} {
+		foreign := send(method, b.key, cs.ID())
+		unknown := send(method, b.key, "NO"+cs.ID())
+		want(t, foreign, http.StatusNotFound, method+" /mcp on another tenant's session")
+		want(t, unknown, http.StatusNotFound, method+" /mcp on an unknown session")
+		if f, u := foreign.ErrorInfo(t).Message, unknown.ErrorInfo(t).Message; f != u {
+			t.Errorf("%s /mcp: a foreign session answers %q, an unknown one %q: want the same", method, f, u)
+		}
 	}
-	if got := send(a.key); got != http.StatusOK {
-		t.Errorf("the owner's key on the session: status %d, want 200", got)
+	if res := send(http.MethodPost, a.key, cs.ID()); res.Status != http.StatusOK {
+		t.Errorf("the owner's key on the session: status %d, want 200; body %s", res.Status, res.Body)
 	}
+}
+
+// TestMCPTransportErrorsAreJSON: the SDK's transport refuses in plain
+// text; every such refusal reaches the client in the one error shape,
+// with the status the transport chose. JSON-RPC errors stay JSON-RPC.
+func TestMCPTransportErrorsAreJSON(t *testing.T) {
+	e := newEnv(t)
+	cs, err := connectMCP(t, e, bearerTransport{})
+	if err != nil {
+		t.Fatalf("connect: %v", err)
+	}
+	accept := header{"Accept", "application/json, text/event-stream"}
+	session := header{"Mcp-Session-Id", cs.ID()}
+	version := header{"Mcp-Protocol-Version", cs.InitializeResult().ProtocolVersion}
+	ping := `{"jsonrpc":"2.0","id":1,"method":"ping"}`
+	tests := []struct {
+		name         string
+		method, body string
+		hs           []header
+		status       int
+		code         string
+	}{
+		{"POST with a text body", http.MethodPost, ping, []header{{"Content-Type", "text/plain"}, accept}, http.StatusUnsupportedMediaType, api.CodeBadRequest},
+		{"POST without Accept", http.MethodPost, ping, nil, http.StatusBadRequest, api.CodeBadRequest},
+		{"POST with a malformed body", http.MethodPost, `{"jsonrpc":`, []header{accept, session, version}, http.StatusBadRequest, api.CodeBadRequest},
+		{"POST with an unknown session", http.MethodPost, ping, []header{accept, {"Mcp-Session-Id", "nope"}, version}, http.StatusNotFound, api.CodeNotFound},
+		{"POST with an unsupported protocol version", http.MethodPost, ping, []header{accept, session, {"Mcp-Protocol-Version", "1999-01-01"}}, http.StatusBadRequest, api.CodeBadRequest},
+		{"GET without Accept: text/event-stream", http.MethodGet, "", []header{session}, http.StatusBadRequest, api.CodeBadRequest},
+		{"GET without a session", http.MethodGet, "", []header{{"Accept", "text/event-stream"}}, http.StatusBadRequest, api.CodeBadRequest},
+		{"GET with an unknown session", http.MethodGet, "", []header{{"Accept", "text/event-stream"}, {"Mcp-Session-Id", "nope"}}, http.StatusNotFound, api.CodeNotFound},
+		{"DELETE without a session", http.MethodDelete, "", nil, http.StatusBadRequest, api.CodeBadRequest},
+		{"DELETE with an unknown session", http.MethodDelete, "", []header{{"Mcp-Session-Id", "nope"}}, http.StatusNotFound, api.CodeNotFound},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			res := e.do(t, tt.method, "/mcp", tt.body, tt.hs...)
+			if res.Status != tt.status {
+				t.Fatalf("status %d, want %d; body %s", res.Status, tt.status, res.Body)
+			}
+			if ct := res.Header.Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {
+				t.Errorf("Content-Type %q, want application/json", ct)
+			}
+			info := res.ErrorInfo(t)
+			if info.Code != tt.code || info.Message == "" || info.RequestID != res.Header.Get("X-Request-Id") {
+				t.Errorf("error = %+v, want code %s, a message and the request id", info, tt.code)
+			}
+		})
+	}
+
+	t.Run("a JSON-RPC error stays JSON-RPC", func(t *testing.T) {
+		res := e.do(t, http.MethodPost, "/mcp", `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"no-such-tool","arguments":{}}}`, accept, session, version)
+		if res.Status != http.StatusOK || !strings.Contains(string(res.Body), `"jsonrpc":"2.0"`) || !strings.Contains(string(res.Body), `"error"`) {
+			t.Errorf("status %d, body %s: want 200 with a JSON-RPC error", res.Status, res.Body)
+		}
+	})
 }

@@ -572,8 +572,8 @@ func TestMCPToolJudges(t *testing.T) {
 
 	good := judgeSpec("j", "1.0.0")
 	created := toolOK[registeredJSON](t, "create_judge", call(t, cs, "create_judge", map[string]any{"spec": raw(good)}))
-	if !created.Created || created.ID != "j" || created.Version != "1.0.0" || created.Owner != a.ws || created.CreatedBy != "operator" {
-		t.Errorf("create_judge = %+v, want j@1.0.0 created in %s by operator", created, a.ws)
+	if !created.Created || created.ID != "j" || created.Version != "1.0.0" || created.Owner != a.ws || created.CreatedBy != "key:"+a.id {
+		t.Errorf("create_judge = %+v, want j@1.0.0 created in %s by key:%s", created, a.ws, a.id)
 	}
 	sameJSON(t, "origin of a registration through a tool", created.Origin, raw(`{"via":"mcp"}`))
 	stamped := toolOK[registeredJSON](t, "create_judge", call(t, cs, "create_judge", map[string]any{"spec": raw(judgeSpec("k", "1")),

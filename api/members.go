@@ -133,18 +133,24 @@ func (s *Server) patchMember(c echo.Context) error {
 
 // deleteMember removes a member. It is idempotent (204 for a subject that
 // is not a member, including another workspace's member) and refuses to
-// remove the last admin (409).
+// remove the last admin (409). Removal leaves a tombstone, so a person
+// whose token names the workspace is not made a member again by their next
+// request (lazy promotion skips them) until they accept an invite; their
+// API keys stop working at once (a key is capped by its owner's membership).
 func (s *Server) deleteMember(c echo.Context) error {
 	subject, err := pathParam(c, "subject")
 	if err != nil {
 		return err
 	}
 	ctx := c.Request().Context()
-	ws := principal(c).Workspace
+	p := principal(c)
+	ws := p.Workspace
 	err = s.store.Transact(ctx, func(tx store.Tx) error {
 		m, err := tx.GetMember(ctx, ws, subject)
 		if errors.Is(err, derrors.ErrNotFound) {
-			return nil
+			// Not a member now; the tombstone still keeps a token's claim
+			// from promoting them later, which is what removal means.
+			return tx.PutMemberRemoval(ctx, store.MemberRemoval{Workspace: ws, Subject: subject, RemovedBy: p.Subject, RemovedAt: s.now()})
 		}
 		if err != nil {
 			return err
@@ -152,7 +158,10 @@ func (s *Server) deleteMember(c echo.Context) error {
 		if err := checkNotLastAdmin(ctx, tx, m); err != nil {
 			return err
 		}
-		return tx.DeleteMember(ctx, ws, subject)
+		if err := tx.DeleteMember(ctx, ws, subject); err != nil {
+			return err
+		}
+		return tx.PutMemberRemoval(ctx, store.MemberRemoval{Workspace: ws, Subject: subject, RemovedBy: p.Subject, RemovedAt: s.now()})
 	})
 	if err != nil {
 		return err

@@ -128,3 +128,52 @@ func TestLastAdminRace(t *testing.T) {
 		}
 	}
 }
+
+// TestRemovedMemberStaysRemoved: a person whose token names the workspace is
+// promoted to a member on first use (spec §5.6); once an admin removes them,
+// their next request does not promote them again: they silently fall back
+// to no active workspace, as a non-member selection does. Accepting an
+// invite restores them.
+func TestRemovedMemberStaysRemoved(t *testing.T) {
+	e := newEnv(t, withOIDC())
+	a := e.tenant(t, "removed")
+	carol := e.person(t, "carol", map[string]any{"workspace": a.ws, "roles": []string{"member"}})
+	me := func(what string, hs ...header) principalJSON {
+		t.Helper()
+		res := e.do(t, http.MethodGet, "/me", "", append([]header{bearer(carol)}, hs...)...)
+		want(t, res, http.StatusOK, what)
+		return decode[principalJSON](t, res)
+	}
+	if got := me("carol's first request"); got.Workspace != a.ws {
+		t.Fatalf("carol's first request: workspace %q, want %s", got.Workspace, a.ws)
+	}
+	if got := roles(e.listMembers(t, a.key))["carol"]; got != "member" {
+		t.Fatalf("after carol's first request her role is %q, want member (lazy promotion)", got)
+	}
+
+	want(t, e.do(t, http.MethodDelete, "/members/carol", "", bearer(a.key)), http.StatusNoContent, "removing carol")
+	for range 2 {
+		if got := me("carol after removal", selectWorkspace(a.ws)); got.Workspace != "" || len(got.Roles) != 0 {
+			t.Errorf("carol after removal: workspace %q roles %v, want none", got.Workspace, got.Roles)
+		}
+		want(t, e.do(t, http.MethodGet, "/members", "", bearer(carol)), http.StatusForbidden, "carol listing members after removal")
+		want(t, e.do(t, http.MethodGet, "/members", "", bearer(carol), selectWorkspace(a.ws)), http.StatusForbidden, "carol selecting the workspace after removal")
+	}
+	if got, ok := roles(e.listMembers(t, a.key))["carol"]; ok {
+		t.Fatalf("carol is a member again (%s) after her next request", got)
+	}
+
+	inv := e.createInvite(t, a.key, `{"role":"viewer"}`)
+	if got := e.accept(t, carol, inv.Token, http.StatusOK); got.Workspace != a.ws || got.Role != "viewer" {
+		t.Errorf("accept = %+v, want %s as viewer", got, a.ws)
+	}
+	// Back in: the token's workspace applies again, with the token's roles
+	// (the identity provider stays in charge of them, docs/decisions.md).
+	if got := me("carol after accepting an invite"); got.Workspace != a.ws {
+		t.Errorf("carol after accepting: workspace %q, want %s", got.Workspace, a.ws)
+	}
+	want(t, e.do(t, http.MethodGet, "/members", "", bearer(carol)), http.StatusOK, "carol listing members after rejoining")
+	if got := roles(e.listMembers(t, a.key))["carol"]; got != "viewer" {
+		t.Errorf("carol's role after rejoining = %q, want viewer", got)
+	}
+}

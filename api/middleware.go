@@ -148,3 +148,35 @@ func (s *Server) limitBody(next echo.HandlerFunc) echo.HandlerFunc {
 		return next(c)
 	}
 }
+
+// MaxHeaderBytes bounds the header fields of a request (names, values and
+// their separators; not the request line, whose path ids have their own
+// bound): limitHeaders answers a larger header section with a JSON 431.
+// Credentials, request ids and trace headers fit many times over.
+const MaxHeaderBytes = 64 << 10
+
+// TransportMaxHeaderBytes is what http.Server.MaxHeaderBytes must be set to
+// (net/http's default): well above MaxHeaderBytes, so that an oversized
+// header section normally reaches limitHeaders and its JSON 431. Past it,
+// net/http answers by itself; TransportErrors turns that answer into JSON too.
+const TransportMaxHeaderBytes = http.DefaultMaxHeaderBytes
+
+// limitHeaders refuses a request whose header fields total more than
+// MaxHeaderBytes with 431, in the one error shape, before authentication
+// parses any of them.
+func (s *Server) limitHeaders(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		req := c.Request()
+		// net/http moves Host out of the map; count it as the line it was.
+		n := len("Host: \r\n") + len(req.Host)
+		for name, values := range req.Header {
+			for _, v := range values {
+				n += len(name) + len(": \r\n") + len(v)
+			}
+		}
+		if n > MaxHeaderBytes {
+			return headersTooLarge(n)
+		}
+		return next(c)
+	}
+}

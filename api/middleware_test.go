@@ -204,3 +204,38 @@ func counterValue(f *dto.MetricFamily, method, route, status string) float64 {
 	}
 	return 0
 }
+
+// TestHeaderLimit: header fields past api.MaxHeaderBytes are refused with
+// 431 in the one error shape, before authentication reads them; up to the
+// limit they pass.
+func TestHeaderLimit(t *testing.T) {
+	_, client, _ := newServer(t, api.Options{})
+	tests := []struct {
+		name   string
+		header string
+		size   int
+		status int
+	}{
+		{"100 KB custom header", "X-Padding", 100 << 10, http.StatusRequestHeaderFieldsTooLarge},
+		{"100 KB Authorization", "Authorization", 100 << 10, http.StatusRequestHeaderFieldsTooLarge},
+		{"just under the limit", "X-Padding", api.MaxHeaderBytes - 1024, http.StatusOK},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			req := client.NewRequest(t, http.MethodGet, "/healthz", nil)
+			req.Header.Set(tt.header, "Bearer "+strings.Repeat("a", tt.size))
+			res := client.Do(t, req)
+			if res.Status != tt.status {
+				t.Fatalf("status %d, want %d; body %.300s", res.Status, tt.status, res.Body)
+			}
+			if tt.status < 400 {
+				return
+			}
+			info := res.ErrorInfo(t)
+			if info.Code != api.CodeBadRequest || info.RequestID != res.Header.Get("X-Request-Id") ||
+				info.Details["limitBytes"] != float64(api.MaxHeaderBytes) || len(info.Message) > 200 {
+				t.Errorf("error = %+v, want BAD_REQUEST naming the limit, with the request id", info)
+			}
+		})
+	}
+}

@@ -664,9 +664,10 @@ func TestSecrets(t *testing.T) {
 		t.Fatalf("GET /secrets leaks the value: %s", res.Body)
 	}
 	var ss []struct {
-		Name      string    `json:"name"`
-		CreatedBy string    `json:"createdBy,omitempty"`
-		UpdatedAt time.Time `json:"updatedAt"`
+		Name         string    `json:"name"`
+		AllowedHosts []string  `json:"allowedHosts"`
+		CreatedBy    string    `json:"createdBy,omitempty"`
+		UpdatedAt    time.Time `json:"updatedAt"`
 	}
 	res.JSON(t, &ss)
 	if len(ss) != 1 || ss[0].Name != "nomad-token" {
@@ -713,7 +714,8 @@ func (f *fakeNomad) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 func TestProbe(t *testing.T) {
-	e := newEnv(t)
+	// The fakes listen on loopback, which probes may reach only when allowed.
+	e := newEnv(t, withConfig(func(c *config.Config) { c.ProbeAllow = "127.0.0.1" }))
 	a := e.tenant(t, "probe")
 	const token = "nomad-acl-token-abcdef"
 	fake := &fakeNomad{token: token, seen: make(chan string, 10)}
@@ -745,7 +747,7 @@ current-context: ctx
 `, k8s.URL, k8s.caB64, k8sToken)
 	put := func(name, value string) {
 		t.Helper()
-		b, _ := json.Marshal(map[string]string{"value": value})
+		b, _ := json.Marshal(map[string]any{"value": value, "allowedHosts": []string{"127.0.0.1"}})
 		want(t, e.do(t, http.MethodPut, "/secrets/"+name, string(b), bearer(a.key)), http.StatusNoContent, "PUT /secrets/"+name)
 	}
 	put("nomad-token", token)

@@ -62,7 +62,11 @@ func originSource(c echo.Context) string {
 const originSourceKey = "svc.origin-source"
 
 func (s *Server) listRuns(c echo.Context) error {
-	q := runs.ListQuery{ScorecardID: c.QueryParam("scorecardId"), Cursor: c.QueryParam("cursor")}
+	q := runs.ListQuery{Cursor: c.QueryParam("cursor")}
+	var err error
+	if q.ScorecardID, err = queryID(c, "scorecardId"); err != nil {
+		return err
+	}
 	switch v := c.QueryParam("scope"); v {
 	case "":
 	case "all":
@@ -70,7 +74,6 @@ func (s *Server) listRuns(c echo.Context) error {
 	default:
 		return derrors.Invalidf("scope=%q: the only scope is \"all\" (children of scorecards included)", clip(v))
 	}
-	var err error
 	if q.Limit, err = intQuery(c, "limit", 1, runs.MaxPage); err != nil {
 		return err
 	}
@@ -85,7 +88,11 @@ func (s *Server) listRuns(c echo.Context) error {
 }
 
 func (s *Server) getRun(c echo.Context) error {
-	run, err := s.runs.Get(c.Request().Context(), principal(c), c.Param("id"))
+	id, err := pathParam(c, "id")
+	if err != nil {
+		return err
+	}
+	run, err := s.runs.Get(c.Request().Context(), principal(c), id)
 	if err != nil {
 		return err
 	}
@@ -101,7 +108,11 @@ func (s *Server) runLogs(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	logs, err := s.runs.Logs(c.Request().Context(), principal(c), c.Param("id"), int64(after), limit)
+	id, err := pathParam(c, "id")
+	if err != nil {
+		return err
+	}
+	logs, err := s.runs.Logs(c.Request().Context(), principal(c), id, int64(after), limit)
 	if err != nil {
 		return err
 	}
@@ -109,7 +120,11 @@ func (s *Server) runLogs(c echo.Context) error {
 }
 
 func (s *Server) runTrajectory(c echo.Context) error {
-	t, err := s.runs.Trajectory(c.Request().Context(), principal(c), c.Param("id"))
+	id, err := pathParam(c, "id")
+	if err != nil {
+		return err
+	}
+	t, err := s.runs.Trajectory(c.Request().Context(), principal(c), id)
 	if err != nil {
 		return err
 	}
@@ -117,7 +132,11 @@ func (s *Server) runTrajectory(c echo.Context) error {
 }
 
 func (s *Server) runDeliveries(c echo.Context) error {
-	ds, err := s.runs.Deliveries(c.Request().Context(), principal(c), c.Param("id"))
+	id, err := pathParam(c, "id")
+	if err != nil {
+		return err
+	}
+	ds, err := s.runs.Deliveries(c.Request().Context(), principal(c), id)
 	if err != nil {
 		return err
 	}
@@ -140,7 +159,11 @@ func (s *Server) listTrajectories(c echo.Context) error {
 }
 
 func (s *Server) getTrajectory(c echo.Context) error {
-	t, err := s.runs.GetTrajectory(c.Request().Context(), principal(c), c.Param("id"))
+	id, err := pathParam(c, "id")
+	if err != nil {
+		return err
+	}
+	t, err := s.runs.GetTrajectory(c.Request().Context(), principal(c), id)
 	if err != nil {
 		return err
 	}

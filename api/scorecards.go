@@ -65,9 +65,14 @@ func accepted(c echo.Context, base string, sc eval.Scorecard) error {
 }
 
 func (s *Server) listScorecards(c echo.Context) error {
-	q := scorecards.ListQuery{Kind: c.QueryParam("kind"), Status: c.QueryParam("status"),
-		DatasetID: c.QueryParam("datasetId"), HarnessID: c.QueryParam("harnessId"), Cursor: c.QueryParam("cursor")}
+	q := scorecards.ListQuery{Kind: c.QueryParam("kind"), Status: c.QueryParam("status"), Cursor: c.QueryParam("cursor")}
 	var err error
+	if q.DatasetID, err = queryID(c, "datasetId"); err != nil {
+		return err
+	}
+	if q.HarnessID, err = queryID(c, "harnessId"); err != nil {
+		return err
+	}
 	if q.Limit, err = intQuery(c, "limit", 1, 500); err != nil {
 		return err
 	}
@@ -82,7 +87,11 @@ func (s *Server) listScorecards(c echo.Context) error {
 }
 
 func (s *Server) getScorecard(c echo.Context) error {
-	sc, err := s.scorecards.Get(c.Request().Context(), principal(c), c.Param("id"))
+	id, err := pathParam(c, "id")
+	if err != nil {
+		return err
+	}
+	sc, err := s.scorecards.Get(c.Request().Context(), principal(c), id)
 	if err != nil {
 		return err
 	}
@@ -90,7 +99,11 @@ func (s *Server) getScorecard(c echo.Context) error {
 }
 
 func (s *Server) cancelScorecard(c echo.Context) error {
-	sc, err := s.scorecards.Cancel(c.Request().Context(), principal(c), c.Param("id"))
+	id, err := pathParam(c, "id")
+	if err != nil {
+		return err
+	}
+	sc, err := s.scorecards.Cancel(c.Request().Context(), principal(c), id)
 	if err != nil {
 		return err
 	}
@@ -102,7 +115,11 @@ func (s *Server) scoreScorecard(c echo.Context) error {
 	if err := Bind(c, &req); err != nil {
 		return err
 	}
-	sc, err := s.scorecards.Score(c.Request().Context(), principal(c), c.Param("id"), req)
+	id, err := pathParam(c, "id")
+	if err != nil {
+		return err
+	}
+	sc, err := s.scorecards.Score(c.Request().Context(), principal(c), id, req)
 	if err != nil {
 		return err
 	}
@@ -110,7 +127,11 @@ func (s *Server) scoreScorecard(c echo.Context) error {
 }
 
 func (s *Server) verifyManifest(c echo.Context) error {
-	v, err := s.scorecards.VerifyManifest(c.Request().Context(), principal(c), c.Param("id"))
+	id, err := pathParam(c, "id")
+	if err != nil {
+		return err
+	}
+	v, err := s.scorecards.VerifyManifest(c.Request().Context(), principal(c), id)
 	if err != nil {
 		return err
 	}
@@ -118,7 +139,11 @@ func (s *Server) verifyManifest(c echo.Context) error {
 }
 
 func (s *Server) getDriver(c echo.Context) error {
-	v, err := s.scorecards.Driver(c.Request().Context(), principal(c), c.Param("family"), c.Param("id"))
+	family, id, err := driverParams(c)
+	if err != nil {
+		return err
+	}
+	v, err := s.scorecards.Driver(c.Request().Context(), principal(c), family, id)
 	if err != nil {
 		return err
 	}
@@ -126,7 +151,11 @@ func (s *Server) getDriver(c echo.Context) error {
 }
 
 func (s *Server) cancelDriver(c echo.Context) error {
-	v, err := s.scorecards.CancelDriver(c.Request().Context(), principal(c), c.Param("family"), c.Param("id"))
+	family, id, err := driverParams(c)
+	if err != nil {
+		return err
+	}
+	v, err := s.scorecards.CancelDriver(c.Request().Context(), principal(c), family, id)
 	if err != nil {
 		return err
 	}
@@ -150,7 +179,11 @@ func (s *Server) scorecardAnalysis(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	doc, err := s.scorecards.Analysis(c.Request().Context(), principal(c), c.Param("id"), rev)
+	id, err := pathParam(c, "id")
+	if err != nil {
+		return err
+	}
+	doc, err := s.scorecards.Analysis(c.Request().Context(), principal(c), id, rev)
 	if err != nil {
 		return err
 	}
@@ -158,7 +191,15 @@ func (s *Server) scorecardAnalysis(c echo.Context) error {
 }
 
 func (s *Server) diffScorecards(c echo.Context) error {
-	d, err := s.scorecards.Diff(c.Request().Context(), principal(c), c.QueryParam("baseline"), c.QueryParam("candidate"))
+	baseline, err := queryID(c, "baseline")
+	if err != nil {
+		return err
+	}
+	candidate, err := queryID(c, "candidate")
+	if err != nil {
+		return err
+	}
+	d, err := s.scorecards.Diff(c.Request().Context(), principal(c), baseline, candidate)
 	if err != nil {
 		return err
 	}
@@ -175,4 +216,15 @@ func (s *Server) gateScorecards(c echo.Context) error {
 		return err
 	}
 	return c.JSON(http.StatusOK, d)
+}
+
+// driverParams are the family and batch id of the /ops/driver routes.
+func driverParams(c echo.Context) (family, id string, err error) {
+	if family, err = pathParam(c, "family"); err != nil {
+		return "", "", err
+	}
+	if id, err = pathParam(c, "id"); err != nil {
+		return "", "", err
+	}
+	return family, id, nil
 }

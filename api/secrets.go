@@ -13,7 +13,9 @@ import (
 
 // Workspace secrets hold the credentials runtimes name (authSecret,
 // kubeconfigSecret) and harnesses inject (secretEnv). Values go in and are
-// never read back: GET lists names and dates only.
+// never read back: GET lists names, allowed hosts and dates only. A
+// secret's allowedHosts, set with its value, are the only hosts a probe
+// or driver sends it to.
 
 func (s *Server) secretRoutes() []Route {
 	return []Route{
@@ -29,6 +31,9 @@ func (s *Server) secretRoutes() []Route {
 // putSecretRequest is the body of PUT /secrets/:name.
 type putSecretRequest struct {
 	Value string `json:"value"`
+	// AllowedHosts are the hosts the secret may be sent to
+	// (netguard.NormalizeHosts's rules); absent or empty, none.
+	AllowedHosts []string `json:"allowedHosts"`
 }
 
 func (s *Server) putSecret(c echo.Context) error {
@@ -40,7 +45,7 @@ func (s *Server) putSecret(c echo.Context) error {
 	if err := Bind(c, &req); err != nil {
 		return err
 	}
-	err = s.registries.PutSecret(c.Request().Context(), principal(c), name, req.Value)
+	err = s.registries.PutSecret(c.Request().Context(), principal(c), name, req.Value, req.AllowedHosts)
 	if errors.Is(err, service.ErrNoSecretKey) {
 		// 503 bodies carry a generic message unless the text is set here;
 		// this one is safe and tells the operator what to do.

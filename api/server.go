@@ -19,6 +19,7 @@ import (
 
 	"svc/auth"
 	"svc/config"
+	"svc/drivers/probe"
 	"svc/registry/service"
 	"svc/runs"
 	"svc/scorecards"
@@ -136,7 +137,11 @@ func NewServer(o Options) (*Server, error) {
 			return nil, fmt.Errorf("api: %w", err)
 		}
 	}
-	s.registries = service.New(o.Store, sealer, s.now)
+	probeGuard, err := probe.NewGuard(o.Config.ProbeAllow)
+	if err != nil {
+		return nil, fmt.Errorf("api: SVC_PROBE_ALLOW: %w", err)
+	}
+	s.registries = service.New(o.Store, sealer, s.now, service.WithProbeGuard(probeGuard))
 	guard, err := webhooks.NewGuard(o.Config.WebhookAllow)
 	if err != nil {
 		return nil, fmt.Errorf("api: SVC_WEBHOOK_ALLOW: %w", err)
@@ -157,6 +162,9 @@ func NewServer(o Options) (*Server, error) {
 	s.metrics = newHTTPMetrics(s.registry, s.version)
 
 	e := echo.New()
+	// The client address (RealIP) trusts X-Forwarded-For only from
+	// SVC_TRUSTED_PROXIES, as the failure limiter does (newResolver).
+	e.IPExtractor = s.resolver.ClientAddr
 	e.HideBanner = true
 	e.HidePort = true
 	e.HTTPErrorHandler = s.handleError
@@ -169,6 +177,7 @@ func NewServer(o Options) (*Server, error) {
 		s.requestID,
 		s.observe,
 		recoverPanic,
+		s.limitHeaders,
 		s.limitBody,
 	)
 	s.e = e
@@ -181,8 +190,9 @@ func NewServer(o Options) (*Server, error) {
 		}
 		s.patterns[key] = true
 		// Authentication is derived from the row's action, so no route can
-		// be added without saying who may call it.
-		e.Add(r.Method, r.Path, r.Handler, s.authenticate(r))
+		// be added without saying who may call it; likewise every path
+		// parameter is vetted (pathid.go), so no route can skip the check.
+		e.Add(r.Method, r.Path, r.Handler, s.authenticate(r), checkPathParams)
 	}
 	return s, nil
 }

@@ -92,7 +92,7 @@ func TestTeams(t *testing.T) {
 	start := e.clock.Now()
 
 	got := e.createTeam(t, a.key, `{"id":"platform","name":"Platform Team"}`)
-	if diff := cmp.Diff(teamJSON{ID: "platform", Name: "Platform Team", CreatedBy: "operator", CreatedAt: start}, got); diff != "" {
+	if diff := cmp.Diff(teamJSON{ID: "platform", Name: "Platform Team", CreatedBy: "key:" + a.id, CreatedAt: start}, got); diff != "" {
 		t.Errorf("POST /teams (-want +got):\n%s", diff)
 	}
 	if got := e.createTeam(t, a.key, `{"id":"secret","private":true}`); got.Name != "secret" || !got.Private {
@@ -171,7 +171,7 @@ func TestTeams(t *testing.T) {
 	want(t, e.do(t, http.MethodDelete, "/teams/platform", "", bearer(a.key)), http.StatusNoContent, "DELETE the team")
 	want(t, e.do(t, http.MethodDelete, "/teams/platform", "", bearer(a.key)), http.StatusNotFound, "DELETE it again")
 	res = e.do(t, http.MethodGet, "/teams", "", bearer(a.key))
-	if diff := cmp.Diff([]teamJSON{{ID: "secret", Name: "secret", Private: true, CreatedBy: "operator"}}, decode[[]teamJSON](t, res),
+	if diff := cmp.Diff([]teamJSON{{ID: "secret", Name: "secret", Private: true, CreatedBy: "key:" + a.id}}, decode[[]teamJSON](t, res),
 		cmpopts.IgnoreFields(teamJSON{}, "CreatedAt")); diff != "" {
 		t.Errorf("GET /teams after deleting platform (-want +got):\n%s", diff)
 	}

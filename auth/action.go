@@ -61,6 +61,12 @@ const (
 	SecretsWrite      Action = "secrets:write"
 	TeamsRead         Action = "teams:read"
 	TeamsWrite        Action = "teams:write"
+
+	// SecretsUse is having a job handed workspace secret values: required
+	// to register a harness (or harness template) whose secretEnv names
+	// workspace secrets. It is checked in the registry service, not on a
+	// route.
+	SecretsUse Action = "secrets:use"
 )
 
 // ActionRule is one row of the action table: the least role that may perform
@@ -110,6 +116,7 @@ var actionTable = []ActionRule{
 	{ReposWrite, RoleMember, ScopeWrite, false, "§4.8 'repository-write permission' for sandbox git push; creator-or-admin applies on top"},
 	{SecretsRead, RoleAdmin, ScopeAdmin, false, "spec leaves it open; §5.4 keeps secrets out of read scope; lists secret names, never values"},
 	{SecretsWrite, RoleAdmin, ScopeAdmin, false, "spec leaves it open; storing cluster credentials is an admin's call"},
+	{SecretsUse, RoleMember, ScopeWrite, false, "spec leaves it open; registering a harness whose secretEnv names workspace secrets hands their values to its jobs (member+); each run given them appends secret.used"},
 	{TeamsRead, RoleViewer, ScopeRead, false, "spec leaves it open; team lists are data reads (viewer+)"},
 	{TeamsWrite, RoleAdmin, ScopeAdmin, false, "spec leaves it open; team structure decides who writes what, like members:write (admin)"},
 }

@@ -52,6 +52,7 @@ var wantRules = map[auth.Action]rule{
 	"repos:write":        {"member", "write"},
 	"secrets:read":       {"admin", "admin"},
 	"secrets:write":      {"admin", "admin"},
+	"secrets:use":        {"member", "write"},
 	"teams:read":         {"viewer", "read"},
 	"teams:write":        {"admin", "admin"},
 }

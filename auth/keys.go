@@ -126,6 +126,31 @@ type StoredKey struct {
 	// Hash is the stored SHA-256; the authenticator compares it again in
 	// constant time, so a store that returns a wrong row fails closed.
 	Hash []byte
+
+	// The owner's standing now, read with the key (spec §5.4: a key never
+	// exceeds its role). MemberRole is the subject's membership role in
+	// Workspace, "" when it is not a member. For a subject KeySubject(id),
+	// OwnerKeyFound reports whether key id still exists in Workspace, and
+	// OwnerKeyRoles are its roles.
+	MemberRole    Role
+	OwnerKeyFound bool
+	OwnerKeyRoles []Role
+}
+
+// ownerRole is the most the key's owner may do in the key's workspace now;
+// ok is false when the owner has no standing there (a removed member, a
+// deleted owner key), which kills the key. A person's key is capped by
+// their membership; a key that acts as itself (or as the tenant key that
+// minted it) is bound to its workspace with the roles given at minting and
+// lives until that key is deleted.
+func (k StoredKey) ownerRole() (role Role, ok bool) {
+	if IsKeySubject(k.Subject) {
+		if !k.OwnerKeyFound {
+			return "", false
+		}
+		return Principal{Roles: k.OwnerKeyRoles}.HighestRole(), true
+	}
+	return k.MemberRole, k.MemberRole.Valid()
 }
 
 // KeyLookup finds a stored key by the hash of its plaintext. It returns an
@@ -190,10 +215,20 @@ func (a *APIKeyAuthenticator) Authenticate(ctx context.Context, r *http.Request)
 			return Principal{}, true, fmt.Errorf("%w: API key has an unknown scope %q", derrors.ErrUnauthenticated, s)
 		}
 	}
+	owner, ok := k.ownerRole()
+	if !ok {
+		// The owner left the workspace (or the owning key was deleted): the
+		// same answer as an unknown key, so the holder learns nothing more.
+		return Principal{}, true, fmt.Errorf("%w: unknown API key", derrors.ErrUnauthenticated)
+	}
+	var roles []Role
+	if r := lowerRole(Principal{Roles: k.Roles}.HighestRole(), owner); r.Valid() {
+		roles = []Role{r}
+	}
 	return Principal{
 		Subject:   k.Subject,
 		Workspace: k.Workspace,
-		Roles:     sortRoles(k.Roles),
+		Roles:     roles,
 		Via:       string(kind),
 		Scopes:    k.Scopes,
 		KeyID:     k.ID,

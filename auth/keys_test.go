@@ -76,12 +76,12 @@ func TestInviteToken(t *testing.T) {
 func TestAPIKeyAuthenticator(t *testing.T) {
 	ctx := context.Background()
 	keys := newFakeKeys()
-	person := keys.add(auth.APIKeyPrefix, auth.StoredKey{ID: "k1", Workspace: "acme", Subject: "alice", Roles: []auth.Role{auth.RoleAdmin}, Kind: auth.KeyKindAPI})
-	scoped := keys.add(auth.APIKeyPrefix, auth.StoredKey{ID: "k2", Workspace: "acme", Subject: "ci", Roles: []auth.Role{auth.RoleMember}, Scopes: []auth.Scope{auth.ScopeRead}, Kind: auth.KeyKindAPI})
-	runner := keys.add(auth.RunnerKeyPrefix, auth.StoredKey{ID: "r1", Workspace: "acme", Subject: "runner-7", Roles: []auth.Role{auth.RoleMember}, Kind: auth.KeyKindRunner})
-	wrongKind := keys.add(auth.APIKeyPrefix, auth.StoredKey{ID: "k3", Workspace: "acme", Subject: "x", Roles: []auth.Role{auth.RoleAdmin}, Kind: auth.KeyKindRunner})
-	badScope := keys.add(auth.APIKeyPrefix, auth.StoredKey{ID: "k4", Workspace: "acme", Subject: "x", Roles: []auth.Role{auth.RoleAdmin}, Scopes: []auth.Scope{"superuser"}, Kind: auth.KeyKindAPI})
-	noWorkspace := keys.add(auth.APIKeyPrefix, auth.StoredKey{ID: "k5", Subject: "x", Roles: []auth.Role{auth.RoleAdmin}, Kind: auth.KeyKindAPI})
+	person := keys.addMember(auth.APIKeyPrefix, auth.StoredKey{ID: "k1", Workspace: "acme", Subject: "alice", Roles: []auth.Role{auth.RoleAdmin}, Kind: auth.KeyKindAPI})
+	scoped := keys.addMember(auth.APIKeyPrefix, auth.StoredKey{ID: "k2", Workspace: "acme", Subject: "ci", Roles: []auth.Role{auth.RoleMember}, Scopes: []auth.Scope{auth.ScopeRead}, Kind: auth.KeyKindAPI})
+	runner := keys.addMember(auth.RunnerKeyPrefix, auth.StoredKey{ID: "r1", Workspace: "acme", Subject: "runner-7", Roles: []auth.Role{auth.RoleMember}, Kind: auth.KeyKindRunner})
+	wrongKind := keys.addMember(auth.APIKeyPrefix, auth.StoredKey{ID: "k3", Workspace: "acme", Subject: "x", Roles: []auth.Role{auth.RoleAdmin}, Kind: auth.KeyKindRunner})
+	badScope := keys.addMember(auth.APIKeyPrefix, auth.StoredKey{ID: "k4", Workspace: "acme", Subject: "x", Roles: []auth.Role{auth.RoleAdmin}, Scopes: []auth.Scope{"superuser"}, Kind: auth.KeyKindAPI})
+	noWorkspace := keys.addMember(auth.APIKeyPrefix, auth.StoredKey{ID: "k5", Subject: "x", Roles: []auth.Role{auth.RoleAdmin}, Kind: auth.KeyKindAPI})
 	unknown, _ := auth.NewAPIKey(auth.APIKeyPrefix)
 
 	a := auth.NewAPIKeyAuthenticator(keys)
@@ -130,7 +130,7 @@ func TestAPIKeyAuthenticator(t *testing.T) {
 // plaintext or any part of it beyond what the hash reveals.
 func TestAPIKeyStoreSeesOnlyHashes(t *testing.T) {
 	keys := newFakeKeys()
-	plain := keys.add(auth.APIKeyPrefix, auth.StoredKey{ID: "k1", Workspace: "acme", Subject: "alice", Roles: []auth.Role{auth.RoleAdmin}, Kind: auth.KeyKindAPI})
+	plain := keys.addMember(auth.APIKeyPrefix, auth.StoredKey{ID: "k1", Workspace: "acme", Subject: "alice", Roles: []auth.Role{auth.RoleAdmin}, Kind: auth.KeyKindAPI})
 	r := httptest.NewRequest("GET", "/me", nil)
 	r.Header.Set("Authorization", "Bearer "+plain)
 	if _, _, err := auth.NewAPIKeyAuthenticator(keys).Authenticate(context.Background(), r); err != nil {
@@ -150,7 +150,7 @@ func TestAPIKeyStoreSeesOnlyHashes(t *testing.T) {
 func TestAPIKeyFailsClosed(t *testing.T) {
 	ctx := context.Background()
 	keys := newFakeKeys()
-	plain := keys.add(auth.APIKeyPrefix, auth.StoredKey{ID: "k1", Workspace: "acme", Subject: "alice", Roles: []auth.Role{auth.RoleAdmin}, Kind: auth.KeyKindAPI})
+	plain := keys.addMember(auth.APIKeyPrefix, auth.StoredKey{ID: "k1", Workspace: "acme", Subject: "alice", Roles: []auth.Role{auth.RoleAdmin}, Kind: auth.KeyKindAPI})
 	r := httptest.NewRequest("GET", "/me", nil)
 	r.Header.Set("Authorization", "Bearer "+plain)
 	a := auth.NewAPIKeyAuthenticator(keys)

@@ -14,9 +14,10 @@ const (
 	defaultFailMaxAddrs = 10000
 )
 
-// FailureLimiter counts failed authentications per source address in a fixed
-// window and refuses an address that reached the limit until its window
-// ends. Successes are never counted. Memory is bounded: past maxAddrs
+// FailureLimiter counts failed authentications per source address (or, in a
+// FailureGuard, per key prefix) in a fixed window and reports a source that
+// reached the limit as not allowed until its window ends. Successes are
+// never counted. Memory is bounded: past maxAddrs
 // addresses the least recently failing one is forgotten (an attacker with
 // that many addresses gains nothing from per-address limits anyway, and
 // refusing new addresses instead would lock out real users).
@@ -25,6 +26,7 @@ type FailureLimiter struct {
 	window   time.Duration
 	maxAddrs int
 	now      func() time.Time
+	keyOf    func(string) string // normalises what is counted; addrKey
 
 	mu      sync.Mutex
 	entries map[string]*list.Element // of *failEntry
@@ -53,6 +55,7 @@ func NewFailureLimiter(limit int, window time.Duration, maxAddrs int) *FailureLi
 		window:   window,
 		maxAddrs: maxAddrs,
 		now:      time.Now,
+		keyOf:    addrKey,
 		entries:  make(map[string]*list.Element),
 		lru:      list.New(),
 	}
@@ -65,7 +68,7 @@ func (l *FailureLimiter) Allow(addr string) bool {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	el, ok := l.entries[addrKey(addr)]
+	el, ok := l.entries[l.keyOf(addr)]
 	if !ok {
 		return true
 	}
@@ -75,7 +78,7 @@ func (l *FailureLimiter) Allow(addr string) bool {
 
 // Fail records one failed authentication from addr.
 func (l *FailureLimiter) Fail(addr string) {
-	key := addrKey(addr)
+	key := l.keyOf(addr)
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	now := l.now()
@@ -140,4 +143,52 @@ func addrKey(addr string) string {
 		}
 	}
 	return ip.String()
+}
+
+// FailureGuard applies the failed-authentication limit (SVC_AUTH_FAIL_LIMIT)
+// without ever refusing a valid credential: every credential is verified,
+// and only an attempt that fails is answered 429 instead of 401 once its
+// source address, or the key prefix it presented, has reached the limit in
+// the window. A guesser behind a NAT or a proxy therefore cannot lock the
+// people who share its address out, and guesses at one key's prefix are
+// limited however many addresses they come from. (Keys and invite tokens
+// carry 256 random bits and OIDC tokens are signed, so guessing is hopeless
+// anyway; the limit keeps failures cheap to refuse and tells clients to
+// back off.)
+type FailureGuard struct {
+	addrs    *FailureLimiter
+	prefixes *FailureLimiter
+}
+
+// NewFailureGuard limits failures to limit per address and per key prefix
+// per minute; a limit of 0 or less returns nil, which never limits.
+func NewFailureGuard(limit int) *FailureGuard {
+	if limit <= 0 {
+		return nil
+	}
+	g := &FailureGuard{
+		addrs:    NewFailureLimiter(limit, 0, 0),
+		prefixes: NewFailureLimiter(limit, 0, 0),
+	}
+	// Separate tables, so churning through random prefixes cannot evict
+	// the addresses being counted.
+	g.prefixes.keyOf = func(s string) string { return s }
+	return g
+}
+
+// Fail records a failed authentication from addr that presented credential
+// (the bearer token, or "" when the credential was not a key) and reports
+// whether the attempt is over the limit: true when addr, or the credential's
+// key prefix (KeyDisplayPrefix), had already reached it in this window.
+func (g *FailureGuard) Fail(addr, credential string) (limited bool) {
+	if g == nil {
+		return false
+	}
+	limited = !g.addrs.Allow(addr)
+	g.addrs.Fail(addr)
+	if p := KeyDisplayPrefix(credential); p != "" {
+		limited = !g.prefixes.Allow(p) || limited
+		g.prefixes.Fail(p)
+	}
+	return limited
 }

@@ -99,3 +99,36 @@ func TestAddrKey(t *testing.T) {
 		}
 	}
 }
+
+// TestFailureGuard: the first limit failures of an address or of a key
+// prefix are not over the limit, later ones are; the two are counted apart,
+// and the window ends the limit.
+func TestFailureGuard(t *testing.T) {
+	if g := auth.NewFailureGuard(0); g.Fail("192.0.2.1", "") {
+		t.Error("a disabled guard limited a failure")
+	}
+	g := auth.NewFailureGuard(2)
+	now := time.Unix(1_700_000_000, 0)
+	g.SetNow(func() time.Time { return now })
+	key, _ := auth.NewAPIKey(auth.APIKeyPrefix)
+	for i, tc := range []struct {
+		addr, credential string
+		want             bool
+	}{
+		{"192.0.2.1:1", "", false},
+		{"192.0.2.1:2", "", false},
+		{"192.0.2.1:3", "", true},       // the address reached 2
+		{"192.0.2.2:1", key, false},     // another address; the prefix has 1
+		{"192.0.2.3:1", key, false},     // the prefix has 2
+		{"192.0.2.4:1", key, true},      // the prefix reached 2, from a fresh address
+		{"192.0.2.4:1", "a.b.c", false}, // not a key: only the address counts (1 before)
+	} {
+		if got := g.Fail(tc.addr, tc.credential); got != tc.want {
+			t.Errorf("failure %d from %s: limited = %v; want %v", i+1, tc.addr, got, tc.want)
+		}
+	}
+	now = now.Add(time.Minute)
+	if g.Fail("192.0.2.1:4", key) {
+		t.Error("limited after the window ended")
+	}
+}

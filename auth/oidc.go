@@ -185,6 +185,12 @@ func (a *OIDCAuthenticator) Authenticate(ctx context.Context, r *http.Request) (
 	if idt.Subject == "" {
 		return Principal{}, true, fmt.Errorf("%w: token has no subject", derrors.ErrUnauthenticated)
 	}
+	if ReservedSubject(idt.Subject) {
+		// A person acting as "key:<id>" or "operator" would inherit the
+		// creator rights over what those keys made; refuse rather than map,
+		// so no stored record can ever be reached through a token.
+		return Principal{}, true, fmt.Errorf("%w: token subject %q is reserved for API keys", derrors.ErrUnauthenticated, idt.Subject)
+	}
 	return Principal{
 		Subject:   idt.Subject,
 		Workspace: a.workspaceFrom(raw),

@@ -4,6 +4,7 @@ import (
 	"context"
 	"regexp"
 	"slices"
+	"strings"
 
 	"svc/derrors"
 )
@@ -113,6 +114,31 @@ type Principal struct {
 	KeyID string `json:"-"`
 }
 
+// KeySubjectPrefix starts the subject of a machine key that acts as itself:
+// a key minted by the operator route (/internal/tenant-keys) has the subject
+// KeySubject(its id), and the keys it mints inherit that subject. It must
+// equal store.KeySubjectPrefix (a test in api checks it).
+const KeySubjectPrefix = "key:"
+
+// LegacyOperatorSubject is the subject every operator-minted key shared
+// before keys got their own (migration 0008 rewrites stored ones). Records
+// created by those keys still name it as their creator.
+const LegacyOperatorSubject = "operator"
+
+// KeySubject is the subject of the key with id that acts as itself.
+func KeySubject(id string) string { return KeySubjectPrefix + id }
+
+// IsKeySubject reports whether subject names a key rather than a person.
+func IsKeySubject(subject string) bool { return strings.HasPrefix(subject, KeySubjectPrefix) }
+
+// ReservedSubject reports whether subject belongs to machine credentials, so
+// that no person (an OIDC token's sub) may act as it: otherwise they would
+// inherit the creator rights, notifications and memberships of what those
+// keys made.
+func ReservedSubject(subject string) bool {
+	return IsKeySubject(subject) || subject == LegacyOperatorSubject
+}
+
 // HighestRole is p's effective role: the highest valid one of its roles, or
 // "" when it has none (which no role-gated action accepts).
 func (p Principal) HighestRole() Role {
@@ -152,6 +178,18 @@ func CheckCreatorOrAdmin(p Principal, creator string) error {
 		return nil
 	}
 	return derrors.Forbiddenf("only the creator or an admin may do this")
+}
+
+// lowerRole is the lower of two roles; "" (no valid role) when either is
+// not a valid role.
+func lowerRole(a, b Role) Role {
+	if !a.Valid() || !b.Valid() {
+		return ""
+	}
+	if a.rank() < b.rank() {
+		return a
+	}
+	return b
 }
 
 // sortRoles orders roles lowest first and drops duplicates and invalid ones.

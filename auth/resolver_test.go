@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -114,7 +115,7 @@ func TestWorkspaceSelection(t *testing.T) {
 	rv := oidcResolver(t, iss, keys, m)
 	alice := "Bearer " + iss.Mint(map[string]any{"sub": "alice", "workspace": "acme", "roles": []string{"member"}})
 	noWS := "Bearer " + iss.Mint(map[string]any{"sub": "alice"})
-	key := "Bearer " + keys.add(auth.APIKeyPrefix, auth.StoredKey{ID: "k1", Workspace: "acme", Subject: "ci", Roles: []auth.Role{auth.RoleMember}, Kind: auth.KeyKindAPI})
+	key := "Bearer " + keys.addMember(auth.APIKeyPrefix, auth.StoredKey{ID: "k1", Workspace: "acme", Subject: "ci", Roles: []auth.Role{auth.RoleMember}, Kind: auth.KeyKindAPI})
 	rvDev, err := auth.NewResolver(auth.ResolverConfig{Memberships: m})
 	if err != nil {
 		t.Fatal(err)
@@ -204,9 +205,8 @@ func TestMembershipStoreErrorsFailClosed(t *testing.T) {
 func TestResolverRateLimitsFailures(t *testing.T) {
 	iss := authtest.NewIssuer(t)
 	keys := newFakeKeys()
-	good := "Bearer " + keys.add(auth.APIKeyPrefix, auth.StoredKey{ID: "k1", Workspace: "acme", Subject: "ci", Roles: []auth.Role{auth.RoleAdmin}, Kind: auth.KeyKindAPI})
-	unknown, _ := auth.NewAPIKey(auth.APIKeyPrefix)
-	bad := "Bearer " + unknown
+	good := "Bearer " + keys.addMember(auth.APIKeyPrefix, auth.StoredKey{ID: "k1", Workspace: "acme", Subject: "ci", Roles: []auth.Role{auth.RoleAdmin}, Kind: auth.KeyKindAPI})
+	bad := func() string { k, _ := auth.NewAPIKey(auth.APIKeyPrefix); return "Bearer " + k }
 	rv := oidcResolver(t, iss, keys, newFakeMemberships()) // FailLimit 5
 	ctx := context.Background()
 	from := func(addr, authz string) *http.Request {
@@ -228,22 +228,23 @@ func TestResolverRateLimitsFailures(t *testing.T) {
 		}
 	}
 	for i := range 5 {
-		if _, err := rv.Resolve(ctx, from("198.51.100.1:2", bad)); !errors.Is(err, derrors.ErrUnauthenticated) {
+		if _, err := rv.Resolve(ctx, from("198.51.100.1:2", bad())); !errors.Is(err, derrors.ErrUnauthenticated) {
 			t.Fatalf("failure %d: %v; want ErrUnauthenticated", i, err)
 		}
 	}
-	// The address is now refused before any verification, even with a good key.
-	before := keys.lookups()
-	_, err := rv.Resolve(ctx, from("198.51.100.1:3", good))
-	if !errors.Is(err, derrors.ErrRateLimited) {
-		t.Fatalf("after 5 failures, even a good key: %v; want ErrRateLimited", err)
+	// Past the limit, failing attempts from the address are 429 ...
+	if _, err := rv.Resolve(ctx, from("198.51.100.1:3", bad())); !errors.Is(err, derrors.ErrRateLimited) {
+		t.Fatalf("after 5 failures, a bad key: %v; want ErrRateLimited", err)
 	}
-	if keys.lookups() != before {
-		t.Error("a refused address still reached the key store; want refusal before verification")
+	// ... but a valid credential from it is never refused.
+	for range 3 {
+		if p, err := rv.Resolve(ctx, from("198.51.100.1:3", good)); err != nil || p.Subject != "ci" {
+			t.Fatalf("after 5 failures, a good key: %+v, %v; want the key's principal", p, err)
+		}
 	}
 	// Another address is unaffected.
-	if _, err := rv.Resolve(ctx, from("198.51.100.2:1", good)); err != nil {
-		t.Errorf("other address: %v; want nil", err)
+	if _, err := rv.Resolve(ctx, from("198.51.100.2:1", bad())); !errors.Is(err, derrors.ErrUnauthenticated) {
+		t.Errorf("other address: %v; want ErrUnauthenticated", err)
 	}
 	// Forged tokens from a third address are counted as failures.
 	forged := "Bearer " + iss.Mint(map[string]any{"sub": "m", "workspace": "acme"}, authtest.WithForeignKey())
@@ -252,6 +253,145 @@ func TestResolverRateLimitsFailures(t *testing.T) {
 	}
 	if _, err := rv.Resolve(ctx, from("203.0.113.9:1", forged)); !errors.Is(err, derrors.ErrRateLimited) {
 		t.Errorf("after 5 forged tokens: %v; want ErrRateLimited", err)
+	}
+	valid := "Bearer " + iss.Mint(map[string]any{"sub": "m", "workspace": "acme"})
+	if _, err := rv.Resolve(ctx, from("203.0.113.9:1", valid)); err != nil {
+		t.Errorf("a valid token from the limited address: %v; want nil", err)
+	}
+}
+
+// TestResolverRateLimitsKeyPrefixes: failures against one key prefix are
+// counted across addresses.
+func TestResolverRateLimitsKeyPrefixes(t *testing.T) {
+	keys := newFakeKeys()
+	plain := keys.addMember(auth.APIKeyPrefix, auth.StoredKey{ID: "k1", Workspace: "acme", Subject: "ci", Roles: []auth.Role{auth.RoleAdmin}, Kind: auth.KeyKindAPI})
+	rv, err := auth.NewResolver(auth.ResolverConfig{Keys: keys, FailLimit: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	guess := func(i int) string { // same display prefix, another body
+		b := []byte(plain)
+		pos := len(auth.KeyDisplayPrefix(plain)) + i
+		if b[pos] == 'A' {
+			b[pos] = 'B'
+		} else {
+			b[pos] = 'A'
+		}
+		return string(b)
+	}
+	resolve := func(addr, token string) error {
+		r := request(header{"Authorization": "Bearer " + token})
+		r.RemoteAddr = addr
+		_, err := rv.Resolve(context.Background(), r)
+		return err
+	}
+	for i := range 3 {
+		if err := resolve(fmt.Sprintf("192.0.2.%d:1", i+1), guess(i)); !errors.Is(err, derrors.ErrUnauthenticated) {
+			t.Fatalf("guess %d: %v; want ErrUnauthenticated", i, err)
+		}
+	}
+	if err := resolve("192.0.2.200:1", guess(3)); !errors.Is(err, derrors.ErrRateLimited) {
+		t.Errorf("a guess at the same prefix from a fresh address: %v; want ErrRateLimited", err)
+	}
+	if err := resolve("192.0.2.200:1", plain); err != nil {
+		t.Errorf("the key itself: %v; want nil", err)
+	}
+	other, _ := auth.NewAPIKey(auth.APIKeyPrefix)
+	if err := resolve("192.0.2.201:1", other); !errors.Is(err, derrors.ErrUnauthenticated) {
+		t.Errorf("another prefix from another address: %v; want ErrUnauthenticated", err)
+	}
+}
+
+// TestKeyRolesCappedByOwner: a key acts with the lower of its roles and its
+// owner's current standing; an owner without standing kills the key.
+func TestKeyRolesCappedByOwner(t *testing.T) {
+	keys := newFakeKeys()
+	adminKey := keys.add(auth.APIKeyPrefix, auth.StoredKey{ID: "k1", Workspace: "acme", Subject: "alice", Roles: []auth.Role{auth.RoleAdmin}, Kind: auth.KeyKindAPI})
+	memberKey := keys.add(auth.APIKeyPrefix, auth.StoredKey{ID: "k2", Workspace: "acme", Subject: "bob", Roles: []auth.Role{auth.RoleMember}, Kind: auth.KeyKindAPI})
+	tenantKey := keys.add(auth.APIKeyPrefix, auth.StoredKey{ID: "t1", Workspace: "acme", Subject: auth.KeySubject("t1"), Roles: []auth.Role{auth.RoleAdmin}, Kind: auth.KeyKindAPI})
+	minted := keys.add(auth.APIKeyPrefix, auth.StoredKey{ID: "k3", Workspace: "acme", Subject: auth.KeySubject("t1"), Roles: []auth.Role{auth.RoleAdmin}, Kind: auth.KeyKindAPI})
+	foreign := keys.add(auth.APIKeyPrefix, auth.StoredKey{ID: "k4", Workspace: "globex", Subject: auth.KeySubject("t1"), Roles: []auth.Role{auth.RoleAdmin}, Kind: auth.KeyKindAPI})
+	a := auth.NewAPIKeyAuthenticator(keys)
+	roles := func(token string) ([]auth.Role, error) {
+		r := httptest.NewRequest("GET", "/me", nil)
+		r.Header.Set("Authorization", "Bearer "+token)
+		p, _, err := a.Authenticate(context.Background(), r)
+		return p.Roles, err
+	}
+	steps := []struct {
+		name    string
+		change  func()
+		token   string
+		want    []auth.Role
+		wantErr error
+	}{
+		{"admin key of an admin", func() { keys.member("acme", "alice", auth.RoleAdmin) }, adminKey, []auth.Role{auth.RoleAdmin}, nil},
+		{"admin key of a demoted member", func() { keys.member("acme", "alice", auth.RoleMember) }, adminKey, []auth.Role{auth.RoleMember}, nil},
+		{"admin key of a viewer", func() { keys.member("acme", "alice", auth.RoleViewer) }, adminKey, []auth.Role{auth.RoleViewer}, nil},
+		{"a membership elsewhere does not count", func() { keys.member("acme", "alice", ""); keys.member("globex", "alice", auth.RoleAdmin) }, adminKey, nil, derrors.ErrUnauthenticated},
+		{"an unreadable membership role", func() { keys.member("acme", "alice", "owner") }, adminKey, nil, derrors.ErrUnauthenticated},
+		{"member key of an admin stays member", func() { keys.member("acme", "bob", auth.RoleAdmin) }, memberKey, []auth.Role{auth.RoleMember}, nil},
+		{"a tenant key needs no membership", func() {}, tenantKey, []auth.Role{auth.RoleAdmin}, nil},
+		{"a key minted by the tenant key", func() {}, minted, []auth.Role{auth.RoleAdmin}, nil},
+		{"a key naming another workspace's key", func() {}, foreign, nil, derrors.ErrUnauthenticated},
+		{"the tenant key is deleted", func() { keys.remove("t1") }, minted, nil, derrors.ErrUnauthenticated},
+	}
+	for _, st := range steps {
+		st.change()
+		got, err := roles(st.token)
+		if st.wantErr != nil && !errors.Is(err, st.wantErr) || st.wantErr == nil && err != nil {
+			t.Fatalf("%s: err = %v; want %v", st.name, err, st.wantErr)
+		}
+		if !cmp.Equal(got, st.want) {
+			t.Errorf("%s: roles %v; want %v", st.name, got, st.want)
+		}
+	}
+}
+
+// TestOIDCReservedSubjects: no person may act as a key (key:<id>) or as the
+// legacy operator subject of tenant keys.
+func TestOIDCReservedSubjects(t *testing.T) {
+	iss := authtest.NewIssuer(t)
+	m := newFakeMemberships()
+	rv := oidcResolver(t, iss, newFakeKeys(), m)
+	for _, sub := range []string{"operator", "key:k1", "key:"} {
+		tok := "Bearer " + iss.Mint(map[string]any{"sub": sub, "workspace": "acme", "roles": []string{"admin"}})
+		if p, err := rv.Resolve(context.Background(), request(header{"Authorization": tok})); !errors.Is(err, derrors.ErrUnauthenticated) {
+			t.Errorf("sub %q: %+v, %v; want ErrUnauthenticated", sub, p, err)
+		}
+	}
+	if calls := m.ensureCalls(); len(calls) != 0 {
+		t.Errorf("a reserved subject was promoted: %v", calls)
+	}
+	for _, sub := range []string{"operators", "Operator", "alice:key:1"} {
+		tok := "Bearer " + iss.Mint(map[string]any{"sub": sub})
+		if _, err := rv.Resolve(context.Background(), request(header{"Authorization": tok})); err != nil {
+			t.Errorf("sub %q: %v; want accepted", sub, err)
+		}
+	}
+}
+
+// TestRemovedMemberIsNotPromoted: once removed (a tombstone), a token's
+// workspace claim no longer makes the person a member: they fall back to no
+// workspace, silently, and cannot select it either.
+func TestRemovedMemberIsNotPromoted(t *testing.T) {
+	iss := authtest.NewIssuer(t)
+	m := newFakeMemberships()
+	rv := oidcResolver(t, iss, newFakeKeys(), m)
+	tok := "Bearer " + iss.Mint(map[string]any{"sub": "alice", "workspace": "acme", "roles": []string{"admin"}})
+	ctx := context.Background()
+	if p, err := rv.Resolve(ctx, request(header{"Authorization": tok})); err != nil || p.Workspace != "acme" {
+		t.Fatalf("first use: %+v, %v; want acme", p, err)
+	}
+	m.remove("acme", "alice")
+	for _, h := range []header{{"Authorization": tok}, {"Authorization": tok, "x-svc-workspace": "acme"}} {
+		p, err := rv.Resolve(ctx, request(h))
+		if err != nil || p.Workspace != "" || len(p.Roles) != 0 {
+			t.Errorf("after removal %v: %+v, %v; want no workspace and no roles", h, p, err)
+		}
+	}
+	if _, ok, _ := m.Membership(ctx, "acme", "alice"); ok {
+		t.Error("a removed member was promoted again")
 	}
 }
 

@@ -43,10 +43,29 @@ type Config struct {
 	WebhookAllow string
 	// WebhookAttempts bounds delivery attempts of one webhook.
 	WebhookAttempts int
+	// ProbeAllow lists private destinations runtime probes (and the nomad
+	// and k8s clients) may reach anyway; it is separate from WebhookAllow.
+	ProbeAllow string
 	// HarnessOTLPEndpoint is exported to harnesses as
 	// OTEL_EXPORTER_OTLP_ENDPOINT.
 	HarnessOTLPEndpoint string
 	SecretKey           string
+	// LocalRuntime is auto, on or off: whether this worker runs jobs of
+	// the local runtime (auto: on, except in serve/worker with
+	// RequireAuth).
+	LocalRuntime string
+	// LocalIsolation is auto, namespaces or none: how local jobs are kept
+	// from the service (docs/runtimes.md).
+	LocalIsolation string
+	// LocalUser is the user local jobs run as ("" picks svc-job as root).
+	LocalUser string
+	// LocalNetwork is host or none.
+	LocalNetwork string
+	// PprofAddr, when set, serves net/http/pprof there (loopback only).
+	PprofAddr string
+	// TrustedProxies lists the proxies whose X-Forwarded-For names the
+	// client address (comma-separated CIDRs or addresses); empty trusts none.
+	TrustedProxies string
 }
 
 // Setting is one row of the settings table.
@@ -71,6 +90,18 @@ func integer(p func(*Config) *int) func(*Config, string) error {
 		}
 		*p(c) = n
 		return nil
+	}
+}
+
+func oneOf(p func(*Config) *string, values ...string) func(*Config, string) error {
+	return func(c *Config, v string) error {
+		for _, ok := range values {
+			if v == ok {
+				*p(c) = v
+				return nil
+			}
+		}
+		return fmt.Errorf("want one of %s, got %q", strings.Join(values, ", "), v)
 	}
 }
 
@@ -126,6 +157,8 @@ var Settings = []Setting{
 		set: str(func(c *Config) *string { return &c.OIDCGroupPrefix })},
 	{Flag: "auth-fail-limit", Env: "SVC_AUTH_FAIL_LIMIT", Default: "20", Usage: "failed authentications per source address per minute before 429",
 		set: integer(func(c *Config) *int { return &c.AuthFailLimit })},
+	{Flag: "trusted-proxies", Env: "SVC_TRUSTED_PROXIES", Default: "", Usage: "comma-separated CIDRs or addresses of reverse proxies whose X-Forwarded-For names the client address (the right-most entry not in the list); empty ignores X-Forwarded-For",
+		set: str(func(c *Config) *string { return &c.TrustedProxies })},
 	{Flag: "log-level", Env: "SVC_LOG_LEVEL", Default: "info", Usage: "debug, info, warn or error",
 		set: str(func(c *Config) *string { return &c.LogLevel })},
 	{Flag: "log-format", Env: "SVC_LOG_FORMAT", Default: "json", Usage: "json or text",
@@ -147,8 +180,20 @@ var Settings = []Setting{
 		set: str(func(c *Config) *string { return &c.WebhookAllow })},
 	{Flag: "webhook-attempts", Env: "SVC_WEBHOOK_ATTEMPTS", Default: "8", Usage: "delivery attempts of one webhook, with exponential backoff from 1s to 5m",
 		set: integer(func(c *Config) *int { return &c.WebhookAttempts })},
+	{Flag: "probe-allow", Env: "SVC_PROBE_ALLOW", Default: "", Usage: "comma-separated CIDRs, addresses or host names that runtime probes and the nomad and k8s clients may reach although private, loopback or link-local",
+		set: str(func(c *Config) *string { return &c.ProbeAllow })},
 	{Flag: "harness-otlp-endpoint", Env: "SVC_HARNESS_OTLP_ENDPOINT", Default: "", Usage: "OTLP/HTTP endpoint exported to harnesses as OTEL_EXPORTER_OTLP_ENDPOINT (with svc.run_id in OTEL_RESOURCE_ATTRIBUTES); unset when empty",
 		set: str(func(c *Config) *string { return &c.HarnessOTLPEndpoint })},
+	{Flag: "local-runtime", Env: "SVC_LOCAL_RUNTIME", Default: "auto", Usage: "auto, on or off: whether this worker runs jobs of the local runtime; auto is on except in serve/worker with SVC_REQUIRE_AUTH=1",
+		set: oneOf(func(c *Config) *string { return &c.LocalRuntime }, "auto", "on", "off")},
+	{Flag: "local-isolation", Env: "SVC_LOCAL_ISOLATION", Default: "auto", Usage: "auto, namespaces or none: local jobs in PID and mount namespaces of their own as an unprivileged user (auto: where the kernel allows; serve/worker refuse local jobs without it unless none is set)",
+		set: oneOf(func(c *Config) *string { return &c.LocalIsolation }, "auto", "namespaces", "none")},
+	{Flag: "local-user", Env: "SVC_LOCAL_USER", Default: "", Usage: "user local jobs run as (name or uid[:gid]); unset: svc-job (created if absent) when svc runs as root, else root of a user namespace mapped to svc's own user",
+		set: str(func(c *Config) *string { return &c.LocalUser })},
+	{Flag: "local-network", Env: "SVC_LOCAL_NETWORK", Default: "host", Usage: "host or none: none gives each local job an empty network namespace",
+		set: oneOf(func(c *Config) *string { return &c.LocalNetwork }, "host", "none")},
+	{Flag: "pprof-addr", Env: "SVC_PPROF_ADDR", Default: "", Usage: "loopback address (127.0.0.1:6060) where dev and worker serve Go's pprof profiles; off when empty",
+		set: str(func(c *Config) *string { return &c.PprofAddr })},
 	{Env: "OTEL_EXPORTER_OTLP_ENDPOINT", Default: "", Usage: "OTLP endpoint for our own traces; tracing is off when unset",
 		set: str(func(c *Config) *string { return &c.OTLPEndpoint })},
 }

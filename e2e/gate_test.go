@@ -33,7 +33,7 @@ esac
 // `svc gate` exit 1 naming both cases; an A/A pair of the old version
 // makes it exit 0; `svc verify` of an untouched batch exits 0.
 func TestGateBlocksABrokenHarness(t *testing.T) {
-	dir := t.TempDir()
+	dir, scripts := t.TempDir(), jobDir(t)
 	svc := start(t, devEnv(filepath.Join(dir, "data")), true, "dev")
 	broken := []string{"g2", "g5"}
 
@@ -41,7 +41,7 @@ func TestGateBlocksABrokenHarness(t *testing.T) {
 		version string
 		broken  []string
 	}{{"1.0.0", nil}, {"2.0.0", broken}} {
-		script := filepath.Join(dir, "harness-"+h.version+".sh")
+		script := filepath.Join(scripts, "harness-"+h.version+".sh")
 		if err := os.WriteFile(script, fmt.Appendf(nil, gateHarness, strings.Join(h.broken, " ")), 0o755); err != nil {
 			t.Fatal(err)
 		}

@@ -42,7 +42,8 @@ func TestMain(m *testing.M) {
 	svcBin = os.Getenv("SVC_BIN")
 	if svcBin == "" {
 		svcBin = filepath.Join(dir, "svc")
-		build := exec.Command("go", "build", "-o", svcBin, "svc/cmd/svc")
+		// svc-shim beside svc: the local runtime's supervisor.
+		build := exec.Command("go", "build", "-o", dir+"/", "svc/cmd/svc", "svc/cmd/svc-shim")
 		build.Stdout, build.Stderr = os.Stdout, os.Stderr
 		if err := build.Run(); err != nil {
 			fmt.Fprintln(os.Stderr, "e2e: building svc:", err)
@@ -217,6 +218,21 @@ func devEnv(dataDir string, extra ...string) []string {
 		"SVC_ADDR=127.0.0.1:0",
 		"SVC_TEMPORAL_PORT=0",
 	}, extra...)
+}
+
+// jobDir returns a new directory that the local runtime's jobs, which run
+// as an unprivileged user, can read: where a test puts a harness's script.
+func jobDir(t *testing.T) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "svc-e2e-job-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return dir
 }
 
 func mustContain(t *testing.T, got, want string) {

@@ -54,7 +54,9 @@ echo 42
 
 func runSurvivesKill(t *testing.T, waitForHarness bool) {
 	dataDir, marks := t.TempDir(), t.TempDir()
-	env := devEnv(dataDir, "SVC_WEBHOOK_ALLOW=127.0.0.1")
+	// Isolation off: the harness reports its host pids to a file of the
+	// test's, which an isolated job can neither know nor write.
+	env := devEnv(dataDir, "SVC_WEBHOOK_ALLOW=127.0.0.1", "SVC_LOCAL_ISOLATION=none")
 	hooks := newHookReceiver(t)
 	startsFile := filepath.Join(marks, "starts")
 	script := filepath.Join(marks, "harness.sh")

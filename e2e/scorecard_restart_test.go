@@ -44,7 +44,9 @@ const (
 func TestScorecardSurvivesTwoKills(t *testing.T) {
 	began := time.Now()
 	dataDir, marks := t.TempDir(), t.TempDir()
-	env := devEnv(dataDir)
+	// Isolation off: the harness records its host pids and cases in files
+	// of the test's, which an isolated job can neither know nor write.
+	env := devEnv(dataDir, "SVC_LOCAL_ISOLATION=none")
 	startsFile, casesFile := filepath.Join(marks, "starts"), filepath.Join(marks, "cases")
 	script := filepath.Join(marks, "harness.sh")
 	if err := os.WriteFile(script, fmt.Appendf(nil, scorecardHarness, startsFile, casesFile), 0o755); err != nil {

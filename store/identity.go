@@ -21,6 +21,37 @@ type APIKey struct {
 	CreatedAt time.Time `json:"createdAt"`
 }
 
+// KeySubjectPrefix starts the subject of a key that acts as itself: a key
+// minted by the operator route has the subject "key:<its id>", and keys
+// minted with it inherit that subject. No person can hold such a subject
+// (auth refuses it in tokens).
+const KeySubjectPrefix = "key:"
+
+// APIKeyGrant is an API key together with what its owner holds now in the
+// key's workspace, read in one query when the key authenticates, so that a
+// key never outlives or outranks its owner.
+type APIKeyGrant struct {
+	Key APIKey
+	// MemberRole is the current role of the key's subject in the key's
+	// workspace; "" when the subject is not a member.
+	MemberRole string
+	// OwnerKeyFound reports whether the subject has the form
+	// KeySubjectPrefix+id and a key with that id exists in the same
+	// workspace; OwnerKeyRoles are then that key's roles.
+	OwnerKeyFound bool
+	OwnerKeyRoles []string
+}
+
+// MemberRemoval is the tombstone DELETE /members leaves: the subject stays
+// out of the workspace (lazy promotion of a token's workspace claim skips
+// it) until they accept an invite.
+type MemberRemoval struct {
+	Workspace string    `json:"-"`
+	Subject   string    `json:"subject"`
+	RemovedBy string    `json:"removedBy,omitempty"`
+	RemovedAt time.Time `json:"removedAt"`
+}
+
 // Member is a subject's membership of a workspace.
 type Member struct {
 	Workspace string    `json:"-"`
@@ -69,6 +100,9 @@ type Identity interface {
 	CreateAPIKey(ctx context.Context, k APIKey) (APIKey, error)
 	// APIKeyByHash returns the key whose plaintext hashes to hash, or ErrNotFound.
 	APIKeyByHash(ctx context.Context, hash []byte) (APIKey, error)
+	// APIKeyGrantByHash returns the key whose plaintext hashes to hash with
+	// its owner's current standing in the key's workspace, or ErrNotFound.
+	APIKeyGrantByHash(ctx context.Context, hash []byte) (APIKeyGrant, error)
 	// ListAPIKeys returns a workspace's keys, oldest first.
 	ListAPIKeys(ctx context.Context, workspace string) ([]APIKey, error)
 	// DeleteAPIKey deletes a key of the workspace; an unknown or foreign id is a no-op.
@@ -91,6 +125,15 @@ type Identity interface {
 	DeleteMember(ctx context.Context, workspace, subject string) error
 	// CountAdmins returns how many members of the workspace are admins.
 	CountAdmins(ctx context.Context, workspace string) (int, error)
+	// PutMemberRemoval records that the subject was removed from the
+	// workspace (a later removal replaces the record).
+	PutMemberRemoval(ctx context.Context, r MemberRemoval) error
+	// GetMemberRemoval returns the removal record of the subject in the
+	// workspace, or ErrNotFound when there is none.
+	GetMemberRemoval(ctx context.Context, workspace, subject string) (MemberRemoval, error)
+	// DeleteMemberRemoval forgets the removal (the subject was re-admitted);
+	// absent is a no-op.
+	DeleteMemberRemoval(ctx context.Context, workspace, subject string) error
 
 	// CreateInvite inserts an invite; a duplicate ID or hash is ErrConflict.
 	CreateInvite(ctx context.Context, inv Invite) (Invite, error)

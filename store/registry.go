@@ -110,16 +110,20 @@ type Registry interface {
 // Secret is a workspace secret: its value is encrypted by the caller and
 // stored only as ciphertext; it is never returned by the API.
 type Secret struct {
-	Workspace  string    `json:"-"`
-	Name       string    `json:"name"`
-	Ciphertext []byte    `json:"-"`
-	CreatedBy  string    `json:"createdBy,omitempty"`
-	UpdatedAt  time.Time `json:"updatedAt"`
+	Workspace  string `json:"-"`
+	Name       string `json:"name"`
+	Ciphertext []byte `json:"-"`
+	// AllowedHosts are the hosts an admin bound the secret to, in
+	// netguard's syntax and stored form: a probe or driver sends it to no
+	// other host. None (nil) means it may be sent nowhere.
+	AllowedHosts []string  `json:"allowedHosts"`
+	CreatedBy    string    `json:"createdBy,omitempty"`
+	UpdatedAt    time.Time `json:"updatedAt"`
 }
 
 // Secrets is the workspace secret store.
 type Secrets interface {
-	// PutSecret inserts or replaces a secret.
+	// PutSecret inserts or replaces a secret, its allowed hosts included.
 	PutSecret(ctx context.Context, s Secret) (Secret, error)
 	// GetSecret returns one secret with its ciphertext, or ErrNotFound.
 	GetSecret(ctx context.Context, workspace, name string) (Secret, error)

@@ -9,7 +9,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -19,7 +18,6 @@ import (
 	"svc/activities"
 	"svc/api"
 	"svc/config"
-	"svc/drivers/local"
 	"svc/judges"
 	"svc/orchestration"
 	"svc/registry/service"
@@ -112,7 +110,7 @@ func dialTemporal(ctx context.Context, cfg config.Config, hostPort, setting stri
 
 // startWorker starts the Temporal worker with every workflow and activity.
 // Harness work areas live under dataDir/work.
-func startWorker(c client.Client, cfg config.Config, st store.Store, dataDir string, log *slog.Logger) (worker.Worker, error) {
+func startWorker(ctx context.Context, c client.Client, cfg config.Config, role string, st store.Store, dataDir string, log *slog.Logger) (worker.Worker, error) {
 	var sealer *secrets.Sealer
 	if cfg.SecretKey != "" {
 		var err error
@@ -125,7 +123,10 @@ func startWorker(c client.Client, cfg config.Config, st store.Store, dataDir str
 		return nil, fmt.Errorf("SVC_WEBHOOK_ALLOW: %v", err)
 	}
 	host, _ := os.Hostname()
-	driver := local.New(local.Options{Root: filepath.Join(dataDir, "work"), Logger: log})
+	driver, err := localDriver(ctx, cfg, role, dataDir, log)
+	if err != nil {
+		return nil, err
+	}
 	acts := &activities.Activities{
 		Store:      st,
 		Registries: service.New(st, sealer, time.Now),
@@ -184,9 +185,11 @@ func serveHTTP(ctx context.Context, cfg config.Config, h http.Handler, log *slog
 		Handler:           h,
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    api.TransportMaxHeaderBytes, // above api.MaxHeaderBytes, whose 431 is JSON
 	}
 	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
+	// net/http's own refusals (malformed request, oversized headers) in the JSON error shape.
+	go func() { errc <- srv.Serve(api.TransportErrors(ln, log)) }()
 	log.Info("api listening", "url", url)
 	announce(url)
 	select {

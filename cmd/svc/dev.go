@@ -72,7 +72,10 @@ func runDev(ctx context.Context, cfg config.Config, args []string, stdout, stder
 			return err
 		}
 	}
-	w, err := startWorker(tc, cfg, st, dataDir, log)
+	if err := startPprof(cfg, log); err != nil {
+		return err
+	}
+	w, err := startWorker(ctx, tc, cfg, "dev", st, dataDir, log)
 	if err != nil {
 		return err
 	}

@@ -40,7 +40,10 @@ func runWorker(ctx context.Context, cfg config.Config, args []string, stdout, st
 	if err != nil {
 		return fmt.Errorf("SVC_DATA_DIR=%s: %v", cfg.DataDir, err)
 	}
-	w, err := startWorker(tc, cfg, st, dataDir, log)
+	if err := startPprof(cfg, log); err != nil {
+		return err
+	}
+	w, err := startWorker(ctx, tc, cfg, "worker", st, dataDir, log)
 	if err != nil {
 		return err
 	}

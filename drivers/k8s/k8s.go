@@ -11,8 +11,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"net/url"
 	"regexp"
+	"strings"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -23,6 +25,7 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"svc/drivers/probe"
+	"svc/netguard"
 )
 
 // Kind is the runtime kind this package serves, as it appears in a RuntimeSpec and a probe Result.
@@ -44,7 +47,7 @@ const (
 // Config is how the control plane reaches one cluster. Token and
 // Kubeconfig are the resolved values of the runtime's authSecret and
 // kubeconfigSecret: credentials, never logged or put into a Result or an
-// error.
+// error, and sent only to a server AllowedHosts permits.
 type Config struct {
 	Server     string // https URL of the API server (with Token)
 	Token      string // bearer token, the value of authSecret (with Server)
@@ -52,6 +55,14 @@ type Config struct {
 	Kubeconfig []byte // the value of kubeconfigSecret; wins over everything else
 	Context    string // a context name: in Kubeconfig when set, else in the control plane's kubeconfig
 	Namespace  string // optional; else the context's namespace, else "default"
+	// AllowedHosts are the allowedHosts of the secret the credential came
+	// from (Kubeconfig's, else Token's; netguard's rules): the server the
+	// client talks to must be among them.
+	AllowedHosts []string
+	// Guard is what connections to a workspace's server dial through
+	// (SVC_PROBE_ALLOW); nil means probe.DefaultGuard. The control plane's
+	// own kubeconfig (the context path) is the operator's and not guarded.
+	Guard *netguard.Guard
 }
 
 // ProbeConfig is what Probe needs; it is the connection Config so the API
@@ -76,15 +87,27 @@ type Client struct {
 // credentials, when Context is empty).
 //
 // A kubeconfig from a workspace secret is tenant input, so it may not name
-// exec or auth-provider plugins or files: either would let a tenant run a
-// program or read a file on the control plane. The control plane's own
-// kubeconfig is the operator's and may use them.
+// exec or auth-provider plugins, files or a proxy: they would let a tenant
+// run a program or read a file on the control plane, or hide where requests
+// go. The control plane's own kubeconfig is the operator's and may use them.
+//
+// On the two tenant paths the server must be one the secret is bound to
+// (AllowedHosts), and every connection dials through Guard, which refuses
+// the service's own network again at connect time (DNS rebinding).
 func NewClient(cfg Config) (*Client, error) {
 	switch {
 	case len(cfg.Kubeconfig) > 0:
-		return fromKubeconfigSecret(cfg)
+		c, err := fromKubeconfigSecret(cfg)
+		if err != nil {
+			return nil, err
+		}
+		return guarded(c, cfg)
 	case cfg.Server != "" && cfg.Token != "":
-		return fromServerToken(cfg)
+		c, err := fromServerToken(cfg)
+		if err != nil {
+			return nil, err
+		}
+		return guarded(c, cfg)
 	case cfg.Server != "":
 		return nil, errors.New("server is set without authSecret; set authSecret to a secret holding a bearer token, or drop server to use a context")
 	case cfg.Token != "":
@@ -92,6 +115,55 @@ func NewClient(cfg Config) (*Client, error) {
 	default:
 		return fromContext(cfg)
 	}
+}
+
+// guarded finishes a client built from a workspace's credentials: it
+// refuses a server the secret is not bound to and makes every connection
+// go through the guard, without a proxy.
+func guarded(c *Client, cfg Config) (*Client, error) {
+	if err := netguard.CheckBound(cfg.AllowedHosts, serverURL(c.REST.Host)); err != nil {
+		return nil, fmt.Errorf("%s: %w", c.Auth, err)
+	}
+	g := cfg.Guard
+	if g == nil {
+		g = probe.DefaultGuard()
+	}
+	c.REST.Dial = g.DialContext
+	c.REST.Proxy = func(*http.Request) (*url.URL, error) { return nil, nil } // not the environment's
+	return c, nil
+}
+
+// serverURL gives a kubeconfig server without a scheme the https:// that
+// client-go gives it.
+func serverURL(s string) string {
+	if !strings.Contains(s, "://") {
+		return "https://" + s
+	}
+	return s
+}
+
+// KubeconfigServer returns the API server URL that a kubeconfig (the value
+// of a kubeconfigSecret) names for context ("" is its current context):
+// the host its credentials would be sent to. Errors never quote the
+// document.
+func KubeconfigServer(kubeconfig []byte, context string) (string, error) {
+	kc, err := clientcmd.Load(kubeconfig)
+	if err != nil {
+		return "", errors.New("not a valid kubeconfig")
+	}
+	name := context
+	if name == "" {
+		name = kc.CurrentContext
+	}
+	kctx, ok := kc.Contexts[name]
+	if !ok || kctx == nil {
+		return "", fmt.Errorf("the kubeconfig has no context %q", name)
+	}
+	cl, ok := kc.Clusters[kctx.Cluster]
+	if !ok || cl == nil || cl.Server == "" {
+		return "", fmt.Errorf("context %q names no cluster with a server", name)
+	}
+	return serverURL(cl.Server), nil
 }
 
 func fromKubeconfigSecret(cfg Config) (*Client, error) {
@@ -132,8 +204,11 @@ func checkTenantKubeconfig(kc *clientcmdapi.Config) error {
 		}
 	}
 	for name, c := range kc.Clusters {
-		if c.CertificateAuthority != "" {
+		switch {
+		case c.CertificateAuthority != "":
 			return fmt.Errorf("cluster %q names a CA file, which would be read from the control plane's disk; %s", name, inline)
+		case c.ProxyURL != "":
+			return fmt.Errorf("cluster %q names a proxy-url, which would hide where the control plane connects; remove it", name)
 		}
 	}
 	return nil
@@ -242,25 +317,45 @@ func serverVersion(ctx context.Context, rc *rest.Config) (*version.Info, error) 
 	}
 	var info version.Info
 	if err := json.Unmarshal(body, &info); err != nil {
-		return nil, fmt.Errorf("GET /version answered something that is not a Kubernetes version: %w", err)
+		// The decoder's error quotes the body; say it in our words.
+		return nil, errNotVersion
 	}
-	if info.GitVersion == "" {
-		return nil, errors.New("GET /version answered without a gitVersion; is this a Kubernetes API server?")
+	if !gitVersionRE.MatchString(info.GitVersion) {
+		return nil, errNoGitVersion
 	}
 	return &info, nil
 }
 
-// reason says why the request failed, naming the cap when it was the cap
-// that ran out rather than the caller giving up.
+// gitVersionRE is what a Kubernetes gitVersion looks like (v1.36.4,
+// v1.30.2-gke.1587003, v1.29.0+k3s1); only such a string is shown.
+var gitVersionRE = regexp.MustCompile(`^v[0-9]{1,4}\.[0-9]{1,4}\.[0-9]{1,4}([-+][0-9A-Za-z.+-]{1,48})?$`)
+
+// serverVersion's own errors for an answer that is not a version; their
+// text holds nothing the server sent.
+var (
+	errNotVersion   = errors.New("GET /version answered something that is not a Kubernetes version; is this a Kubernetes API server?")
+	errNoGitVersion = errors.New("GET /version answered without a Kubernetes gitVersion; is this a Kubernetes API server?")
+)
+
+// reason says in the service's own words why the request failed, naming
+// the cap when it was the cap that ran out rather than the caller giving
+// up. A status is named, a body never: client-go's errors quote it.
 func reason(ctx context.Context, limit time.Duration, err error) string {
 	if why, ok := probe.GaveUp(ctx, limit); ok {
 		return why
 	}
+	var status apierrors.APIStatus
 	switch {
 	case apierrors.IsUnauthorized(err):
 		// client-go's text ("the server has asked for the client to provide
 		// credentials") hides that this is about the runtime's own secret.
 		return "the API server refused the credentials (401 Unauthorized)"
+	case apierrors.IsForbidden(err):
+		return "the API server refused access to /version (403 Forbidden)"
+	case errors.As(err, &status) && status.Status().Code != 0:
+		return probe.Status(int(status.Status().Code), "the Kubernetes API server's URL")
+	case errors.Is(err, errNotVersion), errors.Is(err, errNoGitVersion):
+		return err.Error()
 	}
-	return err.Error()
+	return probe.Describe(err)
 }

@@ -22,7 +22,20 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"svc/drivers/k8s"
+	"svc/drivers/probe"
 )
+
+// local fills in what a workspace's credentials need to reach a test
+// server on loopback: a guard allowing 127.0.0.1 and a binding to it.
+func local(t *testing.T, cfg k8s.Config) k8s.Config {
+	t.Helper()
+	g, err := probe.NewGuard("127.0.0.1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Guard, cfg.AllowedHosts = g, []string{"127.0.0.1"}
+	return cfg
+}
 
 // fakeAPIServer is a TLS server that answers GET /version like a
 // kube-apiserver 1.36 and, like one, refuses a wrong bearer token with a 401
@@ -175,7 +188,7 @@ func TestProbeAuthPrecedence(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			useControlPlaneKubeconfig(t, operator)
-			got := k8s.Probe(t.Context(), tc.cfg)
+			got := k8s.Probe(t.Context(), local(t, tc.cfg))
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("Probe (-want +got):\n%s", diff)
 			}
@@ -188,9 +201,9 @@ func TestProbeAuthPrecedence(t *testing.T) {
 
 func TestProbeUntrustedCA(t *testing.T) {
 	api := newFakeAPIServer(t, "tok")
-	got := k8s.Probe(t.Context(), k8s.ProbeConfig{Server: api.URL, Token: "tok"}) // no CAData: the host's trust store
+	got := k8s.Probe(t.Context(), local(t, k8s.ProbeConfig{Server: api.URL, Token: "tok"})) // no CAData: the host's trust store
 	if got.Reachable || !strings.HasPrefix(got.Detail, "server+authSecret: ") ||
-		!strings.Contains(got.Detail, "x509: certificate signed by unknown authority") {
+		!strings.Contains(got.Detail, "TLS handshake failed: the server's certificate is signed by an unknown authority") {
 		t.Errorf("Probe = %+v, want not reachable, unknown authority", got)
 	}
 }
@@ -226,6 +239,9 @@ func TestProbeRefusesUnsafeKubeconfigSecret(t *testing.T) {
 			c.Clusters["c"].CertificateAuthorityData = nil
 			c.Clusters["c"].CertificateAuthority = "/etc/ssl/ca.crt"
 		}, "names a CA file"},
+		{"proxy", func(c *clientcmdapi.Config) {
+			c.Clusters["c"].ProxyURL = "http://proxy.example:3128"
+		}, "proxy-url"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := base()
@@ -235,7 +251,7 @@ func TestProbeRefusesUnsafeKubeconfigSecret(t *testing.T) {
 				t.Fatal(err)
 			}
 			before := api.calls.Load()
-			got := k8s.Probe(t.Context(), k8s.ProbeConfig{Kubeconfig: b})
+			got := k8s.Probe(t.Context(), local(t, k8s.ProbeConfig{Kubeconfig: b}))
 			if got.Reachable || !strings.HasPrefix(got.Detail, "kubeconfigSecret: ") || !strings.Contains(got.Detail, tc.want) {
 				t.Errorf("Probe = %+v, want not reachable, kubeconfigSecret, %q", got, tc.want)
 			}
@@ -284,7 +300,7 @@ func TestProbeNoControlPlaneKubeconfig(t *testing.T) {
 
 func TestProbeUnreachable(t *testing.T) {
 	dead := deadServer(t)
-	got := k8s.Probe(t.Context(), k8s.ProbeConfig{Server: dead, Token: "tok-abc"})
+	got := k8s.Probe(t.Context(), local(t, k8s.ProbeConfig{Server: dead, Token: "tok-abc"}))
 	if got.Reachable || !strings.HasPrefix(got.Detail, "server+authSecret: ") || !strings.Contains(got.Detail, "connection refused") {
 		t.Errorf("Probe = %+v, want not reachable, connection refused", got)
 	}
@@ -302,7 +318,7 @@ func TestProbeTimeout(t *testing.T) {
 	t.Cleanup(func() { close(release) })
 	ca := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
 
-	got := k8s.Probe(t.Context(), k8s.ProbeConfig{Server: srv.URL, Token: "tok", CAData: ca}, k8s.WithTimeout(100*time.Millisecond))
+	got := k8s.Probe(t.Context(), local(t, k8s.ProbeConfig{Server: srv.URL, Token: "tok", CAData: ca}), k8s.WithTimeout(100*time.Millisecond))
 	want := k8s.Result{Kind: "k8s", Detail: "server+authSecret: no answer within 100ms"}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("Probe (-want +got):\n%s", diff)
@@ -325,7 +341,7 @@ func TestNewClientNamespace(t *testing.T) {
 		{"server+authSecret default", k8s.Config{Server: api.URL, Token: "tok"}, "default"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c, err := k8s.NewClient(tc.cfg)
+			c, err := k8s.NewClient(local(t, tc.cfg))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -333,5 +349,113 @@ func TestNewClientNamespace(t *testing.T) {
 				t.Errorf("Namespace = %q, want %q", c.Namespace, tc.want)
 			}
 		})
+	}
+}
+
+// TestProbeGuardAndBinding: a workspace's server is dialled through the
+// guard (SVC_PROBE_ALLOW) and gets credentials only when the secret is
+// bound to its host; nothing reaches the server otherwise.
+func TestProbeGuardAndBinding(t *testing.T) {
+	const token = "bound-token"
+	api := newFakeAPIServer(t, token)
+	_, port, _ := net.SplitHostPort(strings.TrimPrefix(api.URL, "https://"))
+	closed, err := probe.NewGuard("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	open, err := probe.NewGuard("127.0.0.1,localhost")
+	if err != nil {
+		t.Fatal(err)
+	}
+	kc := kubeconfig(t, "c", kctx{name: "c", server: api.URL, ca: api.CA, token: token})
+	for _, tc := range []struct {
+		name string
+		cfg  k8s.ProbeConfig
+		want string
+	}{
+		{"loopback refused", k8s.ProbeConfig{Server: api.URL, Token: token, CAData: api.CA, Guard: closed, AllowedHosts: []string{"127.0.0.1"}},
+			"server+authSecret: refused: 127.0.0.1 is a loopback address; an operator can allow it with SVC_PROBE_ALLOW"},
+		{"loopback by name refused at dial", k8s.ProbeConfig{Server: "https://localhost:" + port, Token: token, CAData: api.CA, AllowedHosts: []string{"localhost"}},
+			"refused: localhost resolves to"},
+		{"metadata refused", k8s.ProbeConfig{Server: "https://169.254.169.254", Token: token, AllowedHosts: []string{"169.254.169.254"}},
+			"link-local"},
+		{"token not bound", k8s.ProbeConfig{Server: api.URL, Token: token, CAData: api.CA, Guard: open, AllowedHosts: []string{"k8s.example"}},
+			"server+authSecret: the credential may not be sent to 127.0.0.1:" + port},
+		{"token bound nowhere", k8s.ProbeConfig{Server: api.URL, Token: token, CAData: api.CA, Guard: open},
+			"is bound to no host"},
+		{"kubeconfig server not bound", k8s.ProbeConfig{Kubeconfig: kc, Guard: open, AllowedHosts: []string{"localhost"}},
+			"kubeconfigSecret: the credential may not be sent to 127.0.0.1:" + port},
+		{"kubeconfig server refused", k8s.ProbeConfig{Kubeconfig: kc, Guard: closed, AllowedHosts: []string{"127.0.0.1"}},
+			"kubeconfigSecret: refused: 127.0.0.1 is a loopback address"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := k8s.Probe(t.Context(), tc.cfg, k8s.WithTimeout(2*time.Second))
+			if got.Reachable || !strings.Contains(got.Detail, tc.want) {
+				t.Errorf("Probe = %+v, want not reachable with %q", got, tc.want)
+			}
+		})
+	}
+	if n := api.calls.Load(); n != 0 {
+		t.Errorf("the API server got %d requests, want none", n)
+	}
+}
+
+// TestProbeDoesNotReflectTheServer: the answer of whatever server is
+// probed never comes back in Detail, only its status.
+func TestProbeDoesNotReflectTheServer(t *testing.T) {
+	const body = "INTERNAL-Body-only-the-service-sees"
+	for _, tc := range []struct {
+		status int
+		ctype  string
+		want   string
+	}{
+		{http.StatusNotFound, "text/plain", "the server answered HTTP 404; is it the Kubernetes API server's URL?"},
+		{http.StatusInternalServerError, "text/plain", "HTTP 500"},
+		{http.StatusTeapot, "application/json", "HTTP 418"},
+		{http.StatusForbidden, "text/plain", "403"},
+		{http.StatusOK, "application/json", "not a Kubernetes version"},
+		{http.StatusOK, "text/html", "not a Kubernetes version"},
+	} {
+		srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", tc.ctype)
+			w.WriteHeader(tc.status)
+			io.WriteString(w, body)
+		}))
+		ca := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
+		got := k8s.Probe(t.Context(), local(t, k8s.ProbeConfig{Server: srv.URL, Token: "tok", CAData: ca}))
+		srv.Close()
+		if got.Reachable || strings.Contains(got.Detail, "INTERNAL") || !strings.Contains(got.Detail, tc.want) {
+			t.Errorf("status %d %s: Probe = %+v, want not reachable with %q and none of the body", tc.status, tc.ctype, got, tc.want)
+		}
+	}
+	// A gitVersion that does not look like one is not shown either.
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		json.NewEncoder(w).Encode(version.Info{GitVersion: body})
+	}))
+	t.Cleanup(srv.Close)
+	ca := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
+	if got := k8s.Probe(t.Context(), local(t, k8s.ProbeConfig{Server: srv.URL, Token: "tok", CAData: ca})); got.Reachable || strings.Contains(got.Detail, "INTERNAL") {
+		t.Errorf("Probe = %+v, want not reachable without the gitVersion", got)
+	}
+}
+
+func TestKubeconfigServer(t *testing.T) {
+	kc := kubeconfig(t, "a",
+		kctx{name: "a", server: "https://a.example:6443", token: "t"},
+		kctx{name: "b", server: "b.example:443", token: "t"})
+	for _, tc := range []struct{ context, want string }{
+		{"", "https://a.example:6443"},
+		{"b", "https://b.example:443"},
+	} {
+		got, err := k8s.KubeconfigServer(kc, tc.context)
+		if err != nil || got != tc.want {
+			t.Errorf("KubeconfigServer(%q) = %q, %v; want %q", tc.context, got, err, tc.want)
+		}
+	}
+	if _, err := k8s.KubeconfigServer(kc, "nope"); err == nil {
+		t.Error("KubeconfigServer of an absent context succeeded")
+	}
+	if _, err := k8s.KubeconfigServer([]byte("clusters: secret-looking-value"), ""); err == nil || strings.Contains(err.Error(), "secret-looking") {
+		t.Errorf("KubeconfigServer of a bad document = %v, want an error without its text", err)
 	}
 }

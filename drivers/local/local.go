@@ -7,23 +7,31 @@
 // only the environment the harness contract names (see Job), never the
 // service's own.
 //
-// The harness is not started by the service directly but by a supervisor
-// (the "shim": this same binary re-executed; see shim_linux.go) that the
-// service holds by a pipe. The shim is a child subreaper, puts the harness
-// in a process group of its own and, when the job ends, is cancelled or
-// times out, or the service dies (even by SIGKILL), kills the whole tree
-// and reaps it: no harness process outlives the job or the service.
+// The harness is not started by the service directly but by a supervisor,
+// the shim (package shim: the small svc-shim program, or this binary
+// re-executed when svc-shim is absent), that the service holds by a pipe
+// and a parent-death signal. When the job ends, is cancelled or times out,
+// or the service dies (even by SIGKILL), the whole tree is killed and
+// reaped: no harness process outlives the job or the service.
+//
+// Isolation (Options.Isolate, docs/runtimes.md): the shim is PID 1 of the
+// job's own PID and mount namespaces, hides the service's data directory
+// and the other jobs' work areas, mounts a /proc of the job's namespace
+// (no view of the service's processes or environment), leaves the host's
+// /tmp and /var/tmp read-only, and runs the harness as an unprivileged user
+// (or, when the service is not root, as root of a user namespace with every
+// capability dropped). The work area is the only writable place of the
+// host's disk. The network is the host's unless Isolation.NoNetwork.
 //
 // Attempts of one run id are serialised by a lock file beside the areas;
 // a later attempt kills the process group an earlier one recorded (after
 // checking, in /proc, that its processes carry SVC_RUN_ID=<id>), so a retry
 // supersedes an attempt that is stuck or whose service died with its shim.
 //
-// Limits: Linux only (other systems build, and Run says so). The harness
-// runs as the service's user: it is isolated from the service's
-// environment, not from its files or processes, so the local driver is for
-// trusted harnesses (development, single-tenant workers). A process handed
-// outside the tree (to systemd, say) is beyond its reach.
+// Limits: Linux only (other systems build, and Run says so). Without
+// Isolate the harness runs as the service's user and can read the
+// service's files and processes: that mode is for trusted harnesses only.
+// A process handed outside the tree (to systemd, say) is beyond its reach.
 package local
 
 import (
@@ -44,6 +52,7 @@ import (
 
 	"svc/derrors"
 	"svc/drivers"
+	"svc/drivers/local/shim"
 )
 
 // Name is the driver's name as it appears in a Result.
@@ -60,9 +69,6 @@ const (
 	EnvWorkDir     = "SVC_WORK_DIR"     // the job's work directory, where Files are
 	EnvRunID       = "SVC_RUN_ID"       // the run id
 	EnvSecretsFile = "SVC_SECRETS_FILE" // the 0600 JSON object of secrets
-
-	// shimEnv marks the re-executed binary as a job supervisor (shim_linux.go).
-	shimEnv = "_SVC_LOCAL_SHIM"
 
 	envResourceAttrs = "OTEL_RESOURCE_ATTRIBUTES"
 	envOTLPEndpoint  = "OTEL_EXPORTER_OTLP_ENDPOINT"
@@ -83,6 +89,29 @@ type Options struct {
 	// Logger receives what goes wrong after a job ended (a work area that
 	// could not be removed); nil means slog.Default().
 	Logger *slog.Logger
+	// ShimPath is the svc-shim program (see FindShim); "" re-executes the
+	// running binary as the shim, which costs every package initialiser of
+	// that binary per job.
+	ShimPath string
+	// Isolate, when set, runs every job in namespaces of its own; nil runs
+	// jobs as the service's user, seeing what it sees (trusted harnesses).
+	Isolate *Isolation
+	// Off, when set, is why this worker runs no local job: Run refuses
+	// every job with it.
+	Off string
+}
+
+// Isolation is how jobs are kept from the service and from one another.
+type Isolation struct {
+	// UID and GID are the unprivileged user jobs run as; -1 (the service
+	// is not root) runs them as root of a user namespace of their own,
+	// mapped to the service's user, with every capability dropped.
+	UID, GID int
+	// Hide are directories the job must not see (the service's data
+	// directory); the driver's Root is always hidden.
+	Hide []string
+	// NoNetwork gives each job an empty network namespace.
+	NoNetwork bool
 }
 
 // Driver runs process harnesses as local processes. It is safe for
@@ -93,6 +122,9 @@ type Driver struct {
 	otlpEndpoint string
 	killGrace    time.Duration
 	log          *slog.Logger
+	shimPath     string
+	isolate      *Isolation
+	off          string
 }
 
 var _ drivers.Driver = (*Driver)(nil)
@@ -111,6 +143,9 @@ func New(o Options) *Driver {
 		otlpEndpoint: o.OTLPEndpoint,
 		killGrace:    cmp.Or(o.KillGrace, DefaultKillGrace),
 		log:          o.Logger,
+		shimPath:     o.ShimPath,
+		isolate:      o.Isolate,
+		off:          o.Off,
 	}
 	if d.log == nil {
 		d.log = slog.Default()
@@ -123,6 +158,9 @@ func New(o Options) *Driver {
 // that could never run wraps derrors.ErrInvalid) or its supervisor was
 // lost; a non-zero exit, a timeout or a cancel are a Result.
 func (d *Driver) Run(ctx context.Context, j drivers.Job) (drivers.Result, error) {
+	if d.off != "" {
+		return drivers.Result{}, derrors.Invalidf("%s", d.off)
+	}
 	if err := checkJob(j); err != nil {
 		return drivers.Result{}, err
 	}
@@ -262,7 +300,7 @@ func environment(j drivers.Job, l layout, otlpEndpoint string) []string {
 		env[k] = v
 	}
 	// The shim's marker must never reach a harness that links this package.
-	delete(env, shimEnv)
+	delete(env, shim.Marker)
 	attrs := "svc.run_id=" + percentEncode(j.RunID)
 	if own := j.Env[envResourceAttrs]; own != "" {
 		for _, kv := range strings.Split(own, ",") {

@@ -11,7 +11,6 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -23,6 +22,7 @@ import (
 
 	"svc/derrors"
 	"svc/drivers"
+	"svc/drivers/local/shim"
 )
 
 // Bounds on waits that only a misbehaving process could make long.
@@ -49,8 +49,8 @@ func (d *Driver) run(ctx context.Context, j drivers.Job) (drivers.Result, error)
 	}
 	defer unlock()
 	// A previous attempt whose shim died with it may have left its group.
-	if pgid, _, ok := readRecord(l.record); ok && killRunGroup(pgid, j.RunID) {
-		if err := awaitRunGroupGone(ctx, pgid, j.RunID); err != nil {
+	if pgid, shimPid, ok := shim.ReadRecord(l.record); ok && killPrevious(pgid, shimPid, j.RunID) {
+		if err := awaitPreviousGone(ctx, pgid, shimPid, j.RunID); err != nil {
 			return drivers.Result{}, fmt.Errorf("local driver: killing what the previous attempt of run %q left: %w", j.RunID, err)
 		}
 	}
@@ -61,17 +61,25 @@ func (d *Driver) run(ctx context.Context, j drivers.Job) (drivers.Result, error)
 	if err := prepareArea(j, l); err != nil {
 		return drivers.Result{}, err
 	}
-	path, err := lookPath(j.Command[0], env, l.dir)
+	runAs := -1
+	if d.isolate != nil && d.isolate.UID >= 0 {
+		runAs = d.isolate.UID
+		if err := chownTree(l.area, d.isolate.UID, d.isolate.GID); err != nil {
+			return drivers.Result{}, fmt.Errorf("local driver: handing the work area to the job's user: %w", err)
+		}
+	}
+	path, err := lookPath(j.Command[0], env, l.dir, runAs, d.gid())
 	if err != nil {
 		return drivers.Result{}, err
 	}
-	res, err := d.supervise(ctx, j, shimConfig{
+	res, err := d.supervise(ctx, j, l, shim.Config{
 		Path:      path,
 		Args:      j.Command,
 		Env:       env,
 		Dir:       l.dir,
 		Record:    l.record,
 		KillGrace: d.killGrace,
+		Isolate:   d.isolation(l),
 	})
 	if err != nil {
 		return drivers.Result{}, err
@@ -116,8 +124,8 @@ func (d *Driver) acquire(ctx context.Context, runID string, l layout) (unlock fu
 		if !errors.Is(err, syscall.EWOULDBLOCK) && !errors.Is(err, syscall.EINTR) {
 			return nil, fmt.Errorf("local driver: locking run %q: %w", runID, err)
 		}
-		if pgid, _, ok := readRecord(l.record); ok {
-			killRunGroup(pgid, runID)
+		if pgid, shimPid, ok := shim.ReadRecord(l.record); ok {
+			killPrevious(pgid, shimPid, runID)
 		}
 		if tick == nil {
 			tick = time.NewTicker(lockPoll)
@@ -215,8 +223,10 @@ func writeNew(path string, data []byte, perm os.FileMode) error {
 
 // lookPath resolves the harness's program: a name without '/' on the
 // harness's PATH (relative PATH entries relative to dir, as the harness
-// would see them), any other path relative to dir.
-func lookPath(name string, env []string, dir string) (string, error) {
+// would see them), any other path relative to dir. With uid >= 0 the
+// program must be executable by that user (and group gid): a PATH entry
+// only the service's user can reach is skipped.
+func lookPath(name string, env []string, dir string, uid, gid int) (string, error) {
 	if strings.Contains(name, "/") {
 		p := name
 		if !filepath.IsAbs(p) {
@@ -231,6 +241,8 @@ func lookPath(name string, env []string, dir string) (string, error) {
 			return "", fmt.Errorf("harness command %q: %w", name, err)
 		case !executable(fi):
 			return "", derrors.Invalidf("harness command %q is not an executable file", name)
+		case uid >= 0 && !reachableBy(p, uid, gid):
+			return "", derrors.Invalidf("harness command %q cannot be run by the jobs' user (uid %d): make it and its directories readable and executable by others", name, uid)
 		}
 		return p, nil
 	}
@@ -248,7 +260,7 @@ func lookPath(name string, env []string, dir string) (string, error) {
 			d = filepath.Join(dir, d)
 		}
 		p := filepath.Join(d, name)
-		if fi, err := os.Stat(p); err == nil && executable(fi) {
+		if fi, err := os.Stat(p); err == nil && executable(fi) && (uid < 0 || reachableBy(p, uid, gid)) {
 			return p, nil
 		}
 	}
@@ -268,7 +280,7 @@ const (
 )
 
 // supervise starts the shim on cfg and follows the job to its end.
-func (d *Driver) supervise(ctx context.Context, j drivers.Job, cfg shimConfig) (drivers.Result, error) {
+func (d *Driver) supervise(ctx context.Context, j drivers.Job, l layout, cfg shim.Config) (drivers.Result, error) {
 	var ends [8]*os.File // read/write ends of the control, status, stdout and stderr pipes
 	for i := 0; i < len(ends); i += 2 {
 		r, w, err := os.Pipe()
@@ -281,27 +293,9 @@ func (d *Driver) supervise(ctx context.Context, j drivers.Job, cfg shimConfig) (
 	ctrlR, ctrlW, statR, statW, outR, outW, errR, errW := ends[0], ends[1], ends[2], ends[3], ends[4], ends[5], ends[6], ends[7]
 	defer closeFiles(ctrlW, statR, outR, errR)
 
-	cmd := &exec.Cmd{
-		// /proc/self/exe still names this binary when its file has been
-		// replaced on disk by an upgrade.
-		Path: "/proc/self/exe",
-		Args: []string{shimArg0},
-		Env: []string{
-			shimEnv + "=1",
-			EnvRunID + "=" + j.RunID,
-			// A race-enabled build (the tests) otherwise sleeps a second
-			// at exit; every other build ignores GORACE.
-			"GORACE=" + strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0"),
-		},
-		Dir:        "/",
-		Stdout:     outW,
-		Stderr:     errW,
-		ExtraFiles: []*os.File{ctrlR, statW},
-		SysProcAttr: &syscall.SysProcAttr{
-			Setsid:    true, // no terminal's signals, no session with the service
-			Pdeathsig: syscall.SIGTERM,
-		},
-	}
+	cmd := d.shimCommand(j.RunID, cfg.Isolate)
+	cmd.Stdout, cmd.Stderr = outW, errW
+	cmd.ExtraFiles = []*os.File{ctrlR, statW}
 	started := make(chan error, 1)
 	exited := make(chan error, 1)
 	begin := time.Now()
@@ -323,6 +317,13 @@ func (d *Driver) supervise(ctx context.Context, j drivers.Job, cfg shimConfig) (
 	if err != nil {
 		return drivers.Result{}, fmt.Errorf("local driver: starting the job supervisor: %w", err)
 	}
+	if cfg.Isolate != nil && l.record != "" {
+		// The shim is the init of the job's PID namespace: killing it
+		// kills the job. Recorded for a retried attempt to find.
+		if err := shim.WriteRecord(l.record, 0, cmd.Process.Pid); err != nil {
+			d.log.Warn("local driver: recording the job's supervisor", "run", j.RunID, "err", err)
+		}
+	}
 
 	var (
 		logMu          sync.Mutex
@@ -333,15 +334,15 @@ func (d *Driver) supervise(ctx context.Context, j drivers.Job, cfg shimConfig) (
 	readers.Go(func() { pump(errR, "stderr", &stderr, &logMu, j.Log) })
 	var (
 		pgid       atomic.Int64
-		final      *shimStatus
-		startErr   *shimStatus
+		final      *shim.Status
+		startErr   *shim.Status
 		statusDone = make(chan struct{})
 	)
 	go func() {
 		defer close(statusDone)
 		sc := bufio.NewScanner(statR)
 		for sc.Scan() {
-			var st shimStatus
+			var st shim.Status
 			if json.Unmarshal(sc.Bytes(), &st) != nil {
 				continue
 			}
@@ -383,7 +384,7 @@ func (d *Driver) supervise(ctx context.Context, j drivers.Job, cfg shimConfig) (
 			return
 		}
 		reason = why
-		_, _ = ctrlW.Write([]byte{cmdTerminate})
+		_, _ = ctrlW.Write([]byte{shim.CmdTerminate})
 		overdue = time.After(d.killGrace + supervisorSlack)
 	}
 	var waitErr error
@@ -398,7 +399,9 @@ wait:
 		case <-overdue:
 			overdue = nil
 			d.log.Error("local driver: the job supervisor did not end the job in time; killing it", "run", j.RunID, "pid", cmd.Process.Pid)
-			killRunGroup(int(pgid.Load()), j.RunID)
+			if cfg.Isolate == nil {
+				killRunGroup(int(pgid.Load()), j.RunID)
+			}
 			_ = cmd.Process.Kill()
 		case waitErr = <-exited:
 			break wait
@@ -424,9 +427,10 @@ wait:
 	}
 
 	if final == nil {
-		// The shim died without reporting: kill what it supervised.
-		if pg := int(pgid.Load()); pg != 0 && killRunGroup(pg, j.RunID) {
-			_ = awaitRunGroupGone(context.WithoutCancel(ctx), pg, j.RunID)
+		// The shim died without reporting: kill what it supervised (an
+		// isolated job died with it).
+		if pg := int(pgid.Load()); pg != 0 && cfg.Isolate == nil && killRunGroup(pg, j.RunID) {
+			_ = awaitPreviousGone(context.WithoutCancel(ctx), pg, 0, j.RunID)
 		}
 		if startErr != nil {
 			return drivers.Result{}, startError(j.Command[0], startErr)
@@ -449,7 +453,7 @@ wait:
 }
 
 // startError explains why the shim could not start the harness.
-func startError(name string, st *shimStatus) error {
+func startError(name string, st *shim.Status) error {
 	switch syscall.Errno(st.StartErrno) {
 	case syscall.ENOENT, syscall.EACCES, syscall.EPERM, syscall.ENOEXEC, syscall.ENOTDIR, syscall.EISDIR, syscall.ELOOP, syscall.ENAMETOOLONG:
 		return derrors.Invalidf("harness command %q could not be started: %s", name, st.StartError)

@@ -22,6 +22,7 @@ import (
 
 	"svc/derrors"
 	"svc/drivers"
+	"svc/drivers/local/shim"
 )
 
 // helperEnv switches the test binary into a helper process that runs one
@@ -38,7 +39,16 @@ func TestMain(m *testing.M) {
 // helperMain runs treeScript under a driver rooted at root; it returns
 // only if the job ends, which the test counts as a failure.
 func helperMain(root, pids string) int {
-	d := New(Options{Root: root})
+	o := Options{Root: root}
+	if os.Getenv("LOCAL_TEST_HELPER_ISOLATE") != "" {
+		uid, gid, err := ResolveUser("")
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "helper:", err)
+			return 3
+		}
+		o.Isolate = &Isolation{UID: uid, GID: gid, Hide: []string{filepath.Dir(root)}}
+	}
+	d := New(o)
 	_, err := d.Run(context.Background(), drivers.Job{
 		RunID:   "parent-death",
 		Command: []string{"/bin/sh", "-c", treeScript},
@@ -115,8 +125,8 @@ func running(pid int) bool {
 	if err != nil {
 		return false
 	}
-	p, ok := parseStat(pid, b)
-	return ok && !p.zombie
+	p, ok := shim.ParseStat(pid, b)
+	return ok && !p.Zombie
 }
 
 // waitFor polls cond until it holds or the deadline passes.
@@ -255,7 +265,7 @@ func TestRunEnvironment(t *testing.T) {
 					"OTEL_EXPORTER_OTLP_ENDPOINT": "http://evil",
 					"OTEL_RESOURCE_ATTRIBUTES":    "team=a,svc.run_id=other",
 					"LANG":                        "en_US.UTF-8",
-					shimEnv:                       "1",
+					shim.Marker:                   "1",
 				},
 			},
 			want: map[string]string{
@@ -312,7 +322,7 @@ stat -c %a "$SVC_SECRETS_FILE"; cat "$SVC_SECRETS_FILE"`)
 			if strings.Contains(parts[0]+parts[1], secret) {
 				t.Errorf("a secret value reached the environment or argv of the harness or its supervisor:\n%s", parts[0]+parts[1])
 			}
-			if !strings.HasPrefix(parts[1], shimArg0+" ") {
+			if !strings.HasPrefix(parts[1], shim.Arg0+" ") {
 				t.Errorf("the harness's parent is %q, want the shim", parts[1])
 			}
 			mode, content, _ := strings.Cut(parts[2], "\n")
@@ -547,7 +557,7 @@ func TestRetryKillsLeftoverGroup(t *testing.T) {
 	if err := os.MkdirAll(l.work, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	if err := writeRecord(l.record, pgid, 0); err != nil {
+	if err := shim.WriteRecord(l.record, pgid, 0); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(filepath.Join(l.work, "stale.txt"), nil, 0o600); err != nil {
@@ -577,7 +587,7 @@ func TestRetrySparesOtherGroups(t *testing.T) {
 	if err := os.MkdirAll(l.area, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	if err := writeRecord(l.record, pgid, 0); err != nil {
+	if err := shim.WriteRecord(l.record, pgid, 0); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := d.Run(t.Context(), drivers.Job{RunID: runID, Command: []string{"true"}}); err != nil {
@@ -654,7 +664,7 @@ func TestParentDeath(t *testing.T) {
 	if len(pids) != treePids {
 		t.Fatalf("the tree wrote %d pids, want %d", len(pids), treePids)
 	}
-	_, shimPid, ok := readRecord(filepath.Join(root, "parent-death", "pgid"))
+	_, shimPid, ok := shim.ReadRecord(filepath.Join(root, "parent-death", "pgid"))
 	if !ok {
 		t.Fatal("no record of the job's process group")
 	}

@@ -3,6 +3,7 @@ package nomad_test
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -14,7 +15,27 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"svc/drivers/nomad"
+	"svc/drivers/probe"
+	"svc/netguard"
 )
+
+// local is the guard of tests whose fake agent listens on loopback.
+func local(t *testing.T) *netguard.Guard {
+	t.Helper()
+	g, err := probe.NewGuard("127.0.0.1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g
+}
+
+// at fills in what every loopback probe needs: the address, the guard
+// allowing it, and a binding of the token to it.
+func at(t *testing.T, cfg nomad.ProbeConfig, url string) nomad.ProbeConfig {
+	t.Helper()
+	cfg.Addr, cfg.Guard, cfg.AllowedHosts = url, local(t), []string{"127.0.0.1"}
+	return cfg
+}
 
 // fakeNomad answers /v1/status/leader and /v1/agent/self with the JSON a
 // Nomad 1.9 agent sends. Like a real agent with ACLs on, the leader endpoint
@@ -121,21 +142,25 @@ func TestProbe(t *testing.T) {
 			fake: &fakeNomad{leader: "127.0.0.1:4647", version: v("1.9.3", "", ""), token: "right"},
 			cfg:  nomad.ProbeConfig{Token: "wrong-token-value"},
 			want: nomad.Result{Kind: "nomad", Reachable: true,
-				Detail: "leader 127.0.0.1:4647, nomad version unknown (agent/self: Unexpected response code: 403 (Permission denied))"},
+				Detail: "leader 127.0.0.1:4647, nomad version unknown (HTTP 403: the token was refused or lacks agent:read)"},
 		},
 		{
-			name: "server echoing the token is redacted",
+			name: "server echoing the token: its body is never shown",
 			fake: &fakeNomad{leader: "127.0.0.1:4647", token: "right", reflectTok: true},
 			cfg:  nomad.ProbeConfig{Token: "wrong-token-value"},
 			want: nomad.Result{Kind: "nomad", Reachable: true,
-				Detail: "leader 127.0.0.1:4647, nomad version unknown (agent/self: Unexpected response code: 403 (ACL token [redacted] not found))"},
+				Detail: "leader 127.0.0.1:4647, nomad version unknown (HTTP 403: the token was refused or lacks agent:read)"},
+		},
+		{
+			name: "a version that does not look like one is not shown",
+			fake: &fakeNomad{leader: "127.0.0.1:4647", version: v("<html>", "", ""), buildTag: "internal data"},
+			want: nomad.Result{Kind: "nomad", Reachable: true, Detail: "leader 127.0.0.1:4647, nomad version unknown"},
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			srv := httptest.NewServer(tc.fake)
 			t.Cleanup(srv.Close)
-			cfg := tc.cfg
-			cfg.Addr = srv.URL
+			cfg := at(t, tc.cfg, srv.URL)
 			got := nomad.Probe(t.Context(), cfg)
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("Probe (-want +got):\n%s", diff)
@@ -157,7 +182,7 @@ func TestProbeRegionAndNamespace(t *testing.T) {
 	fake := &fakeNomad{leader: "127.0.0.1:4647", version: v("1.9.3", "", "")}
 	srv := httptest.NewServer(fake)
 	t.Cleanup(srv.Close)
-	got := nomad.Probe(t.Context(), nomad.ProbeConfig{Addr: srv.URL, Region: "eu-west", Namespace: "team-a"})
+	got := nomad.Probe(t.Context(), at(t, nomad.ProbeConfig{Region: "eu-west", Namespace: "team-a"}, srv.URL))
 	if !got.Reachable {
 		t.Fatalf("Probe = %+v, want reachable", got)
 	}
@@ -172,8 +197,8 @@ func TestProbeRegionAndNamespace(t *testing.T) {
 func TestProbeNoLeader(t *testing.T) {
 	srv := httptest.NewServer(&fakeNomad{})
 	t.Cleanup(srv.Close)
-	got := nomad.Probe(t.Context(), nomad.ProbeConfig{Addr: srv.URL})
-	want := nomad.Result{Kind: "nomad", Detail: "asking " + srv.URL + " for the leader: Unexpected response code: 500 (No cluster leader)"}
+	got := nomad.Probe(t.Context(), at(t, nomad.ProbeConfig{}, srv.URL))
+	want := nomad.Result{Kind: "nomad", Detail: "asking " + srv.URL + " for the leader: the server answered HTTP 500, as a Nomad agent does when the cluster has no leader"}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("Probe (-want +got):\n%s", diff)
 	}
@@ -188,7 +213,7 @@ func TestProbeUnreachable(t *testing.T) {
 	addr := "http://" + ln.Addr().String()
 	ln.Close()
 
-	got := nomad.Probe(t.Context(), nomad.ProbeConfig{Addr: addr, Token: "secret-token"})
+	got := nomad.Probe(t.Context(), at(t, nomad.ProbeConfig{Token: "secret-token"}, addr))
 	if got.Reachable || got.Kind != "nomad" {
 		t.Errorf("Probe = %+v, want kind nomad, not reachable", got)
 	}
@@ -231,7 +256,7 @@ func TestProbeTimeout(t *testing.T) {
 	t.Cleanup(srv.Close)
 	t.Cleanup(func() { close(release) })
 
-	got := nomad.Probe(t.Context(), nomad.ProbeConfig{Addr: srv.URL}, nomad.WithTimeout(100*time.Millisecond))
+	got := nomad.Probe(t.Context(), at(t, nomad.ProbeConfig{}, srv.URL), nomad.WithTimeout(100*time.Millisecond))
 	want := nomad.Result{Kind: "nomad", Detail: "asking " + srv.URL + " for the leader: no answer within 100ms"}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("Probe (-want +got):\n%s", diff)
@@ -243,7 +268,7 @@ func TestProbeCanceled(t *testing.T) {
 	t.Cleanup(srv.Close)
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
-	got := nomad.Probe(ctx, nomad.ProbeConfig{Addr: srv.URL})
+	got := nomad.Probe(ctx, at(t, nomad.ProbeConfig{}, srv.URL))
 	if got.Reachable || !strings.Contains(got.Detail, "probe canceled") {
 		t.Errorf("Probe = %+v, want not reachable, canceled", got)
 	}
@@ -256,7 +281,7 @@ func TestNewClientIgnoresEnvironment(t *testing.T) {
 	fake := &fakeNomad{leader: "127.0.0.1:4647", version: v("1.9.3", "", "")}
 	srv := httptest.NewServer(fake)
 	t.Cleanup(srv.Close)
-	if got := nomad.Probe(t.Context(), nomad.ProbeConfig{Addr: srv.URL}); !got.Reachable {
+	if got := nomad.Probe(t.Context(), at(t, nomad.ProbeConfig{}, srv.URL)); !got.Reachable {
 		t.Fatalf("Probe = %+v, want reachable", got)
 	}
 	for _, r := range fake.requests() {
@@ -279,11 +304,110 @@ func TestNoRedirects(t *testing.T) {
 	}))
 	t.Cleanup(srv.Close)
 
-	got := nomad.Probe(t.Context(), nomad.ProbeConfig{Addr: srv.URL, Token: "tok"})
+	got := nomad.Probe(t.Context(), at(t, nomad.ProbeConfig{Token: "tok"}, srv.URL))
 	if got.Reachable {
 		t.Errorf("Probe = %+v, want not reachable through a redirect", got)
 	}
 	if _, ok := leaked.Load("tok"); ok {
 		t.Error("the token followed a redirect to another server")
+	}
+}
+
+// TestProbeGuard: a probe refuses the service's own network unless
+// SVC_PROBE_ALLOW permits it, also when a name resolves there at dial time
+// (the check that DNS rebinding cannot slip past), and nothing is sent.
+func TestProbeGuard(t *testing.T) {
+	fake := &fakeNomad{leader: "127.0.0.1:4647", version: v("1.9.3", "", "")}
+	srv := httptest.NewServer(fake)
+	t.Cleanup(srv.Close)
+	_, port, _ := net.SplitHostPort(strings.TrimPrefix(srv.URL, "http://"))
+	byName := "http://localhost:" + port
+	for _, tc := range []struct {
+		name, allow, addr, want string
+	}{
+		{"loopback", "", srv.URL, "refused: 127.0.0.1 is a loopback address; an operator can allow it with SVC_PROBE_ALLOW"},
+		{"loopback by name, checked at dial", "", byName, "refused: localhost resolves to"},
+		{"private range does not cover loopback", "10.0.0.0/8", srv.URL, "loopback"},
+		{"metadata", "", "http://169.254.169.254", "refused: 169.254.169.254 is a link-local address"},
+		{"private", "", "http://10.1.2.3:4646", "refused: 10.1.2.3 is a private address"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g, err := probe.NewGuard(tc.allow)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := nomad.Probe(t.Context(), nomad.ProbeConfig{Addr: tc.addr, Guard: g}, nomad.WithTimeout(2*time.Second))
+			if got.Reachable || !strings.Contains(got.Detail, tc.want) {
+				t.Errorf("Probe(%s) = %+v, want not reachable with %q", tc.addr, got, tc.want)
+			}
+		})
+	}
+	if n := len(fake.requests()); n != 0 {
+		t.Errorf("the agent got %d requests, want none", n)
+	}
+	// A nil guard is the closed one.
+	if got := nomad.Probe(t.Context(), nomad.ProbeConfig{Addr: srv.URL}); got.Reachable || !strings.Contains(got.Detail, "loopback") {
+		t.Errorf("Probe without a guard = %+v, want loopback refused", got)
+	}
+	// Allowed by name, the name is dialled as is.
+	g, err := probe.NewGuard("localhost")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := nomad.Probe(t.Context(), nomad.ProbeConfig{Addr: byName, Guard: g}); !got.Reachable {
+		t.Errorf("Probe(%s) allowed by name = %+v, want reachable", byName, got)
+	}
+}
+
+// TestProbeTokenOnlyToBoundHosts: a token goes only to a host its
+// secret's allowedHosts permit; else nothing is sent.
+func TestProbeTokenOnlyToBoundHosts(t *testing.T) {
+	fake := &fakeNomad{leader: "127.0.0.1:4647"}
+	srv := httptest.NewServer(fake)
+	t.Cleanup(srv.Close)
+	for _, hosts := range [][]string{nil, {"nomad.example.com"}, {"127.0.0.1:1"}, {"*.0.0.1"}} {
+		got := nomad.Probe(t.Context(), nomad.ProbeConfig{Addr: srv.URL, Token: "tok", Guard: local(t), AllowedHosts: hosts})
+		if got.Reachable || !strings.Contains(got.Detail, "may not be sent to 127.0.0.1:") || !strings.Contains(got.Detail, "allowedHosts") {
+			t.Errorf("Probe with allowedHosts %q = %+v, want refused naming the host", hosts, got)
+		}
+	}
+	if n := len(fake.requests()); n != 0 {
+		t.Errorf("the agent got %d requests, want none", n)
+	}
+}
+
+// TestProbeDoesNotReflectTheServer: whatever a server answers, Detail is in
+// the probe's own words.
+func TestProbeDoesNotReflectTheServer(t *testing.T) {
+	const body = "INTERNAL-Body-only-the-service-sees"
+	for _, tc := range []struct {
+		status int
+		ctype  string
+		want   string
+	}{
+		{http.StatusNotFound, "text/plain", "the server answered HTTP 404; is it the Nomad agent's HTTP address?"},
+		{http.StatusBadGateway, "text/plain", "HTTP 502"},
+		{http.StatusUnauthorized, "text/plain", "HTTP 401: the agent refused the token"},
+		{http.StatusOK, "text/html", "not Nomad's JSON"},
+		{http.StatusOK, "application/json", "not Nomad's JSON"},
+	} {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", tc.ctype)
+			w.WriteHeader(tc.status)
+			io.WriteString(w, body)
+		}))
+		got := nomad.Probe(t.Context(), at(t, nomad.ProbeConfig{}, srv.URL))
+		srv.Close()
+		if got.Reachable || strings.Contains(got.Detail, body) || strings.Contains(got.Detail, "INTERNAL") || !strings.Contains(got.Detail, tc.want) {
+			t.Errorf("status %d: Probe = %+v, want not reachable with %q and none of the body", tc.status, got, tc.want)
+		}
+	}
+	// A JSON string that is not an IP:port is not shown as the leader.
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		json.NewEncoder(w).Encode(body)
+	}))
+	t.Cleanup(srv.Close)
+	if got := nomad.Probe(t.Context(), at(t, nomad.ProbeConfig{}, srv.URL)); got.Reachable || strings.Contains(got.Detail, body) {
+		t.Errorf("Probe = %+v, want not reachable without the answer", got)
 	}
 }

@@ -68,6 +68,14 @@ func (s *Service) Register(ctx context.Context, p auth.Principal, kind registry.
 		if err := checkInstance(a, spec); err != nil {
 			return err
 		}
+		if err := checkSecretsUse(a, p, spec); err != nil {
+			return err
+		}
+		if rt := spec.Runtime(); rt != nil {
+			if err := s.checkRuntimeBindings(ctx, tx, p, rt); err != nil {
+				return err
+			}
+		}
 		// A new version of an existing entity is a write to it: another
 		// team's entity is 403, a private team's invisible one 404. The
 		// team is read even when every version is tombstoned, so deleting

@@ -10,6 +10,7 @@ import (
 	"svc/derrors"
 	"svc/drivers/k8s"
 	"svc/drivers/nomad"
+	"svc/netguard"
 	"svc/registry"
 	"svc/secrets"
 	"svc/store"
@@ -23,10 +24,17 @@ const MaxSecretBytes = 64 << 10
 // unset: the feature is off (503), the request is not wrong.
 var ErrNoSecretKey = fmt.Errorf("%w: SVC_SECRET_KEY is not set, so secret values cannot be stored; an operator sets it to the base64 of 32 random bytes (openssl rand -base64 32)", derrors.ErrUnavailable)
 
-// PutSecret seals value and stores it as the workspace secret name,
-// replacing any previous value.
-func (s *Service) PutSecret(ctx context.Context, p auth.Principal, name, value string) error {
+// PutSecret seals value and stores it as the workspace secret name bound
+// to allowedHosts (netguard's rules: a probe or driver sends it to no other
+// host), replacing any previous value and hosts. No hosts means the
+// secret may be sent nowhere, though a harness may still get it through
+// secretEnv, which delivers it to the job rather than to a host.
+func (s *Service) PutSecret(ctx context.Context, p auth.Principal, name, value string, allowedHosts []string) error {
 	if err := secrets.ValidName(name); err != nil {
+		return err
+	}
+	hosts, err := netguard.NormalizeHosts(allowedHosts)
+	if err != nil {
 		return err
 	}
 	switch {
@@ -44,11 +52,12 @@ func (s *Service) PutSecret(ctx context.Context, p auth.Principal, name, value s
 	if err != nil {
 		return err
 	}
-	_, err = s.store.PutSecret(ctx, store.Secret{Workspace: p.Workspace, Name: name, Ciphertext: sealed, CreatedBy: p.Subject, UpdatedAt: s.now()})
+	_, err = s.store.PutSecret(ctx, store.Secret{Workspace: p.Workspace, Name: name, Ciphertext: sealed, AllowedHosts: hosts, CreatedBy: p.Subject, UpdatedAt: s.now()})
 	return err
 }
 
-// ListSecrets returns the workspace's secrets: names and dates, never values.
+// ListSecrets returns the workspace's secrets: names, allowed hosts and
+// dates, never values.
 func (s *Service) ListSecrets(ctx context.Context, p auth.Principal) ([]store.Secret, error) {
 	ss, err := s.store.ListSecrets(ctx, p.Workspace)
 	if err != nil {
@@ -56,8 +65,78 @@ func (s *Service) ListSecrets(ctx context.Context, p auth.Principal) ([]store.Se
 	}
 	for i := range ss {
 		ss[i].Ciphertext = nil
+		if ss[i].AllowedHosts == nil {
+			ss[i].AllowedHosts = []string{}
+		}
 	}
 	return ss, nil
+}
+
+// checkBound is nil when sec may be sent to the URL target, else the 400
+// naming the runtime field, the secret and the host.
+func checkBound(field string, sec store.Secret, target string) error {
+	err := netguard.CheckBound(sec.AllowedHosts, target)
+	var ue *netguard.UnboundError
+	if errors.As(err, &ue) {
+		ue.Field, ue.Secret = field, sec.Name
+	}
+	return err
+}
+
+// checkRuntimeBindings refuses a runtime whose credentials, when stored,
+// are bound to hosts that do not include the address they would be sent
+// to: authSecret and Nomad's addr or k8s's server, kubeconfigSecret and
+// the server its kubeconfig names. An absent secret passes (validate
+// reports it as missing); so does a kubeconfig that cannot be opened here
+// (no or another SVC_SECRET_KEY) but has hosts, since the probe and the
+// driver check the server again before anything is sent.
+func (s *Service) checkRuntimeBindings(ctx context.Context, tx store.Tx, p auth.Principal, rt *registry.RuntimeSpec) error {
+	get := func(name string) (store.Secret, bool, error) {
+		sec, err := tx.GetSecret(ctx, p.Workspace, name)
+		if errors.Is(err, derrors.ErrNotFound) {
+			return store.Secret{}, false, nil
+		}
+		return sec, err == nil, err
+	}
+	switch {
+	case rt.Kind == registry.RuntimeNomad && rt.AuthSecret != "":
+		sec, ok, err := get(rt.AuthSecret)
+		if err != nil || !ok {
+			return err
+		}
+		return checkBound("authSecret", sec, rt.Addr)
+	case rt.Kind == registry.RuntimeK8s && rt.K8sAuthMode() == registry.K8sAuthKubeconfig:
+		sec, ok, err := get(rt.KubeconfigSecret)
+		if err != nil || !ok {
+			return err
+		}
+		unbound := &netguard.UnboundError{Field: "kubeconfigSecret", Secret: sec.Name, Target: netguard.Target{Host: "its cluster's server"}}
+		if s.sealer == nil {
+			if len(sec.AllowedHosts) == 0 {
+				return unbound
+			}
+			return nil
+		}
+		kc, err := s.sealer.Open(p.Workspace, sec.Name, sec.Ciphertext)
+		if err != nil {
+			if len(sec.AllowedHosts) == 0 {
+				return unbound
+			}
+			return nil
+		}
+		server, err := k8s.KubeconfigServer(kc, rt.Context)
+		if err != nil {
+			return derrors.Invalidf("kubeconfigSecret %q: %v", sec.Name, err)
+		}
+		return checkBound("kubeconfigSecret", sec, server)
+	case rt.Kind == registry.RuntimeK8s && rt.K8sAuthMode() == registry.K8sAuthToken:
+		sec, ok, err := get(rt.AuthSecret)
+		if err != nil || !ok {
+			return err
+		}
+		return checkBound("authSecret", sec, rt.Server)
+	}
+	return nil
 }
 
 // DeleteSecret deletes a workspace secret; an absent one is a no-op.
@@ -79,7 +158,11 @@ type ProbeResult struct {
 // not) answers, with the credentials its authSecret and kubeconfigSecret
 // name in the workspace secret store. Credentials never appear in the
 // result; a secret that is missing or cannot be opened is an unreachable
-// result saying which name, not an error. The drivers cap a probe at 10 s.
+// result saying which name, not an error. A secret whose allowedHosts do
+// not include the host it would be sent to is a 400 naming both, and
+// nothing is sent. Every connection goes through the probe guard
+// (SVC_PROBE_ALLOW); Detail never holds what the target answered. The
+// drivers cap a probe at 10 s.
 func (s *Service) Probe(ctx context.Context, p auth.Principal, raw []byte) (ProbeResult, error) {
 	spec, err := registry.Parse(registry.Runtime, raw, true)
 	if err != nil {
@@ -87,49 +170,66 @@ func (s *Service) Probe(ctx context.Context, p auth.Principal, raw []byte) (Prob
 	}
 	rt := spec.Runtime()
 	kind := string(rt.Kind)
-	open := func(field, name string) ([]byte, string, error) {
+	// open returns the value of the secret field names, once its binding
+	// allows target ("" when the target is only known from the value: a
+	// kubeconfig's server, checked by the caller before anything is sent).
+	open := func(field, name, target string) ([]byte, []string, string, error) {
 		if name == "" {
-			return nil, "", nil
+			return nil, nil, "", nil
 		}
 		sec, err := s.store.GetSecret(ctx, p.Workspace, name)
 		if errors.Is(err, derrors.ErrNotFound) {
-			return nil, fmt.Sprintf("%s %q is not in the workspace secret store; PUT /secrets/%s first", field, name, name), nil
+			return nil, nil, fmt.Sprintf("%s %q is not in the workspace secret store; PUT /secrets/%s first", field, name, name), nil
 		}
 		if err != nil {
-			return nil, "", err
+			return nil, nil, "", err
+		}
+		if target != "" {
+			if err := checkBound(field, sec, target); err != nil {
+				return nil, nil, "", err
+			}
 		}
 		if s.sealer == nil {
-			return nil, fmt.Sprintf("%s %q cannot be opened: SVC_SECRET_KEY is not set", field, name), nil
+			return nil, nil, fmt.Sprintf("%s %q cannot be opened: SVC_SECRET_KEY is not set", field, name), nil
 		}
 		v, err := s.sealer.Open(p.Workspace, name, sec.Ciphertext)
 		if err != nil {
-			return nil, fmt.Sprintf("%s %q cannot be opened with the current SVC_SECRET_KEY; store it again", field, name), nil
+			return nil, nil, fmt.Sprintf("%s %q cannot be opened with the current SVC_SECRET_KEY; store it again", field, name), nil
 		}
-		return v, "", nil
+		return v, sec.AllowedHosts, "", nil
 	}
 	switch rt.Kind {
 	case registry.RuntimeLocal:
 		return ProbeResult{Kind: kind, Reachable: true, Detail: "in-process"}, nil
 	case registry.RuntimeNomad:
-		tok, miss, err := open("authSecret", rt.AuthSecret)
+		tok, hosts, miss, err := open("authSecret", rt.AuthSecret, rt.Addr)
 		if err != nil || miss != "" {
 			return ProbeResult{Kind: kind, Detail: miss}, err
 		}
-		r := nomad.Probe(ctx, nomad.ProbeConfig{Addr: rt.Addr, Namespace: rt.Namespace, Token: string(tok)})
+		r := nomad.Probe(ctx, nomad.ProbeConfig{Addr: rt.Addr, Namespace: rt.Namespace, Token: string(tok), AllowedHosts: hosts, Guard: s.probeGuard})
 		return ProbeResult{Kind: kind, Reachable: r.Reachable, Detail: r.Detail}, nil
 	case registry.RuntimeK8s:
-		cfg := k8s.ProbeConfig{Server: rt.Server, Context: rt.Context, Namespace: rt.Namespace}
-		kc, miss, err := open("kubeconfigSecret", rt.KubeconfigSecret)
+		cfg := k8s.ProbeConfig{Server: rt.Server, Context: rt.Context, Namespace: rt.Namespace, Guard: s.probeGuard}
+		kc, hosts, miss, err := open("kubeconfigSecret", rt.KubeconfigSecret, "")
 		if err != nil || miss != "" {
 			return ProbeResult{Kind: kind, Detail: miss}, err
 		}
-		cfg.Kubeconfig = kc
-		if kc == nil {
-			tok, miss, err := open("authSecret", rt.AuthSecret)
+		if kc != nil {
+			// The kubeconfig's server is where its credentials go; a
+			// document that names none is left to the driver to describe
+			// (it checks the binding again and sends nothing unbound).
+			if server, err := k8s.KubeconfigServer(kc, rt.Context); err == nil {
+				if err := checkBound("kubeconfigSecret", store.Secret{Name: rt.KubeconfigSecret, AllowedHosts: hosts}, server); err != nil {
+					return ProbeResult{}, err
+				}
+			}
+			cfg.Kubeconfig, cfg.AllowedHosts = kc, hosts
+		} else {
+			tok, hosts, miss, err := open("authSecret", rt.AuthSecret, rt.Server)
 			if err != nil || miss != "" {
 				return ProbeResult{Kind: kind, Detail: miss}, err
 			}
-			cfg.Token = string(tok)
+			cfg.Token, cfg.AllowedHosts = string(tok), hosts
 		}
 		r := k8s.Probe(ctx, cfg)
 		return ProbeResult{Kind: kind, Reachable: r.Reachable, Detail: r.Detail}, nil

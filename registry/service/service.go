@@ -19,6 +19,7 @@ import (
 
 	"svc/auth"
 	"svc/derrors"
+	"svc/netguard"
 	"svc/registry"
 	"svc/secrets"
 	"svc/store"
@@ -26,19 +27,34 @@ import (
 
 // Service performs registry operations on behalf of a caller.
 type Service struct {
-	store  store.Store
-	sealer *secrets.Sealer
-	now    func() time.Time
+	store      store.Store
+	sealer     *secrets.Sealer
+	now        func() time.Time
+	probeGuard *netguard.Guard // nil: the drivers' closed default
+}
+
+// Option adjusts a Service.
+type Option func(*Service)
+
+// WithProbeGuard makes runtime probes dial through g (built from
+// SVC_PROBE_ALLOW by probe.NewGuard). Without it probes refuse every
+// private, loopback and link-local address.
+func WithProbeGuard(g *netguard.Guard) Option {
+	return func(s *Service) { s.probeGuard = g }
 }
 
 // New returns a Service over st. sealer may be nil (no SVC_SECRET_KEY): the
 // secret routes then refuse to store values and probes cannot open secrets.
 // now is the clock; time.Now when nil.
-func New(st store.Store, sealer *secrets.Sealer, now func() time.Time) *Service {
+func New(st store.Store, sealer *secrets.Sealer, now func() time.Time, opts ...Option) *Service {
 	if now == nil {
 		now = time.Now
 	}
-	return &Service{store: st, sealer: sealer, now: now}
+	s := &Service{store: st, sealer: sealer, now: now}
+	for _, o := range opts {
+		o(s)
+	}
+	return s
 }
 
 // VersionInfo describes one registered version without its spec: the

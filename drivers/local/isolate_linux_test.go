@@ -1,0 +1,201 @@
+//go:build linux
+
+package local
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"svc/drivers"
+	"svc/drivers/local/shim"
+)
+
+// isolatedDriver returns a driver that isolates jobs the way svc does,
+// with dataDir hidden; it fails in CI, and skips elsewhere, when this
+// machine cannot isolate.
+func isolatedDriver(t *testing.T, dataDir string) *Driver {
+	t.Helper()
+	uid, gid, err := ResolveUser("")
+	if err != nil {
+		t.Fatalf("ResolveUser: %v", err)
+	}
+	d := newDriver(t, Options{
+		Root:    filepath.Join(dataDir, "work"),
+		Isolate: &Isolation{UID: uid, GID: gid, Hide: []string{dataDir}},
+	})
+	if err := d.Check(t.Context()); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("this CI machine cannot isolate jobs: %v", err)
+		}
+		t.Skipf("this machine cannot isolate jobs: %v", err)
+	}
+	return d
+}
+
+// jobProcesses lists the live host processes of run runID.
+func jobProcesses(runID string) []int {
+	var pids []int
+	for _, p := range shim.Processes() {
+		if !p.Zombie && shim.HasEnv(p.Pid, EnvRunID+"="+runID) {
+			pids = append(pids, p.Pid)
+		}
+	}
+	return pids
+}
+
+// TestIsolationHidesTheService is issue 11's first finding as a test: a
+// harness reads the service's environment through /proc, its data
+// directory, another run's work area, and signals the service; all fail,
+// while its own work area stays writable.
+func TestIsolationHidesTheService(t *testing.T) {
+	dataDir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dataDir, "svc.db"), []byte("TENANT-DATA"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	d := isolatedDriver(t, dataDir)
+	t.Setenv("SVC_INTERNAL_TOKEN", "super-secret-token")
+
+	// Another run, alive while the probe runs, with a file in its area.
+	other := make(chan error, 1)
+	go func() {
+		_, err := d.Run(t.Context(), drivers.Job{RunID: "other-run", Command: sh(`echo OTHER-SECRET > "$SVC_WORK_DIR/answer"; sleep 3`)})
+		other <- err
+	}()
+	otherArea := filepath.Join(d.Root(), "other-run", "work")
+	waitFor(t, "the other run's file", func() bool {
+		_, err := os.Stat(filepath.Join(otherArea, "answer"))
+		return err == nil
+	})
+
+	self := os.Getpid()
+	script := fmt.Sprintf(`
+cat /proc/*/environ 2>/dev/null | tr '\0' '\n' | grep -c SVC_INTERNAL_TOKEN || true
+if cat /proc/%[1]d/environ >/dev/null 2>&1; then echo environ-read; else echo environ-refused; fi
+cat %[2]q/svc.db 2>/dev/null || echo datadir-refused
+cat %[3]q/answer 2>/dev/null || echo other-refused
+kill -0 %[1]d 2>/dev/null && echo signal-sent || echo signal-refused
+echo x > /tmp/svc-isolation-probe 2>/dev/null && echo tmp-written || echo tmp-refused
+echo ok > "$SVC_WORK_DIR/mine" && cat "$SVC_WORK_DIR/mine"
+echo ok > "$TMPDIR/mine" && echo tmpdir-ok
+id -u
+ls /proc | grep -c '^[0-9]'
+`, self, dataDir, otherArea)
+	res, err := d.Run(t.Context(), drivers.Job{RunID: "probe-run", Command: sh(script)})
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	lines := strings.Split(strings.TrimSpace(res.Stdout), "\n")
+	t.Logf("probe output:\n%s\nstderr: %s", res.Stdout, res.StderrTail)
+	if strings.Contains(res.Stdout+res.StderrTail, "super-secret-token") || strings.Contains(res.Stdout, "TENANT-DATA") || strings.Contains(res.Stdout, "OTHER-SECRET") {
+		t.Fatalf("the job saw the service's secrets or files:\n%s", res.Stdout)
+	}
+	want := []string{"0", "environ-refused", "datadir-refused", "other-refused", "signal-refused", "tmp-refused", "ok", "tmpdir-ok"}
+	if len(lines) < len(want)+2 {
+		t.Fatalf("probe output has %d lines, want %d", len(lines), len(want)+2)
+	}
+	for i, w := range want {
+		if lines[i] != w {
+			t.Errorf("probe line %d = %q, want %q", i, lines[i], w)
+		}
+	}
+	if uid, _ := strconv.Atoi(lines[len(want)]); uid == 0 && os.Geteuid() == 0 {
+		t.Errorf("the job ran as root")
+	}
+	// The shell, its pipeline and the shim: nothing of the host.
+	if n, _ := strconv.Atoi(lines[len(want)+1]); n > 6 {
+		t.Errorf("the job sees %d processes in /proc, want only its own", n)
+	}
+	if _, err := os.Stat("/tmp/svc-isolation-probe"); err == nil {
+		os.Remove("/tmp/svc-isolation-probe")
+		t.Errorf("the job wrote to the host's /tmp")
+	}
+	if err := <-other; err != nil {
+		t.Fatalf("other run: %v", err)
+	}
+	assertAreaRemoved(t, d, "probe-run")
+}
+
+// TestIsolationKillsTree: timeout, cancel and a normal exit leave no
+// process of an isolated job behind, however it daemonised.
+func TestIsolationKillsTree(t *testing.T) {
+	d := isolatedDriver(t, t.TempDir())
+	const daemons = `sleep 1000 & setsid sleep 1000 & (sh -c 'sleep 1000 &' &) ; echo ready`
+	for _, tc := range []struct {
+		name    string
+		script  string
+		timeout time.Duration
+	}{
+		{"exit", daemons, 0},
+		{"timeout", daemons + "; sleep 1000", 500 * time.Millisecond},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			runID := "tree-" + tc.name
+			res, err := d.Run(t.Context(), drivers.Job{RunID: runID, Command: sh(tc.script), Timeout: tc.timeout})
+			if err != nil {
+				t.Fatalf("Run: %v", err)
+			}
+			if res.Stdout != "ready\n" || res.TimedOut != (tc.timeout > 0) {
+				t.Errorf("Run = %+v, want stdout ready, timed out %v", res, tc.timeout > 0)
+			}
+			if left := jobProcesses(runID); len(left) > 0 {
+				t.Errorf("processes %v of the job outlived it", left)
+			}
+		})
+	}
+}
+
+// TestIsolationParentDeath: SIGKILL of the service kills an isolated job's
+// whole PID namespace.
+func TestIsolationParentDeath(t *testing.T) {
+	dataDir := t.TempDir()
+	isolatedDriver(t, dataDir) // skips where isolation is impossible
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	helper := exec.Command(exe, "-test.run=^$")
+	helper.Env = append(os.Environ(), helperEnv+"="+filepath.Join(dataDir, "work"), "LOCAL_TEST_HELPER_PIDS=/dev/null", "LOCAL_TEST_HELPER_ISOLATE=1")
+	if err := helper.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan struct{})
+	go func() { _ = helper.Wait(); close(exited) }()
+	t.Cleanup(func() {
+		_ = helper.Process.Kill()
+		<-exited
+	})
+	waitFor(t, "the job's tree", func() bool { return len(jobProcesses("parent-death")) >= 5 })
+	if err := helper.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	<-exited
+	waitFor(t, "every process of the job to die with the service", func() bool { return len(jobProcesses("parent-death")) == 0 })
+}
+
+func TestResolveUser(t *testing.T) {
+	for _, tc := range []struct {
+		spec    string
+		wantErr bool
+	}{
+		{"0", true},
+		{"0:0", true},
+		{"no-such-user-here", true},
+	} {
+		if _, _, err := ResolveUser(tc.spec); (err != nil) != tc.wantErr {
+			t.Errorf("ResolveUser(%q) error = %v, want error %v", tc.spec, err, tc.wantErr)
+		}
+	}
+	if os.Geteuid() == 0 {
+		uid, gid, err := ResolveUser("4242:4243")
+		if err != nil || uid != 4242 || gid != 4243 {
+			t.Errorf("ResolveUser(4242:4243) = %d, %d, %v", uid, gid, err)
+		}
+	}
+}

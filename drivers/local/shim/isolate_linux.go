@@ -1,0 +1,149 @@
+//go:build linux
+
+package shim
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"unsafe"
+)
+
+// Linux constants the syscall package does not name.
+const (
+	prCapbsetDrop  = 24
+	prSetNoNewPriv = 38
+	capLastCap     = 63 // drop every capability number the kernel may know
+	linuxCapV3     = 0x20080522
+	oPath          = 0x200000 // O_PATH
+)
+
+// isolate sets up the job's mount namespace: the service's directories
+// hidden, the work area bound back, a private /tmp, a /proc of the job's
+// own PID namespace. In a user namespace it then drops every capability,
+// so the harness (root of that namespace) cannot undo any of it.
+func isolate(iso *Isolation) error {
+	// Nothing mounted here may reach the host's namespace.
+	if err := syscall.Mount("", "/", "", syscall.MS_REC|syscall.MS_PRIVATE, ""); err != nil {
+		return fmt.Errorf("making the mounts private: %w", err)
+	}
+	// Held before anything covers it, to bind it back afterwards.
+	areaFD := -1
+	if iso.Area != "" {
+		fd, err := syscall.Open(iso.Area, oPath|syscall.O_DIRECTORY|syscall.O_CLOEXEC, 0)
+		if err != nil {
+			return fmt.Errorf("opening the work area: %w", err)
+		}
+		areaFD = fd
+		defer syscall.Close(fd)
+	}
+	var covered []string
+	if iso.PrivateTmp {
+		// The host's shared temporary directories stay readable (a
+		// harness's script may live there) but not writable: TMPDIR is in
+		// the work area. /dev/shm is the job's own.
+		for _, d := range []string{"/tmp", "/var/tmp"} {
+			if !isDir(d) {
+				continue
+			}
+			if err := syscall.Mount(d, d, "", syscall.MS_BIND|syscall.MS_REC, ""); err != nil {
+				return fmt.Errorf("binding %s: %w", d, err)
+			}
+			if err := syscall.Mount("", d, "", syscall.MS_REMOUNT|syscall.MS_BIND|syscall.MS_RDONLY|syscall.MS_NOSUID|syscall.MS_NODEV, ""); err != nil {
+				return fmt.Errorf("making %s read-only: %w", d, err)
+			}
+		}
+		if isDir("/dev/shm") {
+			if err := syscall.Mount("tmpfs", "/dev/shm", "tmpfs", syscall.MS_NOSUID|syscall.MS_NODEV, "mode=1777"); err != nil {
+				return fmt.Errorf("mounting a private /dev/shm: %w", err)
+			}
+			covered = append(covered, "/dev/shm")
+		}
+	}
+	// Outer directories first, so that an inner one is hidden inside the
+	// outer tmpfs rather than mounted over a path that no longer exists.
+	hide := slices.Clone(iso.Hide)
+	slices.SortFunc(hide, func(a, b string) int { return len(a) - len(b) })
+	var hidden []string
+	for _, h := range hide {
+		if !isDir(h) || under(h, hidden) {
+			continue
+		}
+		if err := syscall.Mount("tmpfs", h, "tmpfs", syscall.MS_NOSUID|syscall.MS_NODEV|syscall.MS_NOEXEC, "size=64k,mode=0755"); err != nil {
+			return fmt.Errorf("hiding %s: %w", h, err)
+		}
+		hidden = append(hidden, h)
+	}
+	covered = append(covered, hidden...)
+	if areaFD >= 0 && under(iso.Area, covered) {
+		if err := os.MkdirAll(iso.Area, 0o755); err != nil {
+			return fmt.Errorf("making the work area's mount point: %w", err)
+		}
+		if err := syscall.Mount(fmt.Sprintf("/proc/self/fd/%d", areaFD), iso.Area, "", syscall.MS_BIND|syscall.MS_REC, ""); err != nil {
+			return fmt.Errorf("binding the work area back: %w", err)
+		}
+	}
+	for _, h := range hidden {
+		if err := syscall.Mount("", h, "", syscall.MS_REMOUNT|syscall.MS_RDONLY|syscall.MS_NOSUID|syscall.MS_NODEV|syscall.MS_NOEXEC, ""); err != nil {
+			return fmt.Errorf("making %s read-only: %w", h, err)
+		}
+	}
+	// A /proc of this PID namespace: the service's processes, and so its
+	// environment, are not in it. Where the kernel refuses a new proc (a
+	// user namespace under a masked /proc), an empty one.
+	if err := syscall.Mount("proc", "/proc", "proc", syscall.MS_NOSUID|syscall.MS_NODEV|syscall.MS_NOEXEC, ""); err != nil {
+		if err := syscall.Mount("tmpfs", "/proc", "tmpfs", syscall.MS_NOSUID|syscall.MS_NODEV|syscall.MS_NOEXEC|syscall.MS_RDONLY, "size=4k"); err != nil {
+			return fmt.Errorf("hiding the host's /proc: %w", err)
+		}
+	}
+	if iso.UserNS {
+		return dropCapabilities()
+	}
+	return nil
+}
+
+// dropCapabilities leaves the harness, root of the job's user namespace,
+// without a capability to gain: no_new_privs, an empty bounding set and an
+// empty inheritable set (both inherited by what this thread forks).
+func dropCapabilities() error {
+	if _, _, e := syscall.RawSyscall(syscall.SYS_PRCTL, prSetNoNewPriv, 1, 0); e != 0 {
+		return fmt.Errorf("setting no_new_privs: %w", e)
+	}
+	for c := 0; c <= capLastCap; c++ {
+		if _, _, e := syscall.RawSyscall(syscall.SYS_PRCTL, prCapbsetDrop, uintptr(c), 0); e != 0 && e != syscall.EINVAL {
+			return fmt.Errorf("dropping capability %d: %w", c, e)
+		}
+	}
+	hdr := struct {
+		version uint32
+		pid     int32
+	}{version: linuxCapV3}
+	var data [2]struct{ effective, permitted, inheritable uint32 }
+	if _, _, e := syscall.RawSyscall(syscall.SYS_CAPGET, uintptr(unsafe.Pointer(&hdr)), uintptr(unsafe.Pointer(&data[0])), 0); e != 0 {
+		return fmt.Errorf("reading capabilities: %w", e)
+	}
+	data[0].inheritable, data[1].inheritable = 0, 0
+	if _, _, e := syscall.RawSyscall(syscall.SYS_CAPSET, uintptr(unsafe.Pointer(&hdr)), uintptr(unsafe.Pointer(&data[0])), 0); e != 0 {
+		return fmt.Errorf("clearing inheritable capabilities: %w", e)
+	}
+	return nil
+}
+
+// isDir reports whether path is a directory.
+func isDir(path string) bool {
+	fi, err := os.Stat(path)
+	return err == nil && fi.IsDir()
+}
+
+// under reports whether path is one of dirs or inside one of them.
+func under(path string, dirs []string) bool {
+	for _, d := range dirs {
+		if path == d || strings.HasPrefix(path, strings.TrimSuffix(d, string(filepath.Separator))+string(filepath.Separator)) {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,84 @@
+// Package shim is the supervisor of one local job: the process between the
+// service and a harness. It is its own small program (cmd/svc-shim, which
+// imports nothing but this package and the standard library, so it starts
+// in about a millisecond) and, as a fallback, the service's own binary
+// re-executed with Marker=1 in its environment (see drivers/local).
+//
+// The driver starts the shim, sends it one JSON line of Config on fd 3 and
+// then one byte per command ('T' to terminate; EOF means the service is
+// gone), and reads JSON lines of Status on fd 4. Stdout and stderr are the
+// job's output pipes, passed on to the harness.
+//
+// With Config.Isolate set, the driver starts the shim as PID 1 of new PID
+// and mount namespaces (and, when the service is not root, a new user
+// namespace). The shim then hides the service's files, mounts a /proc that
+// shows only the job's processes, and runs the harness as an unprivileged
+// user. Its death, however it dies, makes the kernel kill every process of
+// the namespace: nothing of the job can outlive it. Without Isolate, the
+// shim is a child subreaper that finds and kills the job's tree itself.
+package shim
+
+import "time"
+
+// Marker is the environment variable that turns a binary linking
+// drivers/local into a shim (the fallback when cmd/svc-shim is absent).
+const Marker = "_SVC_LOCAL_SHIM"
+
+// Arg0 is the shim's argv[0], so that ps shows what the process is. The
+// job itself never travels in argv, where any user can read it.
+const Arg0 = "svc-local-shim"
+
+// CmdTerminate asks the shim to end the job: SIGTERM to the harness's
+// process group, then SIGKILL of everything after the grace.
+const CmdTerminate = 'T'
+
+// Config is the job as the driver sends it to the shim.
+type Config struct {
+	Path      string        `json:"path"` // absolute path of the program
+	Args      []string      `json:"args"`
+	Env       []string      `json:"env"`
+	Dir       string        `json:"dir"`
+	Record    string        `json:"record,omitempty"` // where to record the process group (not isolated)
+	KillGrace time.Duration `json:"killGrace"`
+	// Isolate, when set, asks for the job's own namespaces; the driver
+	// started the shim in them.
+	Isolate *Isolation `json:"isolate,omitempty"`
+	// Check makes the shim set up Isolate and report Done without running
+	// anything: the driver's start-up test of what the kernel allows.
+	Check bool `json:"check,omitempty"`
+}
+
+// Isolation is what the shim sets up, as PID 1 of its namespaces, before
+// it starts the harness.
+type Isolation struct {
+	// Hide are directories covered by an empty read-only tmpfs: the
+	// service's data directory, the driver's root, the service user's home.
+	Hide []string `json:"hide,omitempty"`
+	// Area is the job's work area; when a hidden directory covers it, it
+	// is bound back at the same path, the only place of the host's disk
+	// the job can write.
+	Area string `json:"area,omitempty"`
+	// PrivateTmp makes the host's /tmp and /var/tmp read-only for the job
+	// and gives it a /dev/shm of its own.
+	PrivateTmp bool `json:"privateTmp,omitempty"`
+	// UID and GID are the unprivileged user the harness runs as; -1 keeps
+	// the shim's (in a user namespace, where the shim instead drops every
+	// capability before it starts the harness).
+	UID int `json:"uid"`
+	GID int `json:"gid"`
+	// UserNS is set when the shim runs in a user namespace of its own.
+	UserNS bool `json:"userns,omitempty"`
+}
+
+// Status is one report from the shim: first Pgid (or StartError), then,
+// when every process of the job is gone, Done with the harness's exit.
+type Status struct {
+	Pgid       int           `json:"pgid,omitempty"`
+	StartError string        `json:"startError,omitempty"`
+	StartErrno int           `json:"startErrno,omitempty"`
+	Done       bool          `json:"done,omitempty"`
+	ExitCode   int           `json:"exitCode,omitempty"`
+	Signal     string        `json:"signal,omitempty"`
+	Terminated bool          `json:"terminated,omitempty"` // the harness was running when 'T' arrived
+	Duration   time.Duration `json:"duration,omitempty"`   // from the harness's start to its exit
+}
