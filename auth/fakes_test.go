@@ -94,12 +94,6 @@ func (f *fakeKeys) KeyByHash(_ context.Context, hash []byte) (auth.StoredKey, er
 	return k, nil
 }
 
-func (f *fakeKeys) lookups() int {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return len(f.asked)
-}
-
 // fakeMemberships is an in-memory auth.Memberships.
 type fakeMemberships struct {
 	mu      sync.Mutex
