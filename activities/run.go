@@ -47,7 +47,7 @@ type FailInput struct {
 const DefaultCaseTimeout = time.Hour
 
 // heartbeatEvery is how often DispatchRun heartbeats and flushes logs.
-const heartbeatEvery = 2 * time.Second
+const heartbeatEvery = time.Second
 
 // maxLogBytes caps the log kept per run; past it one system chunk says so.
 const maxLogBytes = 8 << 20

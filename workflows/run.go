@@ -30,7 +30,7 @@ type RunOutput struct {
 // restart.
 const (
 	dispatchStartToClose = 7*24*time.Hour + 10*time.Minute // above the longest case timeout a case may declare
-	dispatchHeartbeat    = 15 * time.Second
+	dispatchHeartbeat    = 5 * time.Second
 	shortActivity        = time.Minute
 	webhookTimeout       = 30 * time.Second
 )
