@@ -117,7 +117,7 @@ run_pf() {
     > "$work/pf-out-$1" 2>&1) || true
   t1=$(date +%s.%N)
   local passed
-  passed=$(grep -o '[0-9]* passed' "$work/pf-out-$1" | head -n1 || true)
+  passed=$(grep -o '[0-9,]* passed' "$work/pf-out-$1" | head -n1 || true)
   awk -v t0="$t0" -v t1="$t1" -v n="$N" -v p="$passed" \
     'BEGIN { w = t1 - t0; printf "promptfoo  round %s: %7.1f s  %6.1f cases/s  (%s)\n", ENVIRON["ROUND"], w, n / w, p }'
   echo "$N / ($t1 - $t0)" | bc -l > "$work/pf-rate-$1"

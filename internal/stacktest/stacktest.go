@@ -8,13 +8,16 @@ package stacktest
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -37,6 +40,39 @@ import (
 	"svc/webhooks"
 	"svc/workflows"
 )
+
+var (
+	shimOnce sync.Once
+	shimPath string
+	shimErr  error
+)
+
+// Shim returns the path of an svc-shim built once per test process (the
+// local runtime's supervisor, as make build installs it beside svc), so the
+// stack's jobs do not re-execute the test binary, which links Temporal's
+// server, for every case. SVC_SHIM names a built one instead.
+func Shim(tb testing.TB) string {
+	tb.Helper()
+	shimOnce.Do(func() {
+		if p := os.Getenv("SVC_SHIM"); p != "" {
+			shimPath = p
+			return
+		}
+		dir, err := os.MkdirTemp("", "stacktest-shim-")
+		if err != nil {
+			shimErr = err
+			return
+		}
+		shimPath = filepath.Join(dir, local.ShimName)
+		if out, err := exec.Command("go", "build", "-o", shimPath, "svc/cmd/svc-shim").CombinedOutput(); err != nil {
+			shimErr = fmt.Errorf("building svc-shim: %v\n%s", err, out)
+		}
+	})
+	if shimErr != nil {
+		tb.Fatalf("stacktest: %v", shimErr)
+	}
+	return shimPath
+}
 
 // SecretKey is SVC_SECRET_KEY of every stack (base64 of 32 bytes).
 const SecretKey = "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY="
@@ -126,7 +162,7 @@ func New(tb testing.TB, o Options) *Stack {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	driver := local.New(local.Options{Root: filepath.Join(tmp, "work")})
+	driver := local.New(local.Options{Root: filepath.Join(tmp, "work"), ShimPath: Shim(tb)})
 	acts := &activities.Activities{
 		Store: st, Registries: service.New(st, sealer, time.Now), Sealer: sealer,
 		Driver: driver, Judges: &judges.Runner{Driver: driver},
