@@ -97,6 +97,10 @@ func Dial(ctx context.Context, o ClientOptions) (client.Client, error) {
 	return c, nil
 }
 
+// stickyTimeout is how long a workflow task waits on a worker's sticky
+// queue before any worker may take it.
+const stickyTimeout = 2 * time.Second
+
 // NewWorker returns an unstarted worker polling taskQueue, with reg's
 // workflows and activities registered. The tracing interceptor comes from
 // the client made by Dial: the SDK applies a client's interceptors to its
@@ -105,6 +109,10 @@ func NewWorker(c client.Client, taskQueue string, reg func(worker.Registry), opt
 	w := worker.New(c, taskQueue, worker.Options{
 		MaxConcurrentActivityExecutionSize: opts.MaxConcurrentActivities,
 		WorkerStopTimeout:                  opts.StopTimeout,
+		// A worker that died (a SIGKILLed svc dev) leaves its workflows'
+		// next tasks on its sticky queue until this passes; the SDK's 5 s
+		// default made a restarted svc dev idle that long.
+		StickyScheduleToStartTimeout: stickyTimeout,
 	})
 	if reg != nil {
 		reg(w)
