@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net/http"
 	"net/url"
 	"os"
@@ -31,17 +32,39 @@ wait
 echo ok
 `
 
-const (
-	batchCases       = 300
-	batchConcurrency = 16
-)
-
 // TestScorecardSurvivesTwoKills: a 300-case batch whose `svc dev` is killed
 // with SIGKILL twice while cases run, and restarted each time on the same
 // data dir, still ends succeeded with exactly one canonical child run per
 // case, one score per grader, one scoring revision and one notification,
 // and leaves no harness process behind.
 func TestScorecardSurvivesTwoKills(t *testing.T) {
+	survivesKills(t, 300, 16, []int{60, 80})
+}
+
+// TestScorecard2000SurvivesFiveKills is issue 12's durability figure: the
+// 2,000-case batch at concurrency 64 with svc dev SIGKILLed five times, after
+// a random number of further cases each time (the seed is logged), ends
+// succeeded with exactly 2,000 canonical runs; the log reports the time
+// each kill cost.
+func TestScorecard2000SurvivesFiveKills(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a 2,000-case batch: not in -short")
+	}
+	seed := time.Now().UnixNano()
+	rng := rand.New(rand.NewPCG(uint64(seed), 0))
+	after := make([]int, 5)
+	for i := range after {
+		after[i] = 100 + rng.IntN(200)
+	}
+	t.Logf("seed %d: kills after %v more cases", seed, after)
+	survivesKills(t, 2000, 64, after)
+}
+
+// survivesKills runs a batch of batchCases cases at batchConcurrency and
+// SIGKILLs svc dev (restarting it on the same data dir) once killAfter[i]
+// more cases are done, for each i; then it checks that the batch ended
+// exactly as an undisturbed one would.
+func survivesKills(t *testing.T, batchCases, batchConcurrency int, killAfter []int) {
 	began := time.Now()
 	dataDir, marks := t.TempDir(), t.TempDir()
 	// Isolation off: the harness records its host pids and cases in files
@@ -60,7 +83,7 @@ func TestScorecardSurvivesTwoKills(t *testing.T) {
 	}
 	cases := make([]map[string]any, 0, batchCases)
 	for i := range batchCases {
-		cases = append(cases, map[string]any{"id": fmt.Sprintf("c%03d", i), "task": "say ok", "expected": "ok",
+		cases = append(cases, map[string]any{"id": fmt.Sprintf("c%04d", i), "task": "say ok", "expected": "ok",
 			"graders": []map[string]any{{"id": "exact"}}})
 	}
 	dataset := map[string]any{"id": "many", "version": "1.0.0", "cases": cases}
@@ -122,11 +145,13 @@ func TestScorecardSurvivesTwoKills(t *testing.T) {
 		return next, after
 	}
 
-	svc, base := kill(60)
-	svc, _ = kill(base + 80)
+	base := 0
+	for _, n := range killAfter {
+		svc, base = kill(base + n)
+	}
 
 	var sc eval.Scorecard
-	eventually(t, 4*time.Minute, "the batch to end after the second restart", func() bool {
+	eventually(t, 10*time.Minute, "the batch to end after the last restart", func() bool {
 		var cur eval.Scorecard // fresh: decoding does not clear absent fields
 		if code := call(t, "GET", svc.URL+"/scorecards/"+id, nil, &cur); code != 200 {
 			t.Fatalf("GET /scorecards/%s = %d", id, code)
@@ -135,7 +160,7 @@ func TestScorecardSurvivesTwoKills(t *testing.T) {
 		return eval.ScorecardTerminal(sc.Status) && sc.FinishedAt != nil
 	})
 	finished := time.Now()
-	logTimings(t, submitted, finished, kills)
+	logTimings(t, submitted, finished, kills, batchCases)
 	starts := readStarts(t, startsFile)
 	t.Logf("batch %s %s %s after the submit (%s wall for the whole test); %d harness starts for %d cases",
 		id, sc.Status, finished.Sub(submitted).Round(time.Millisecond), time.Since(began).Round(time.Millisecond), len(starts), batchCases)
@@ -166,7 +191,7 @@ func TestScorecardSurvivesTwoKills(t *testing.T) {
 		}
 	}
 	for i := range batchCases {
-		key := fmt.Sprintf("c%03d#0", i)
+		key := fmt.Sprintf("c%04d#0", i)
 		if _, ok := rows[key]; !ok {
 			t.Errorf("the detail read lacks case row %s", key)
 		}
@@ -190,7 +215,7 @@ func TestScorecardSurvivesTwoKills(t *testing.T) {
 		t.Errorf("scoring revisions %+v, want exactly revision 1 (initial)", sc.Scoring)
 	}
 
-	// The children, paged: 300 in all, every one canonical, one per case,
+	// The children, paged: batchCases in all, every one canonical, one per case,
 	// each finished with exactly one exact score.
 	children := listChildren(t, svc.URL, id)
 	startsOf := readCaseStarts(t, casesFile)
@@ -267,11 +292,13 @@ type killMark struct {
 // logTimings reports the wall time of the batch and what each kill cost:
 // the time from the kill to the next kill (or the end) less the time the
 // cases done in it would have taken at the rate before the first kill.
-func logTimings(t *testing.T, submitted, finished time.Time, kills []killMark) {
+func logTimings(t *testing.T, submitted, finished time.Time, kills []killMark, batchCases int) {
 	t.Helper()
 	rate := float64(kills[0].done) / kills[0].at.Sub(submitted).Seconds()
 	t.Logf("before the first kill: %d cases in %s (%.1f cases/s); undisturbed the batch would take about %s",
 		kills[0].done, kills[0].at.Sub(submitted).Round(time.Millisecond), rate, time.Duration(float64(batchCases)/rate*float64(time.Second)).Round(time.Millisecond))
+	var total time.Duration
+	defer func() { t.Logf("about %s lost to %d kills in all", total.Round(100*time.Millisecond), len(kills)) }()
 	for i, k := range kills {
 		endAt, endDone := finished, batchCases
 		if i+1 < len(kills) {
@@ -279,6 +306,7 @@ func logTimings(t *testing.T, submitted, finished time.Time, kills []killMark) {
 		}
 		span := endAt.Sub(k.at)
 		lost := span - time.Duration(float64(endDone-k.done)/rate*float64(time.Second))
+		total += lost
 		t.Logf("kill %d at %d done (%d starts): listening again after %s, progress again after %s; %d cases in the next %s, so about %s lost",
 			i+1, k.done, k.starts, k.listening.Sub(k.at).Round(time.Millisecond), k.resumed.Sub(k.at).Round(time.Millisecond),
 			endDone-k.done, span.Round(time.Millisecond), lost.Round(100*time.Millisecond))
@@ -315,7 +343,7 @@ func listChildren(t *testing.T, base, scorecardID string) []eval.Run {
 	var all []eval.Run
 	cursor := ""
 	for page := 0; ; page++ {
-		if page > batchCases {
+		if page > 10000 {
 			t.Fatalf("GET /runs?scorecardId=%s still pages after %d pages", scorecardID, page)
 		}
 		q := url.Values{"scorecardId": {scorecardID}, "limit": {"500"}}
