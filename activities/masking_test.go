@@ -4,7 +4,6 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
-	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
@@ -23,7 +22,7 @@ import (
 	"svc/runs"
 	"svc/secrets"
 	"svc/store"
-	"svc/store/sqlite"
+	"svc/store/sqlite/sqlitetest"
 )
 
 // leakyHarness prints the secrets file, the secret on stderr, the secret
@@ -56,14 +55,7 @@ func TestSecretsMaskedInStoredRun(t *testing.T) {
 		secret = "sk-live-Zq8Jm3Xv9TbW2yLp"
 	)
 	ctx := t.Context()
-	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "svc.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	if _, err := st.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
+	st := sqlitetest.New(t)
 	sealer, err := secrets.NewSealer(base64.StdEncoding.EncodeToString([]byte(strings.Repeat("k", 32))))
 	if err != nil {
 		t.Fatal(err)

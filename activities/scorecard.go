@@ -527,9 +527,10 @@ func sortRuns(rs []eval.Run) {
 
 // FinishScorecard ends a batch: it rebuilds the per-case table from the
 // child runs, computes the summary, appends scoring revision 1 (for a
-// scorecard that finished), writes the terminal status with the
-// publication plan, and notifies the creator (scorecard_completed or
-// scorecard_failed; a cancelled batch notifies no one).
+// scorecard that finished), writes the terminal status with the final
+// progress and the publication plan, and notifies the creator
+// (scorecard_completed or scorecard_failed; a cancelled batch notifies no
+// one).
 func (a *Activities) FinishScorecard(ctx context.Context, in FinishInput) error {
 	children, err := ListChildren(ctx, a.Store, in.Workspace, in.ScorecardID)
 	if err != nil {
@@ -554,6 +555,8 @@ func (a *Activities) FinishScorecard(ctx context.Context, in FinishInput) error 
 		}
 		now := a.now()
 		sc.FinishedAt = &now
+		// The final counts and pace, so lists show them without counting.
+		sc.Progress = CountProgress(sc.Progress.Total, countChildren(children), now)
 		switch {
 		case sc.Status == eval.ScorecardCancelled || sc.Status == eval.ScorecardSuperseded:
 			// Stopped through the API: the status is already written.
@@ -684,6 +687,8 @@ func (a *Activities) FinishScore(ctx context.Context, in FinishScoreInput) error
 			return errStop // settled by an earlier attempt
 		}
 		sc.ScoringInFlight = ""
+		// Judges may have turned verdicts, even in a pass that aborted.
+		sc.Progress = Recount(sc.Progress, countChildren(children))
 		if in.Aborted {
 			revision = 0
 			return nil

@@ -1,14 +1,9 @@
 package api_test
 
 import (
-	"bytes"
-	"encoding/json"
-	"io"
-	"net/http/httptest"
 	"strings"
 	"testing"
 
-	"svc/api"
 	"svc/api/apitest"
 )
 
@@ -33,38 +28,16 @@ func FuzzPathID(f *testing.F) {
 		for _, p := range r.params {
 			path = idRoute{path: path}.with(p, id)
 		}
-		var body io.Reader
+		var body []byte
 		if r.body != "" {
-			body = strings.NewReader(r.body)
+			body = []byte(r.body)
 		}
-		req := httptest.NewRequest(r.method, path, body)
-		if body != nil {
-			req.Header.Set("Content-Type", "application/json")
-		}
-		for _, hd := range r.hs {
-			req.Header.Set(hd.name, hd.value)
-		}
-		rec := httptest.NewRecorder()
-		h.ServeHTTP(rec, req)
-		res := rec.Result()
-		got, err := io.ReadAll(res.Body)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if res.StatusCode >= 500 {
-			t.Fatalf("%s %s: status %d; body %s", r.method, path, res.StatusCode, got)
-		}
-		if res.StatusCode >= 400 {
-			var b api.ErrorBody
-			dec := json.NewDecoder(bytes.NewReader(got))
-			dec.DisallowUnknownFields()
-			if err := dec.Decode(&b); err != nil || b.Error.Code == "" || b.Error.Message == "" {
-				t.Fatalf("%s %s: status %d with a body that is not the error shape (%v): %s", r.method, path, res.StatusCode, err, got)
-			}
-			if len(b.Error.Message) > 4096 {
-				t.Errorf("%s %s: a message of %d bytes", r.method, path, len(b.Error.Message))
+		req, res := fuzzServe(t, h, fuzzRoute{method: r.method, path: path, hs: r.hs}, body)
+		if res.Status >= 400 {
+			if info := res.ErrorInfo(t); info.Code == "" || info.Message == "" || len(info.Message) > 4096 {
+				t.Fatalf("%s %s: status %d with an error of an empty code or message, or one over 4 KiB: %s", r.method, path, res.Status, res.Body)
 			}
 		}
-		apitest.ValidateResponse(t, req, &apitest.Response{Status: res.StatusCode, Header: res.Header, Body: got})
+		apitest.ValidateResponse(t, req, res)
 	})
 }

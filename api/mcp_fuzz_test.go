@@ -3,19 +3,13 @@ package api_test
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"encoding/json"
-	"io"
 	"mime"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-
-	"svc/api"
 )
 
 // FuzzMCPRequest posts arbitrary bodies to /mcp, through the real handler
@@ -59,42 +53,24 @@ func FuzzMCPRequest(f *testing.F) {
 	h := e.srv.Handler()
 	f.Fuzz(func(t *testing.T, which uint8, body []byte) {
 		hs := variants[int(which)%len(variants)]
-		ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
-		defer cancel()
-		req := httptest.NewRequestWithContext(ctx, http.MethodPost, "/mcp", bytes.NewReader(body))
-		req.Header.Set("Content-Type", "application/json")
-		for _, hd := range hs {
-			req.Header.Set(hd.name, hd.value)
-		}
-		rec := httptest.NewRecorder()
-		h.ServeHTTP(rec, req)
-		res := rec.Result()
-		got, err := io.ReadAll(res.Body)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if res.StatusCode >= 500 {
-			t.Fatalf("POST /mcp %q with %v: status %d; body %s", body, hs, res.StatusCode, got)
-		}
+		_, res := fuzzServe(t, h, fuzzRoute{method: http.MethodPost, path: "/mcp", hs: hs}, body)
+		got := res.Body
 		mt, _, _ := mime.ParseMediaType(res.Header.Get("Content-Type"))
 		switch {
-		case len(got) == 0 && res.StatusCode < 300:
+		case len(got) == 0 && res.Status < 300:
 			// 202 for a notification or a response.
-		case mt == "application/json" && res.StatusCode >= 400 && !bytes.Contains(got, []byte(`"jsonrpc"`)):
-			var b api.ErrorBody
-			dec := json.NewDecoder(bytes.NewReader(got))
-			dec.DisallowUnknownFields()
-			if err := dec.Decode(&b); err != nil || b.Error.Code == "" {
-				t.Fatalf("POST /mcp %q: status %d with a body that is not the error shape: %s", body, res.StatusCode, got)
+		case mt == "application/json" && res.Status >= 400 && !bytes.Contains(got, []byte(`"jsonrpc"`)):
+			if res.ErrorInfo(t).Code == "" {
+				t.Fatalf("POST /mcp %q: status %d with an error without a code: %s", body, res.Status, got)
 			}
 		case mt == "application/json":
 			if !json.Valid(got) {
-				t.Fatalf("POST /mcp %q: status %d with invalid JSON: %s", body, res.StatusCode, got)
+				t.Fatalf("POST /mcp %q: status %d with invalid JSON: %s", body, res.Status, got)
 			}
-		case mt == "text/event-stream" && res.StatusCode == http.StatusOK:
+		case mt == "text/event-stream" && res.Status == http.StatusOK:
 			checkEventStream(t, got)
 		default:
-			t.Fatalf("POST /mcp %q: status %d, Content-Type %q, body %q: want JSON, an event stream or nothing", body, res.StatusCode, mt, got)
+			t.Fatalf("POST /mcp %q: status %d, Content-Type %q, body %q: want JSON, an event stream or nothing", body, res.Status, mt, got)
 		}
 	})
 }

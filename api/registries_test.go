@@ -729,29 +729,8 @@ func TestProbe(t *testing.T) {
 		w.Header().Set("Content-Type", "application/json")
 		fmt.Fprint(w, `{"major":"1","minor":"36","gitVersion":"v1.36.4","platform":"linux/amd64"}`)
 	}), true)
-	kubeconfig := fmt.Sprintf(`apiVersion: v1
-kind: Config
-clusters:
-- name: c
-  cluster:
-    server: %s
-    certificate-authority-data: %s
-users:
-- name: u
-  user:
-    token: %s
-contexts:
-- name: ctx
-  context: {cluster: c, user: u}
-current-context: ctx
-`, k8s.URL, k8s.caB64, k8sToken)
-	put := func(name, value string) {
-		t.Helper()
-		b, _ := json.Marshal(map[string]any{"value": value, "allowedHosts": []string{"127.0.0.1"}})
-		want(t, e.do(t, http.MethodPut, "/secrets/"+name, string(b), bearer(a.key)), http.StatusNoContent, "PUT /secrets/"+name)
-	}
-	put("nomad-token", token)
-	put("kc", kubeconfig)
+	e.putSecret(t, a.key, "nomad-token", token, []string{"127.0.0.1"})
+	e.putSecret(t, a.key, "kc", k8s.kubeconfig(k8sToken), []string{"127.0.0.1"})
 
 	nomadSpec := func(secret string) string {
 		return fmt.Sprintf(`{"id":"n","version":"1","kind":"nomad","addr":%q,"image":"img","authSecret":%q}`, nomadSrv.URL, secret)
@@ -769,14 +748,7 @@ current-context: ctx
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			res := e.do(t, http.MethodPost, "/runtimes/probe", tt.spec, bearer(a.key))
-			want(t, res, http.StatusOK, "probe")
-			var got struct {
-				Kind      string `json:"kind"`
-				Reachable bool   `json:"reachable"`
-				Detail    string `json:"detail"`
-			}
-			res.JSON(t, &got)
+			got, res := e.probe(t, a.key, tt.spec, "probe")
 			if got.Reachable != tt.wantReachable || !strings.Contains(got.Detail, tt.wantDetail) {
 				t.Errorf("probe: %+v, want reachable %v with %q in detail", got, tt.wantReachable, tt.wantDetail)
 			}
@@ -803,6 +775,27 @@ current-context: ctx
 // loopback is a test server on a port from the OS; caB64 is the base64 PEM
 // of its certificate when it serves TLS, as a kubeconfig carries it.
 type loopback struct{ URL, caB64 string }
+
+// kubeconfig is a kubeconfig for the TLS server l whose one user sends
+// token.
+func (l loopback) kubeconfig(token string) string {
+	return fmt.Sprintf(`apiVersion: v1
+kind: Config
+clusters:
+- name: c
+  cluster:
+    server: %s
+    certificate-authority-data: %s
+users:
+- name: u
+  user:
+    token: %s
+contexts:
+- name: ctx
+  context: {cluster: c, user: u}
+current-context: ctx
+`, l.URL, l.caB64, token)
+}
 
 func httptestServer(t *testing.T, h http.Handler, tls bool) loopback {
 	t.Helper()

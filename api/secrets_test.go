@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"svc/api/apitest"
 	"svc/config"
 )
 
@@ -62,10 +63,22 @@ func (tr *tokenTrap) calls() int {
 	return tr.hits
 }
 
+// probeJSON is POST /runtimes/probe's body.
 type probeJSON struct {
 	Kind      string `json:"kind"`
 	Reachable bool   `json:"reachable"`
 	Detail    string `json:"detail"`
+}
+
+// probe posts spec to /runtimes/probe with key, wants 200, and returns the
+// decoded result with the answer as sent (to search for what must not leak).
+func (e *testEnv) probe(t *testing.T, key, spec, what string) (probeJSON, *apitest.Response) {
+	t.Helper()
+	res := e.do(t, http.MethodPost, "/runtimes/probe", spec, bearer(key))
+	want(t, res, http.StatusOK, what)
+	var got probeJSON
+	res.JSON(t, &got)
+	return got, res
 }
 
 // putSecret stores name with value and allowedHosts (nil: the field is left out).
@@ -149,21 +162,14 @@ func TestProbeRefusesPrivateAddresses(t *testing.T) {
 		{"http://10.0.0.5:4646", "private"},
 		{"http://[::1]:4646", "loopback"},
 	} {
-		res := e.do(t, http.MethodPost, "/runtimes/probe", nomadProbeSpec(tc.addr, ""), bearer(a.key))
-		want(t, res, http.StatusOK, "probe "+tc.addr)
-		var got probeJSON
-		res.JSON(t, &got)
+		got, _ := e.probe(t, a.key, nomadProbeSpec(tc.addr, ""), "probe "+tc.addr)
 		if got.Reachable || !strings.Contains(got.Detail, tc.kind) || !strings.Contains(got.Detail, "SVC_PROBE_ALLOW") {
 			t.Errorf("probe %s = %+v, want unreachable, %s, naming SVC_PROBE_ALLOW", tc.addr, got, tc.kind)
 		}
 	}
 	// k8s too: the server of server+authSecret.
 	e.putSecret(t, a.key, "k8s-token", "k8s-token-value", []string{"10.0.0.6"})
-	res := e.do(t, http.MethodPost, "/runtimes/probe",
-		`{"id":"k","version":"1","kind":"k8s","image":"img","server":"https://10.0.0.6:6443","authSecret":"k8s-token"}`, bearer(a.key))
-	want(t, res, http.StatusOK, "k8s probe")
-	var got probeJSON
-	res.JSON(t, &got)
+	got, _ := e.probe(t, a.key, `{"id":"k","version":"1","kind":"k8s","image":"img","server":"https://10.0.0.6:6443","authSecret":"k8s-token"}`, "k8s probe")
 	if got.Reachable || !strings.Contains(got.Detail, "private") || !strings.Contains(got.Detail, "SVC_PROBE_ALLOW") {
 		t.Errorf("k8s probe = %+v, want unreachable, private, naming SVC_PROBE_ALLOW", got)
 	}
@@ -180,10 +186,7 @@ func TestProbeDoesNotReflectTheTarget(t *testing.T) {
 	a := e.tenant(t, "reflect")
 	for _, status := range []int{http.StatusNotFound, http.StatusInternalServerError, http.StatusForbidden, http.StatusOK} {
 		trap := newTokenTrap(t, status, distinctive)
-		res := e.do(t, http.MethodPost, "/runtimes/probe", nomadProbeSpec(trap.URL, ""), bearer(a.key))
-		want(t, res, http.StatusOK, "probe")
-		var got probeJSON
-		res.JSON(t, &got)
+		got, res := e.probe(t, a.key, nomadProbeSpec(trap.URL, ""), "probe")
 		if got.Reachable || strings.Contains(string(res.Body), distinctive) || strings.Contains(string(res.Body), "INTERNAL") {
 			t.Errorf("status %d: probe = %s, want unreachable without the target's body", status, res.Body)
 		}
@@ -196,28 +199,8 @@ func TestProbeDoesNotReflectTheTarget(t *testing.T) {
 		http.Error(w, distinctive, http.StatusNotFound)
 	}), true)
 	e.putSecret(t, a.key, "k8s-token", "k8s-token-value", []string{"127.0.0.1"})
-	kc := fmt.Sprintf(`apiVersion: v1
-kind: Config
-clusters:
-- name: c
-  cluster:
-    server: %s
-    certificate-authority-data: %s
-users:
-- name: u
-  user:
-    token: tok
-contexts:
-- name: ctx
-  context: {cluster: c, user: u}
-current-context: ctx
-`, srv.URL, srv.caB64)
-	e.putSecret(t, a.key, "kc", kc, []string{"127.0.0.1"})
-	res := e.do(t, http.MethodPost, "/runtimes/probe",
-		`{"id":"k","version":"1","kind":"k8s","image":"img","kubeconfigSecret":"kc"}`, bearer(a.key))
-	want(t, res, http.StatusOK, "k8s probe")
-	var got probeJSON
-	res.JSON(t, &got)
+	e.putSecret(t, a.key, "kc", srv.kubeconfig("tok"), []string{"127.0.0.1"})
+	got, res := e.probe(t, a.key, `{"id":"k","version":"1","kind":"k8s","image":"img","kubeconfigSecret":"kc"}`, "k8s probe")
 	if got.Reachable || strings.Contains(string(res.Body), distinctive) || !strings.Contains(got.Detail, "404") {
 		t.Errorf("k8s probe = %s, want unreachable, 404, without the target's body", res.Body)
 	}

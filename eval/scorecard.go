@@ -126,13 +126,26 @@ type Subset struct {
 	Limit    int      `json:"limit,omitempty"`
 }
 
-// Progress counts a batch's case-trials.
+// Progress counts a batch's case-trials: Queued + Running + Done = Total,
+// and Passed + Failed + Cancelled = Done.
 type Progress struct {
 	Total     int `json:"total"`
 	Done      int `json:"done"`
 	Passed    int `json:"passed"`
 	Failed    int `json:"failed"` // the case ran and did not pass, or could not be dispatched
 	Cancelled int `json:"cancelled"`
+	// Queued have not started; in a batch that ended early they never will.
+	Queued int `json:"queued"`
+	// Running have started (their child run exists) and not finished.
+	Running int `json:"running"`
+	// CasesPerSecond is Done over the seconds from StartedAt to UpdatedAt;
+	// 0 until a case is done.
+	CasesPerSecond float64 `json:"casesPerSecond"`
+	// StartedAt is when the batch's first case started.
+	StartedAt *time.Time `json:"startedAt,omitempty"`
+	// UpdatedAt is when the counts were taken: the read while the batch
+	// runs, its finish once it is over.
+	UpdatedAt *time.Time `json:"updatedAt,omitempty"`
 }
 
 // PolicyStamp is the stamped verdict policy of a batch.

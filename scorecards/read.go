@@ -41,16 +41,21 @@ func summaryView(sc eval.Scorecard) eval.Scorecard {
 	return sc
 }
 
-// progress fills sc.Progress from the batch's child runs.
+// progress fills sc.Progress from the batch's child runs. The pace
+// (casesPerSecond, startedAt, updatedAt) of a batch that is over is the one
+// its finish recorded, so it does not decay as the batch ages; a batch
+// that ended without one (stopped with no workflow left to finish it, or
+// finished before the pace was recorded) shows none.
 func (s *Service) progress(ctx context.Context, sc *eval.Scorecard) error {
 	c, err := s.o.Store.ChildRunCounts(ctx, sc.Tenant, sc.ID)
 	if err != nil {
 		return err
 	}
-	sc.Progress.Done = c.ByStatus[string(eval.StatusSucceeded)] + c.ByStatus[string(eval.StatusFailed)]
-	sc.Progress.Passed = c.ByOutcome[eval.OutcomePass]
-	sc.Progress.Failed = c.ByOutcome[eval.OutcomeFail] + c.ByOutcome[eval.OutcomeError]
-	sc.Progress.Cancelled = c.ByOutcome[eval.OutcomeCancelled]
+	if eval.ScorecardTerminal(sc.Status) {
+		sc.Progress = activities.Recount(sc.Progress, c)
+		return nil
+	}
+	sc.Progress = activities.CountProgress(sc.Progress.Total, c, s.o.Now())
 	return nil
 }
 

@@ -59,6 +59,9 @@ type RunCounts struct {
 	Total     int            `json:"total"`
 	ByStatus  map[string]int `json:"byStatus"`
 	ByOutcome map[string]int `json:"byOutcome"`
+	// FirstCreatedAt is the CreatedAt of the earliest counted run, when
+	// the batch's first case started; zero when there is none.
+	FirstCreatedAt time.Time `json:"firstCreatedAt"`
 }
 
 // Scorecards stores batches.

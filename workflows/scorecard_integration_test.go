@@ -128,6 +128,12 @@ func TestScorecardEndToEnd(t *testing.T) {
 	if sc.Progress.Total != 8 || sc.Progress.Done != 8 || sc.Progress.Passed != 6 || sc.Progress.Failed != 2 {
 		t.Errorf("progress %+v", sc.Progress)
 	}
+	// The finish recorded the pace: from the first case to the finish.
+	if p := sc.Progress; p.Queued != 0 || p.Running != 0 || p.CasesPerSecond <= 0 || p.StartedAt == nil || p.UpdatedAt == nil ||
+		p.StartedAt.Before(sc.CreatedAt) || !p.UpdatedAt.Equal(*sc.FinishedAt) {
+		t.Errorf("progress %+v of a batch created %s and finished %s: want nothing queued or running, and the pace from the first case to the finish",
+			p, sc.CreatedAt, sc.FinishedAt)
+	}
 	if sc.PolicyResolution == nil || sc.PolicyResolution.Status != "resolved" {
 		t.Errorf("policyResolution %+v", sc.PolicyResolution)
 	}

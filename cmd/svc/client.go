@@ -13,6 +13,8 @@ import (
 	"os"
 	"strings"
 	"time"
+
+	"golang.org/x/term"
 )
 
 // The client commands (gate, verify, scorecard) talk to a running svc over
@@ -42,18 +44,32 @@ const requestLimit = 2 * time.Minute
 
 // cli is what a client command reads and writes: its streams, its
 // environment, and whether stderr is a terminal (progress then rewrites
-// one line instead of printing one line per change).
+// one line instead of printing a line per tenth of the batch done).
 type cli struct {
 	stdout, stderr io.Writer
 	getenv         func(string) string
 	tty            bool
+	// width is the terminal's width in columns, or 0 when unknown (nil
+	// means unknown too): a rewritten line longer than that would wrap,
+	// and the carriage return would then redraw only its last row.
+	width func() int
 	// poll is the interval between progress reads of --wait.
 	poll time.Duration
 }
 
 // newCLI returns the cli of a real invocation.
 func newCLI(stdout, stderr io.Writer, getenv func(string) string) *cli {
-	return &cli{stdout: stdout, stderr: stderr, getenv: getenv, tty: isTerminal(stderr), poll: time.Second}
+	x := &cli{stdout: stdout, stderr: stderr, getenv: getenv, tty: isTerminal(stderr), poll: time.Second}
+	if f, ok := stderr.(*os.File); ok && x.tty {
+		x.width = func() int {
+			w, _, err := term.GetSize(int(f.Fd()))
+			if err != nil {
+				return 0
+			}
+			return w
+		}
+	}
+	return x
 }
 
 // isTerminal reports whether w is a character device (a terminal).

@@ -252,7 +252,7 @@ func waitScorecard(ctx context.Context, x *cli, c *apiClient, id string, timeout
 		case ctx.Err() != nil:
 		case err == nil:
 			failingSince = time.Time{}
-			pr.show(progressLine(cur))
+			pr.show(cur)
 			if eval.ScorecardTerminal(cur.Status) {
 				return cur, raw, nil
 			}
@@ -275,36 +275,104 @@ func waitScorecard(ctx context.Context, x *cli, c *apiClient, id string, timeout
 	}
 }
 
-// progressLine is one reading of a batch: "sc_x running 45/300 done, 40
-// passed, 5 failed".
+// progressLine is one reading of a batch: "sc_x running 450/2000 (22%) 440
+// passed, 10 failed, 64 running, 41.3 cases/s, 0:11 elapsed, ETA 0:38".
+// What the reading lacks is left out: the pace before the first case is
+// done (or from a service that does not report it), the running count of
+// a batch not running, the ETA of a batch that is over.
 func progressLine(sc eval.Scorecard) string {
 	p := sc.Progress
-	s := fmt.Sprintf("%s %s %d/%d done, %d passed, %d failed", sc.ID, sc.Status, p.Done, p.Total, p.Passed, p.Failed)
+	pct := 0
+	if p.Total > 0 {
+		pct = p.Done * 100 / p.Total
+	}
+	s := fmt.Sprintf("%s %s %d/%d (%d%%) %d passed, %d failed", sc.ID, sc.Status, p.Done, p.Total, pct, p.Passed, p.Failed)
 	if p.Cancelled > 0 {
 		s += fmt.Sprintf(", %d cancelled", p.Cancelled)
+	}
+	if p.Running > 0 || sc.Status == eval.ScorecardRunning {
+		s += fmt.Sprintf(", %d running", p.Running)
+	}
+	if p.CasesPerSecond > 0 {
+		s += ", " + rate(p.CasesPerSecond) + " cases/s"
+	}
+	if p.StartedAt != nil && p.UpdatedAt != nil && !p.UpdatedAt.Before(*p.StartedAt) {
+		s += ", " + clock(p.UpdatedAt.Sub(*p.StartedAt)) + " elapsed"
+	}
+	if left := p.Total - p.Done; !eval.ScorecardTerminal(sc.Status) && p.CasesPerSecond > 0 && left > 0 {
+		s += ", ETA " + clock(time.Duration(float64(left)/p.CasesPerSecond*float64(time.Second)))
 	}
 	return s
 }
 
-// progress shows progress lines on stderr: on a terminal it rewrites one
-// line; elsewhere (a CI log) it writes a line only when the reading changes.
+// rate prints cases per second: one decimal, or three significant digits
+// below one a second, so a slow batch does not read 0.0.
+func rate(r float64) string {
+	if r >= 1 {
+		return fmt.Sprintf("%.1f", r)
+	}
+	return fmt.Sprintf("%.3g", r)
+}
+
+// clock prints d as m:ss, or h:mm:ss from an hour, to the nearest second.
+func clock(d time.Duration) string {
+	sec := int64(d.Round(time.Second) / time.Second)
+	if sec >= 3600 {
+		return fmt.Sprintf("%d:%02d:%02d", sec/3600, sec/60%60, sec%60)
+	}
+	return fmt.Sprintf("%d:%02d", sec/60, sec%60)
+}
+
+// progress shows a batch's readings on stderr. On a terminal it rewrites
+// one line with every new reading. Elsewhere (a CI log) it writes a line
+// for the first reading, each change of status (so the final one too),
+// and each further tenth of the batch done: a long batch logs a dozen
+// lines, not one a second.
 type progress struct {
 	x     *cli
 	last  string
 	drawn bool // a rewritable line is on screen
+	// What the log last showed.
+	logged bool
+	status eval.Status
+	tenth  int
 }
 
-func (p *progress) show(line string) {
+func (p *progress) show(sc eval.Scorecard) {
+	line := progressLine(sc)
+	if !p.x.tty {
+		if p.due(sc) {
+			fmt.Fprintln(p.x.stderr, line)
+		}
+		return
+	}
 	if line == p.last {
 		return
 	}
 	p.last = line
-	if p.x.tty {
-		fmt.Fprintf(p.x.stderr, "\r%s\x1b[K", line)
-		p.drawn = true
-		return
+	if p.x.width != nil {
+		// One column short: a line that fills the last column wraps on
+		// some terminals.
+		if w := p.x.width(); w > 1 && len(line) > w-1 {
+			line = line[:w-1]
+		}
 	}
-	fmt.Fprintln(p.x.stderr, line)
+	fmt.Fprintf(p.x.stderr, "\r%s\x1b[K", line)
+	p.drawn = true
+}
+
+// due reports whether the log gets a line for sc, and notes it as shown
+// when it does.
+func (p *progress) due(sc eval.Scorecard) bool {
+	tenth := 0
+	if t := sc.Progress.Total; t > 0 {
+		tenth = sc.Progress.Done * 10 / t
+	}
+	if p.logged && sc.Status == p.status && tenth <= p.tenth {
+		return false
+	}
+	p.logged, p.status, p.tenth = true, sc.Status, tenth
+	return true
 }
 
 // note writes a message on its own line, below the progress line.

@@ -92,6 +92,8 @@ func (d *Driver) shimCommand(runID string, iso *shim.Isolation) *exec.Cmd {
 			// A race-enabled build (the tests) otherwise sleeps a second
 			// at exit; every other build ignores GORACE.
 			"GORACE=" + strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0"),
+			// One thread runs the shim's few goroutines; fewer to start.
+			"GOMAXPROCS=1",
 		},
 		Dir:         "/",
 		SysProcAttr: sys,

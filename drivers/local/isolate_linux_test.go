@@ -5,11 +5,9 @@ package local
 import (
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -156,26 +154,12 @@ func TestIsolationKillsTree(t *testing.T) {
 func TestIsolationParentDeath(t *testing.T) {
 	dataDir := t.TempDir()
 	isolatedDriver(t, dataDir) // skips where isolation is impossible
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	helper := exec.Command(exe, "-test.run=^$")
-	helper.Env = append(os.Environ(), helperEnv+"="+filepath.Join(dataDir, "work"), "LOCAL_TEST_HELPER_PIDS=/dev/null", "LOCAL_TEST_HELPER_ISOLATE=1")
-	if err := helper.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan struct{})
-	go func() { _ = helper.Wait(); close(exited) }()
-	t.Cleanup(func() {
-		_ = helper.Process.Kill()
-		<-exited
+	svc := startService(t, filepath.Join(dataDir, "work"), "/dev/null", true)
+	waitFor(t, "the job's tree", func() bool {
+		svc.running(t)
+		return len(jobProcesses("parent-death")) >= treePids
 	})
-	waitFor(t, "the job's tree", func() bool { return len(jobProcesses("parent-death")) >= 5 })
-	if err := helper.Process.Signal(syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	<-exited
+	svc.kill(t)
 	waitFor(t, "every process of the job to die with the service", func() bool { return len(jobProcesses("parent-death")) == 0 })
 }
 

@@ -630,33 +630,67 @@ func TestConcurrentAttemptSupersedes(t *testing.T) {
 	assertAreaRemoved(t, d, runID)
 }
 
-func TestParentDeath(t *testing.T) {
-	root := t.TempDir()
-	pidsFile := filepath.Join(t.TempDir(), "pids")
+// service is this test binary run as a service whose one job is
+// treeScript (see helperMain), for the tests that SIGKILL the service.
+type service struct {
+	cmd    *exec.Cmd
+	exited chan struct{} // closed once the process is waited for
+	stderr bytes.Buffer  // read only after exited is closed
+}
+
+// startService starts the helper service with its driver rooted at root,
+// the tree writing its pids to pids, and the job isolated when isolate is
+// set; a cleanup kills it if the test has not.
+func startService(t *testing.T, root, pids string, isolate bool) *service {
+	t.Helper()
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
 	}
-	helper := exec.Command(exe, "-test.run=^$")
-	helper.Env = append(os.Environ(), helperEnv+"="+root, "LOCAL_TEST_HELPER_PIDS="+pidsFile)
-	var stderr bytes.Buffer
-	helper.Stderr = &stderr
-	if err := helper.Start(); err != nil {
+	s := &service{cmd: exec.Command(exe, "-test.run=^$"), exited: make(chan struct{})}
+	s.cmd.Env = append(os.Environ(), helperEnv+"="+root, "LOCAL_TEST_HELPER_PIDS="+pids)
+	if isolate {
+		s.cmd.Env = append(s.cmd.Env, "LOCAL_TEST_HELPER_ISOLATE=1")
+	}
+	s.cmd.Stderr = &s.stderr
+	if err := s.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	exited := make(chan struct{})
-	go func() { _ = helper.Wait(); close(exited) }()
+	go func() { _ = s.cmd.Wait(); close(s.exited) }()
 	t.Cleanup(func() {
-		_ = helper.Process.Kill()
-		<-exited
+		_ = s.cmd.Process.Kill()
+		<-s.exited
 	})
+	return s
+}
 
+// running fails t with the service's stderr if it has exited: its job
+// never ends, so the service should run until killed.
+func (s *service) running(t *testing.T) {
+	t.Helper()
+	select {
+	case <-s.exited:
+		t.Fatalf("the helper exited early: %s", s.stderr.String())
+	default:
+	}
+}
+
+// kill sends the service SIGKILL, as a crash or the OOM killer would, and
+// waits for it to exit.
+func (s *service) kill(t *testing.T) {
+	t.Helper()
+	if err := s.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	<-s.exited
+}
+
+func TestParentDeath(t *testing.T) {
+	root := t.TempDir()
+	pidsFile := filepath.Join(t.TempDir(), "pids")
+	svc := startService(t, root, pidsFile, false)
 	waitFor(t, "the job's tree", func() bool {
-		select {
-		case <-exited:
-			t.Fatalf("the helper exited early: %s", stderr.String())
-		default:
-		}
+		svc.running(t)
 		_, err := os.Stat(pidsFile + ".ready")
 		return err == nil
 	})
@@ -669,10 +703,7 @@ func TestParentDeath(t *testing.T) {
 		t.Fatal("no record of the job's process group")
 	}
 
-	if err := helper.Process.Signal(syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	<-exited
+	svc.kill(t)
 	for _, pid := range pids {
 		waitFor(t, fmt.Sprintf("process %d of the job to be killed and reaped", pid), func() bool { return gone(pid) })
 	}

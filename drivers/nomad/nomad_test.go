@@ -3,7 +3,6 @@ package nomad_test
 import (
 	"context"
 	"encoding/json"
-	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -14,26 +13,16 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"svc/drivers/internal/drivertest"
 	"svc/drivers/nomad"
 	"svc/drivers/probe"
-	"svc/netguard"
 )
-
-// local is the guard of tests whose fake agent listens on loopback.
-func local(t *testing.T) *netguard.Guard {
-	t.Helper()
-	g, err := probe.NewGuard("127.0.0.1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return g
-}
 
 // at fills in what every loopback probe needs: the address, the guard
 // allowing it, and a binding of the token to it.
 func at(t *testing.T, cfg nomad.ProbeConfig, url string) nomad.ProbeConfig {
 	t.Helper()
-	cfg.Addr, cfg.Guard, cfg.AllowedHosts = url, local(t), []string{"127.0.0.1"}
+	cfg.Addr, cfg.Guard, cfg.AllowedHosts = url, drivertest.LoopbackGuard(t), []string{"127.0.0.1"}
 	return cfg
 }
 
@@ -205,14 +194,7 @@ func TestProbeNoLeader(t *testing.T) {
 }
 
 func TestProbeUnreachable(t *testing.T) {
-	// A port the OS just handed out and that nobody listens on any more.
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := "http://" + ln.Addr().String()
-	ln.Close()
-
+	addr := "http://" + drivertest.DeadAddr(t)
 	got := nomad.Probe(t.Context(), at(t, nomad.ProbeConfig{Token: "secret-token"}, addr))
 	if got.Reachable || got.Kind != "nomad" {
 		t.Errorf("Probe = %+v, want kind nomad, not reachable", got)
@@ -366,7 +348,7 @@ func TestProbeTokenOnlyToBoundHosts(t *testing.T) {
 	srv := httptest.NewServer(fake)
 	t.Cleanup(srv.Close)
 	for _, hosts := range [][]string{nil, {"nomad.example.com"}, {"127.0.0.1:1"}, {"*.0.0.1"}} {
-		got := nomad.Probe(t.Context(), nomad.ProbeConfig{Addr: srv.URL, Token: "tok", Guard: local(t), AllowedHosts: hosts})
+		got := nomad.Probe(t.Context(), nomad.ProbeConfig{Addr: srv.URL, Token: "tok", Guard: drivertest.LoopbackGuard(t), AllowedHosts: hosts})
 		if got.Reachable || !strings.Contains(got.Detail, "may not be sent to 127.0.0.1:") || !strings.Contains(got.Detail, "allowedHosts") {
 			t.Errorf("Probe with allowedHosts %q = %+v, want refused naming the host", hosts, got)
 		}
@@ -379,35 +361,21 @@ func TestProbeTokenOnlyToBoundHosts(t *testing.T) {
 // TestProbeDoesNotReflectTheServer: whatever a server answers, Detail is in
 // the probe's own words.
 func TestProbeDoesNotReflectTheServer(t *testing.T) {
-	const body = "INTERNAL-Body-only-the-service-sees"
-	for _, tc := range []struct {
-		status int
-		ctype  string
-		want   string
-	}{
-		{http.StatusNotFound, "text/plain", "the server answered HTTP 404; is it the Nomad agent's HTTP address?"},
-		{http.StatusBadGateway, "text/plain", "HTTP 502"},
-		{http.StatusUnauthorized, "text/plain", "HTTP 401: the agent refused the token"},
-		{http.StatusOK, "text/html", "not Nomad's JSON"},
-		{http.StatusOK, "application/json", "not Nomad's JSON"},
-	} {
-		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			w.Header().Set("Content-Type", tc.ctype)
-			w.WriteHeader(tc.status)
-			io.WriteString(w, body)
-		}))
-		got := nomad.Probe(t.Context(), at(t, nomad.ProbeConfig{}, srv.URL))
-		srv.Close()
-		if got.Reachable || strings.Contains(got.Detail, body) || strings.Contains(got.Detail, "INTERNAL") || !strings.Contains(got.Detail, tc.want) {
-			t.Errorf("status %d: Probe = %+v, want not reachable with %q and none of the body", tc.status, got, tc.want)
-		}
-	}
+	drivertest.CheckAnswers(t, false, []drivertest.Answer{
+		{Status: http.StatusNotFound, CType: "text/plain", Want: "the server answered HTTP 404; is it the Nomad agent's HTTP address?"},
+		{Status: http.StatusBadGateway, CType: "text/plain", Want: "HTTP 502"},
+		{Status: http.StatusUnauthorized, CType: "text/plain", Want: "HTTP 401: the agent refused the token"},
+		{Status: http.StatusOK, CType: "text/html", Want: "not Nomad's JSON"},
+		{Status: http.StatusOK, CType: "application/json", Want: "not Nomad's JSON"},
+	}, func(srv *httptest.Server) nomad.Result {
+		return nomad.Probe(t.Context(), at(t, nomad.ProbeConfig{}, srv.URL))
+	})
 	// A JSON string that is not an IP:port is not shown as the leader.
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		json.NewEncoder(w).Encode(body)
+		json.NewEncoder(w).Encode(drivertest.Body)
 	}))
 	t.Cleanup(srv.Close)
-	if got := nomad.Probe(t.Context(), at(t, nomad.ProbeConfig{}, srv.URL)); got.Reachable || strings.Contains(got.Detail, body) {
+	if got := nomad.Probe(t.Context(), at(t, nomad.ProbeConfig{}, srv.URL)); got.Reachable || drivertest.Echoes(got.Detail) {
 		t.Errorf("Probe = %+v, want not reachable without the answer", got)
 	}
 }

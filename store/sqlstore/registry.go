@@ -54,27 +54,33 @@ func checkJSON(what string, b []byte) error {
 }
 
 // encodeTags is the JSON array a tags column holds; no tags is [].
-func encodeTags(tags []string) (string, error) {
-	if err := checkText(tags...); err != nil {
+func encodeTags(tags []string) (string, error) { return encodeStrings(tags) }
+
+// decodeTags reads a tags column; no tags is nil, as on the way in.
+func decodeTags(b []byte) ([]string, error) { return decodeStrings("tags", b) }
+
+// encodeStrings encodes a list column as a JSON array; none is "[]".
+func encodeStrings(list []string) (string, error) {
+	if err := checkText(list...); err != nil {
 		return "", err
 	}
-	if len(tags) == 0 {
+	if len(list) == 0 {
 		return "[]", nil
 	}
-	b, err := json.Marshal(tags)
+	b, err := json.Marshal(list)
 	return string(b), err
 }
 
-// decodeTags reads a tags column; no tags is nil, as on the way in.
-func decodeTags(b []byte) ([]string, error) {
-	var tags []string
-	if err := json.Unmarshal(b, &tags); err != nil {
-		return nil, fmt.Errorf("decode tags: %w", err)
+// decodeStrings reads the JSON array of list column col; none is nil.
+func decodeStrings(col string, b []byte) ([]string, error) {
+	var list []string
+	if err := json.Unmarshal(b, &list); err != nil {
+		return nil, fmt.Errorf("decode %s: %w", col, err)
 	}
-	if len(tags) == 0 {
+	if len(list) == 0 {
 		return nil, nil
 	}
-	return tags, nil
+	return list, nil
 }
 
 // prepareOrigin validates an origin and returns it compacted.

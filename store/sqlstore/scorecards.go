@@ -286,8 +286,9 @@ func (o ops) ListScorecardSteps(ctx context.Context, workspace, scorecardID stri
 }
 
 // ChildRunCounts counts a batch's canonical child runs by status and
-// outcome; see store.Scorecards. Runs without an outcome yet (still
-// running) count in Total and ByStatus but not in ByOutcome.
+// outcome, with the earliest CreatedAt; see store.Scorecards. Runs without
+// an outcome yet (still running) count in Total and ByStatus but not in
+// ByOutcome.
 func (o ops) ChildRunCounts(ctx context.Context, workspace, scorecardID string) (_ store.RunCounts, err error) {
 	defer derrors.Wrap(&err, "%s.ChildRunCounts(ctx, %q, %q)", o.kind, workspace, scorecardID)
 	if err := required("workspace", workspace, "scorecard id", scorecardID); err != nil {
@@ -299,6 +300,7 @@ func (o ops) ChildRunCounts(ctx context.Context, workspace, scorecardID string) 
 	type group struct {
 		status, outcome string
 		n               int
+		first           dbTime
 	}
 	// parent_scorecard_id <> '' repeats the predicate of the partial
 	// runs_canonical_key, which holds exactly the canonical children:
@@ -306,9 +308,9 @@ func (o ops) ChildRunCounts(ctx context.Context, workspace, scorecardID string) 
 	// cannot), and read only the batch's children.
 	groups, err := queryList(ctx, o, func(r rowScanner) (group, error) {
 		var g group
-		err := r.Scan(&g.status, &g.outcome, &g.n)
+		err := r.Scan(&g.status, &g.outcome, &g.n, &g.first)
 		return g, err
-	}, `SELECT status, outcome, count(*) FROM runs
+	}, `SELECT status, outcome, count(*), min(created_at) FROM runs
 	WHERE workspace = $1 AND parent_scorecard_id = $2 AND canonical AND parent_scorecard_id <> ''
 	GROUP BY status, outcome`, workspace, scorecardID)
 	if err != nil {
@@ -320,6 +322,9 @@ func (o ops) ChildRunCounts(ctx context.Context, workspace, scorecardID string) 
 		c.ByStatus[g.status] += g.n
 		if g.outcome != "" {
 			c.ByOutcome[g.outcome] += g.n
+		}
+		if g.first.Valid && (c.FirstCreatedAt.IsZero() || g.first.Time.Before(c.FirstCreatedAt)) {
+			c.FirstCreatedAt = g.first.Time
 		}
 	}
 	if c.Total == 0 {

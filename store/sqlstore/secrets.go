@@ -3,9 +3,7 @@ package sqlstore
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"errors"
-	"fmt"
 
 	"svc/derrors"
 	"svc/store"
@@ -48,28 +46,10 @@ func (o ops) PutSecret(ctx context.Context, s store.Secret) (_ store.Secret, err
 }
 
 // encodeHosts is the JSON array the allowed_hosts column holds; none is [].
-func encodeHosts(hosts []string) (string, error) {
-	if err := checkText(hosts...); err != nil {
-		return "", err
-	}
-	if len(hosts) == 0 {
-		return "[]", nil
-	}
-	b, err := json.Marshal(hosts)
-	return string(b), err
-}
+func encodeHosts(hosts []string) (string, error) { return encodeStrings(hosts) }
 
 // decodeHosts reads an allowed_hosts column; none is nil.
-func decodeHosts(b []byte) ([]string, error) {
-	var hosts []string
-	if err := json.Unmarshal(b, &hosts); err != nil {
-		return nil, fmt.Errorf("decode allowed_hosts: %w", err)
-	}
-	if len(hosts) == 0 {
-		return nil, nil
-	}
-	return hosts, nil
-}
+func decodeHosts(b []byte) ([]string, error) { return decodeStrings("allowed_hosts", b) }
 
 // GetSecret returns one secret with its ciphertext; see store.Secrets.
 func (o ops) GetSecret(ctx context.Context, workspace, name string) (_ store.Secret, err error) {

@@ -661,16 +661,18 @@ var childRunCountCases = []Case{
 		for _, r := range []store.Run{
 			finished(childRun("acme", "c1", "sc-1", "case-1", 0, true, t0), "succeeded", "pass"),
 			finished(childRun("acme", "c2", "sc-1", "case-1", 1, true, t0), "succeeded", "pass"),
-			finished(childRun("acme", "c3", "sc-1", "case-2", 0, true, t0), "succeeded", "fail"),
+			// The earliest counted run: when the batch's first case started.
+			finished(childRun("acme", "c3", "sc-1", "case-2", 0, true, t0.Add(-2*time.Second)), "succeeded", "fail"),
 			finished(childRun("acme", "c4", "sc-1", "case-3", 0, true, t0), "failed", "error"),
 			finished(childRun("acme", "c5", "sc-1", "case-4", 0, true, t0), "running", ""),
 			finished(childRun("acme", "c6", "sc-1", "case-5", 0, true, t0), "queued", ""),
 			// Not counted: a superseded attempt, another batch's child,
 			// another workspace's batch of the same id, a top-level run.
-			finished(childRun("acme", "c1-old", "sc-1", "case-1", 0, false, t0), "failed", "error"),
-			finished(childRun("acme", "d1", "sc-2", "case-1", 0, true, t0), "succeeded", "pass"),
-			finished(childRun("globex", "c1", "sc-1", "case-1", 0, true, t0), "succeeded", "fail"),
-			finished(topRun("acme", "top", t0), "succeeded", "pass"),
+			// Each is older than c3, so none may set FirstCreatedAt.
+			finished(childRun("acme", "c1-old", "sc-1", "case-1", 0, false, t0.Add(-time.Hour)), "failed", "error"),
+			finished(childRun("acme", "d1", "sc-2", "case-1", 0, true, t0.Add(-time.Hour)), "succeeded", "pass"),
+			finished(childRun("globex", "c1", "sc-1", "case-1", 0, true, t0.Add(-time.Hour)), "succeeded", "fail"),
+			finished(topRun("acme", "top", t0.Add(-time.Hour)), "succeeded", "pass"),
 		} {
 			createRun(t, s, r)
 		}
@@ -678,6 +680,8 @@ var childRunCountCases = []Case{
 			Total:     6,
 			ByStatus:  map[string]int{"succeeded": 3, "failed": 1, "running": 1, "queued": 1},
 			ByOutcome: map[string]int{"pass": 2, "fail": 1, "error": 1},
+			// Read back as the store keeps times (UTC, microseconds).
+			FirstCreatedAt: norm(t0.Add(-2 * time.Second)),
 		}
 		if diff := cmp.Diff(want, childCounts(t, s, "acme", "sc-1")); diff != "" {
 			t.Errorf("ChildRunCounts(sc-1) (-want +got):\n%s", diff)
