@@ -494,6 +494,12 @@ func (a *Activities) ChildRunPage(ctx context.Context, in ChildPageInput) (Child
 // ListChildren returns every canonical child run of a batch, ordered by run
 // id.
 func ListChildren(ctx context.Context, st store.Tx, ws, scorecardID string) ([]eval.Run, error) {
+	return ListChildrenWith(ctx, st, ws, scorecardID, runs.FromRow)
+}
+
+// ListChildrenWith is ListChildren decoding each stored run with decode
+// (a runs.DecodeCache's, for reads that repeat).
+func ListChildrenWith(ctx context.Context, st store.Tx, ws, scorecardID string, decode func(store.Run) (eval.Run, error)) ([]eval.Run, error) {
 	var out []eval.Run
 	f := store.RunFilter{Workspace: ws, ScorecardID: scorecardID, Viewer: "svc:system", Limit: 1000}
 	for {
@@ -505,7 +511,7 @@ func ListChildren(ctx context.Context, st store.Tx, ws, scorecardID string) ([]e
 			if !r.Canonical {
 				continue
 			}
-			run, err := runs.FromRow(r)
+			run, err := decode(r)
 			if err != nil {
 				return nil, err
 			}

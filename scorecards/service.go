@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"svc/registry/service"
+	"svc/runs"
 	"svc/store"
 	"svc/workflows"
 )
@@ -36,14 +37,21 @@ type Options struct {
 // Service implements the batch routes.
 type Service struct {
 	o Options
+	// decoded keeps the detail read from decoding every child run again
+	// on each poll of a running batch.
+	decoded *runs.DecodeCache
 }
+
+// decodedRuns bounds the child runs the detail read keeps decoded, across
+// batches (a few KB each).
+const decodedRuns = 50_000
 
 // New returns a Service.
 func New(o Options) *Service {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	return &Service{o: o}
+	return &Service{o: o, decoded: runs.NewDecodeCache(decodedRuns)}
 }
 
 // Limits of a submit.
