@@ -196,7 +196,10 @@ const planCacheSize = 256
 // batchPlan returns the batch's record, decoded once per version. Callers must
 // not modify what it returns.
 func (a *Activities) batchPlan(ctx context.Context, ws, id string) (eval.Scorecard, error) {
-	row, err := a.Store.GetScorecard(ctx, ws, id)
+	// The record holds the selection and the manifest (hundreds of KB for
+	// a large batch): read only its version while the cached plan is
+	// current.
+	version, err := a.Store.ScorecardVersion(ctx, ws, id)
 	if err != nil {
 		return eval.Scorecard{}, err
 	}
@@ -204,8 +207,12 @@ func (a *Activities) batchPlan(ctx context.Context, ws, id string) (eval.Scoreca
 	a.plans.mu.Lock()
 	c, ok := a.plans.m[key]
 	a.plans.mu.Unlock()
-	if ok && c.version == row.Version {
+	if ok && c.version == version {
 		return c.sc, nil
+	}
+	row, err := a.Store.GetScorecard(ctx, ws, id)
+	if err != nil {
+		return eval.Scorecard{}, err
 	}
 	var sc eval.Scorecard
 	if err := json.Unmarshal(row.Doc, &sc); err != nil {

@@ -71,6 +71,9 @@ type Scorecards interface {
 	CreateScorecard(ctx context.Context, s Scorecard) (Scorecard, error)
 	// GetScorecard returns one batch or ErrNotFound.
 	GetScorecard(ctx context.Context, workspace, id string) (Scorecard, error)
+	// ScorecardVersion returns a batch's Version (every write bumps it)
+	// without its Doc, or ErrNotFound: for readers that cache the Doc.
+	ScorecardVersion(ctx context.Context, workspace, id string) (int64, error)
 	// PutScorecard replaces the columns and Doc of s.ID when s.Version is
 	// the stored version (ErrConflict otherwise; ErrNotFound when absent),
 	// and returns it with Version+1 and UpdatedAt set (to now when zero).

@@ -118,6 +118,23 @@ func (o ops) GetScorecard(ctx context.Context, workspace, id string) (_ store.Sc
 	return s, nil
 }
 
+// ScorecardVersion returns a batch's version; see store.Scorecards.
+func (o ops) ScorecardVersion(ctx context.Context, workspace, id string) (_ int64, err error) {
+	defer derrors.Wrap(&err, "%s.ScorecardVersion(ctx, %q, %q)", o.kind, workspace, id)
+	if err := checkText(workspace, id); err != nil {
+		return 0, err
+	}
+	var v int64
+	err = o.r.QueryRowContext(ctx, `SELECT version FROM scorecards WHERE workspace = $1 AND id = $2`, workspace, id).Scan(&v)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, derrors.NotFoundf("scorecard %q of workspace %q", id, workspace)
+	}
+	if err != nil {
+		return 0, o.mapErr(err)
+	}
+	return v, nil
+}
+
 // PutScorecard replaces a batch's columns and doc when s.Version is the
 // stored version; see store.Scorecards. CreatedAt is the stored one: it is
 // the list order and the cursor, so a batch never moves in a listing.

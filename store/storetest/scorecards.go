@@ -77,6 +77,12 @@ var scorecardCases = []Case{
 		if diff := cmp.Diff(want, getBatch(t, s, "acme", "sc-1"), runDocEqual); diff != "" {
 			t.Errorf("GetScorecard (-want +got):\n%s", diff)
 		}
+		if v, err := s.ScorecardVersion(ctx, "acme", "sc-1"); err != nil || v != 1 {
+			t.Errorf("ScorecardVersion = %d, %v; want 1", v, err)
+		}
+		if _, err := s.ScorecardVersion(ctx, "acme", "absent"); !errors.Is(err, derrors.ErrNotFound) {
+			t.Errorf("ScorecardVersion of an absent batch: %v, want ErrNotFound", err)
+		}
 		stamped := createBatch(t, s, store.Scorecard{ID: "sc-2", Workspace: "acme", Kind: "scorecard", Status: "queued", Doc: []byte(`{}`)})
 		wantStamped(t, "CreatedAt", stamped.CreatedAt)
 		if !stamped.UpdatedAt.Equal(stamped.CreatedAt) {
