@@ -8,6 +8,9 @@
 #   -r  rounds of A B (default 2) -s  seconds each harness call sleeps (default 0)
 #   -p  seconds between svc's polls of GET /scorecards/:id (default 2)
 #   -x  svc only (no promptfoo)
+#   -b  sqlite (default: svc dev) or postgres (svc serve + svc worker on
+#       $DATABASE_URL, with a svc dev process as the Temporal cluster):
+#       go run ./internal/cmd/withpg -- bench/vs-promptfoo.sh -b postgres
 #
 # The harness: a shell script that prints "answer: <task>" (promptfoo passes
 # the prompt as $1; svc's harness reads the task from $SVC_CASE_FILE with shell
@@ -21,10 +24,11 @@
 # Needs bin/svc and bin/svc-shim (make build).
 set -eu
 cd "$(dirname "$0")/.."
-N=2000 C=64 R=2 S=0 P=2 X=0
-while getopts n:c:r:s:p:x o; do
-  case $o in n) N=$OPTARG ;; c) C=$OPTARG ;; r) R=$OPTARG ;; s) S=$OPTARG ;; p) P=$OPTARG ;; x) X=1 ;; *) exit 2 ;; esac
+N=2000 C=64 R=2 S=0 P=2 X=0 B=sqlite
+while getopts n:c:r:s:p:xb: o; do
+  case $o in n) N=$OPTARG ;; c) C=$OPTARG ;; r) R=$OPTARG ;; s) S=$OPTARG ;; p) P=$OPTARG ;; x) X=1 ;; b) B=$OPTARG ;; *) exit 2 ;; esac
 done
+case $B in sqlite) ;; postgres) [ -n "${DATABASE_URL:-}" ] || { echo "bench: -b postgres needs DATABASE_URL (run it under go run ./internal/cmd/withpg --)" >&2; exit 2; } ;; *) echo "bench: -b sqlite or postgres" >&2; exit 2 ;; esac
 SVC=${SVC_BIN:-$PWD/bin/svc}
 [ -x "$SVC" ] && [ -x "$(dirname "$SVC")/svc-shim" ] || { echo "bench: run make build first (needs bin/svc and bin/svc-shim)" >&2; exit 2; }
 PF_DIR=${PF_DIR:-/tmp/svc-bench-promptfoo}
@@ -78,22 +82,66 @@ chmod 755 "$work"/*.sh
 # cpu_ms PID: user+system CPU of PID and its reaped children, in ms.
 cpu_ms() { awk -v hz="$(getconf CLK_TCK)" '{ print ($14+$15+$16+$17) * 1000 / hz }' "/proc/$1/stat"; }
 
-run_svc() {
-  local data="$work/svc-data-$1" out="$work/svc-out-$1"
-  SVC_DATA_DIR=$data SVC_ADDR=127.0.0.1:0 SVC_TEMPORAL_PORT=0 SVC_LOG_LEVEL=warn "$SVC" dev > "$out" 2>"$out.err" &
-  local pid=$!
+# wait_url FILE: the first http://127.0.0.1:PORT that FILE shows, once it answers /readyz.
+wait_url() {
   local url=""
   for _ in $(seq 1 300); do
-    url=$(grep -o 'http://127.0.0.1:[0-9]*' "$out" | head -n1 || true)
-    [ -n "$url" ] && curl -sf "$url/readyz" >/dev/null 2>&1 && break
+    url=$(grep -o 'http://127.0.0.1:[0-9]*' "$1" | head -n1 || true)
+    [ -n "$url" ] && curl -sf "$url/readyz" >/dev/null 2>&1 && { echo "$url"; return; }
     sleep 0.1
   done
-  [ -n "$url" ] || { echo "svc dev did not start: $(cat "$out.err")" >&2; exit 1; }
+  echo "bench: no service answered (see $1)" >&2
+  exit 1
+}
+
+free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+
+# start_sqlite ROUND: svc dev; sets URL and PIDS.
+start_sqlite() {
+  local out="$work/svc-out-$1"
+  SVC_DATA_DIR="$work/svc-data-$1" SVC_ADDR=127.0.0.1:0 SVC_TEMPORAL_PORT=0 SVC_LOG_LEVEL=warn "$SVC" dev > "$out" 2>"$out.err" &
+  PIDS=$!
+  URL=$(wait_url "$out")
+}
+
+# start_postgres ROUND: the production roles, svc serve + svc worker, on a new
+# database of $DATABASE_URL, with a svc dev process as the Temporal cluster
+# (its own worker polls another task queue and runs no local job); sets URL
+# and PIDS (all three processes, whose CPU is counted).
+start_postgres() {
+  local dir="$work/pg-$1" tport db base query
+  mkdir -p "$dir"
+  tport=$(free_port)
+  SVC_DATA_DIR="$dir/dev" SVC_ADDR=127.0.0.1:0 SVC_TEMPORAL_PORT=$tport SVC_TASK_QUEUE=bench-unused \
+    SVC_LOCAL_RUNTIME=off SVC_LOG_LEVEL=warn "$SVC" dev > "$dir/dev.out" 2>"$dir/dev.err" &
+  PIDS=$!
+  wait_url "$dir/dev.out" >/dev/null
+  db="svcbench_$1_$$"
+  psql "$DATABASE_URL" -qc "CREATE DATABASE $db" >/dev/null
+  base=${DATABASE_URL%%\?*}
+  query=${DATABASE_URL#"$base"}
+  export DATABASE_URL="${base%/*}/$db$query" TEMPORAL_ADDRESS=127.0.0.1:$tport
+  "$SVC" migrate > "$dir/migrate.out" 2>&1
+  SVC_ADDR=127.0.0.1:0 SVC_LOG_LEVEL=warn "$SVC" serve > "$dir/serve.out" 2>"$dir/serve.err" &
+  PIDS="$PIDS $!"
+  SVC_DATA_DIR="$dir/worker" SVC_LOG_LEVEL=warn "$SVC" worker > "$dir/worker.out" 2>"$dir/worker.err" &
+  PIDS="$PIDS $!"
+  URL=$(wait_url "$dir/serve.out")
+  for _ in $(seq 1 300); do grep -q 'polling task queue' "$dir/worker.out" && break; sleep 0.1; done
+  export DATABASE_URL="${base}$query"
+}
+
+# cpu_all: the CPU of every process in PIDS, in ms.
+cpu_all() { local t=0 p; for p in $PIDS; do t=$(echo "$t + $(cpu_ms "$p")" | bc -l); done; echo "$t"; }
+
+run_svc() {
+  if [ "$B" = postgres ]; then start_postgres "$1"; else start_sqlite "$1"; fi
+  local url=$URL
   curl -sf -XPOST "$url/harnesses" -H 'Content-Type: application/json' \
     -d "{\"id\":\"sh\",\"version\":\"1\",\"kind\":\"process\",\"command\":[\"/bin/sh\",\"$work/svc-harness.sh\"]}" >/dev/null
   curl -sf -XPOST "$url/datasets" -H 'Content-Type: application/json' --data-binary @"$work/dataset.json" >/dev/null
   local cpu0 t0 t1 cpu1 id status
-  cpu0=$(cpu_ms $pid)
+  cpu0=$(cpu_all)
   t0=$(date +%s.%N)
   id=$(curl -sf -XPOST "$url/scorecards" -H 'Content-Type: application/json' \
     -d "{\"dataset\":{\"id\":\"bench\",\"version\":\"1.0.0\"},\"harness\":{\"id\":\"sh\",\"version\":\"1\"},\"concurrency\":$C}" \
@@ -104,10 +152,12 @@ run_svc() {
     case $status in succeeded|failed|cancelled) break ;; esac
   done
   t1=$(date +%s.%N)
-  cpu1=$(cpu_ms $pid)
-  kill -TERM $pid; wait $pid 2>/dev/null || true
-  awk -v t0="$t0" -v t1="$t1" -v n="$N" -v c0="$cpu0" -v c1="$cpu1" -v st="$status" \
-    'BEGIN { w = t1 - t0; printf "svc        round %s: %7.1f s  %6.1f cases/s  %5.1f CPU ms/case  (%s)\n", ENVIRON["ROUND"], w, n / w, (c1 - c0) / n, st }'
+  cpu1=$(cpu_all)
+  local p
+  for p in $PIDS; do kill -TERM "$p" 2>/dev/null || true; done
+  for p in $PIDS; do wait "$p" 2>/dev/null || true; done
+  awk -v t0="$t0" -v t1="$t1" -v n="$N" -v c0="$cpu0" -v c1="$cpu1" -v st="$status" -v b="$B" \
+    'BEGIN { w = t1 - t0; printf "svc %-6s round %s: %7.1f s  %6.1f cases/s  %5.1f CPU ms/case  (%s)\n", b, ENVIRON["ROUND"], w, n / w, (c1 - c0) / n, st }'
   echo "$N / ($t1 - $t0)" | bc -l > "$work/svc-rate-$1"
 }
 
@@ -121,11 +171,11 @@ run_pf() {
   local passed
   passed=$(grep -o '[0-9,]* passed' "$work/pf-out-$1" | head -n1 || true)
   awk -v t0="$t0" -v t1="$t1" -v n="$N" -v p="$passed" \
-    'BEGIN { w = t1 - t0; printf "promptfoo  round %s: %7.1f s  %6.1f cases/s  (%s)\n", ENVIRON["ROUND"], w, n / w, p }'
+    'BEGIN { w = t1 - t0; printf "promptfoo     round %s: %7.1f s  %6.1f cases/s  (%s)\n", ENVIRON["ROUND"], w, n / w, p }'
   echo "$N / ($t1 - $t0)" | bc -l > "$work/pf-rate-$1"
 }
 
-echo "$N cases, concurrency $C, harness sleep ${S}s, svc polled every ${P}s, $R rounds (svc dev on SQLite vs promptfoo 0.123.1 exec provider)"
+echo "$N cases, concurrency $C, harness sleep ${S}s, svc ($B) polled every ${P}s, $R rounds, against promptfoo 0.123.1's exec provider"
 for r in $(seq 1 "$R"); do
   export ROUND=$r
   run_svc "$r"
