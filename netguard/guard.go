@@ -42,7 +42,7 @@ type Guard struct {
 
 	names    Names
 	prefixes []prefixRule
-	hosts    []nameRule
+	hosts    []hostRule // name rules only: a host by exact name or, with wildcard, any of its subdomains
 }
 
 // Names are the words a Guard's errors use, so that each caller's
@@ -63,13 +63,6 @@ type Names struct {
 type prefixRule struct {
 	prefix netip.Prefix
 	port   int
-}
-
-// nameRule allows a host by exact name or, with wildcard, any of its subdomains.
-type nameRule struct {
-	name     string // lower case, no trailing dot; for a wildcard, the suffix with its leading dot
-	wildcard bool
-	port     int
 }
 
 // New parses allow (the setting n.Setting): comma-separated CIDRs
@@ -104,30 +97,16 @@ func (g *Guard) addEntry(entry string) error {
 		g.prefixes = append(g.prefixes, prefixRule{prefix: hostPrefix(a)})
 		return nil
 	}
-	host, port := entry, 0
-	if strings.Contains(entry, ":") {
-		h, p, err := net.SplitHostPort(entry)
-		if err != nil {
-			return errors.New("not an IP address or host:port")
-		}
-		if port, err = parsePort(p); err != nil {
-			return err
-		}
-		if a, err := netip.ParseAddr(h); err == nil {
-			g.prefixes = append(g.prefixes, prefixRule{prefix: hostPrefix(a), port: port})
-			return nil
-		}
-		host = h
+	// The rest is written as a secret's allowedHosts entry is (hosts.go).
+	r, err := parseHostRule(entry)
+	if err != nil {
+		return err
 	}
-	host = normalizeHost(host)
-	wildcard := strings.HasPrefix(host, "*.")
-	if wildcard {
-		host = host[1:] // keep the dot so "evil-internal.example" cannot match "*.internal.example"
+	if r.addr.IsValid() {
+		g.prefixes = append(g.prefixes, prefixRule{prefix: hostPrefix(r.addr), port: r.port})
+		return nil
 	}
-	if !validHostName(strings.TrimPrefix(host, ".")) {
-		return errors.New("not a valid host name")
-	}
-	g.hosts = append(g.hosts, nameRule{name: host, wildcard: wildcard, port: port})
+	g.hosts = append(g.hosts, r)
 	return nil
 }
 
@@ -175,10 +154,7 @@ func validHostName(h string) bool {
 // hostAllowed reports whether a name rule permits host (already normalized) on port.
 func (g *Guard) hostAllowed(host string, port int) bool {
 	for _, r := range g.hosts {
-		if r.port != 0 && r.port != port {
-			continue
-		}
-		if r.wildcard && strings.HasSuffix(host, r.name) || !r.wildcard && host == r.name {
+		if r.matches(host, netip.Addr{}, port) {
 			return true
 		}
 	}

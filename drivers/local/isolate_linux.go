@@ -179,17 +179,8 @@ func permits(p string, uid, gid int, want uint32) bool {
 // directory on the way to path and read and execute path itself, by the
 // permission bits (root's bypass is not the job's).
 func reachableBy(path string, uid, gid int) bool {
-	allowed := func(p string, want uint32) bool { return permits(p, uid, gid, want) }
 	clean := filepath.Clean(path)
-	for dir := filepath.Dir(clean); ; dir = filepath.Dir(dir) {
-		if !allowed(dir, 0o1) {
-			return false
-		}
-		if dir == "/" || dir == "." {
-			break
-		}
-	}
-	return allowed(clean, 0o5)
+	return permits("/", uid, gid, 0o1) && blockedAncestor(clean, uid, gid) == "" && permits(clean, uid, gid, 0o5)
 }
 
 // Check starts one supervisor in the namespaces Isolate asks for and has
