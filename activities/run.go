@@ -11,7 +11,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/temporal"
 
 	"svc/auth"
 	"svc/derrors"
@@ -19,6 +19,7 @@ import (
 	"svc/eval"
 	"svc/redact"
 	"svc/registry"
+	"svc/registry/service"
 	"svc/runs"
 	"svc/store"
 )
@@ -60,6 +61,8 @@ const maxLogBytes = 8 << 20
 // is a failed run, not an activity error; only infrastructure errors are
 // returned, for Temporal to retry.
 func (a *Activities) DispatchRun(ctx context.Context, ref RunRef) (RunStatus, error) {
+	ctx, stop := keepLease(ctx, nil)
+	defer stop()
 	run, err := a.loadRun(ctx, ref)
 	if err != nil {
 		return RunStatus{}, err
@@ -72,29 +75,103 @@ func (a *Activities) DispatchRun(ctx context.Context, ref RunRef) (RunStatus, er
 type grading struct {
 	graders  []registry.Grader
 	ungraded bool
+	// harnesses, when set, keeps the harness versions resolved for the
+	// cases of one chunk, so that a chunk resolves its harness once.
+	harnesses *harnessMemo
+}
+
+// harnessMemo keeps harness resolutions by creator and reference.
+type harnessMemo struct {
+	mu sync.Mutex
+	m  map[string]service.Resolved
+}
+
+// resolve resolves the harness ref as who sees it, once per memo.
+func (a *Activities) resolveHarness(ctx context.Context, memo *harnessMemo, who auth.Principal, ref registry.Ref) (service.Resolved, error) {
+	if memo == nil {
+		return a.Registries.Resolve(ctx, who, registry.Harness, ref.ID, ref.Version)
+	}
+	key := who.Workspace + "\x00" + who.Subject + "\x00" + ref.ID + "\x00" + ref.Version
+	memo.mu.Lock()
+	h, ok := memo.m[key]
+	memo.mu.Unlock()
+	if ok {
+		return h, nil
+	}
+	h, err := a.Registries.Resolve(ctx, who, registry.Harness, ref.ID, ref.Version)
+	if err != nil {
+		return h, err
+	}
+	memo.mu.Lock()
+	if memo.m == nil {
+		memo.m = map[string]service.Resolved{}
+	}
+	memo.m[key] = h
+	memo.mu.Unlock()
+	return h, nil
 }
 
 // dispatch runs run's case unless it is already terminal; see DispatchRun.
 func (a *Activities) dispatch(ctx context.Context, run eval.Run, g grading) (RunStatus, error) {
+	return a.dispatchFrom(ctx, run, g, false)
+}
+
+// dispatchFrom is dispatch; fresh says that run was just created running
+// its first attempt, so there is no status to write and no earlier
+// attempt's log to clear.
+func (a *Activities) dispatchFrom(ctx context.Context, run eval.Run, g grading, fresh bool) (RunStatus, error) {
 	ref := RunRef{Workspace: run.Tenant, RunID: run.ID}
 	if run.Status.Terminal() {
 		return RunStatus{Status: string(run.Status), WebhookURL: run.WebhookURL}, nil
 	}
-	now := a.now()
-	run.Status = eval.StatusRunning
-	run.Attempts++
-	if run.StartedAt == nil {
-		run.StartedAt = &now
-	}
-	run.UpdatedAt = now
-	if err := a.putRun(ctx, run); err != nil {
-		return RunStatus{}, err
-	}
-	if err := a.Store.DeleteRunLogs(ctx, ref.Workspace, ref.RunID); err != nil {
-		return RunStatus{}, err
+	if !fresh {
+		// Marked running against the stored record, in one transaction: an
+		// earlier attempt may have finished the run since it was read (then
+		// nothing runs again), and the attempt count is the stored one's
+		// plus one.
+		var terminal *RunStatus
+		err := a.Store.Transact(ctx, func(tx store.Tx) error {
+			row, err := tx.GetRun(ctx, run.Tenant, run.ID)
+			if err != nil {
+				return err
+			}
+			cur, err := runs.FromRow(row)
+			if err != nil {
+				return err
+			}
+			if cur.Status.Terminal() {
+				terminal = &RunStatus{Status: string(cur.Status), WebhookURL: cur.WebhookURL}
+				return nil
+			}
+			now := a.now()
+			cur.Status = eval.StatusRunning
+			cur.Attempts++
+			if cur.StartedAt == nil {
+				cur.StartedAt = &now
+			}
+			cur.UpdatedAt = now
+			next, err := runs.Row(cur)
+			if err != nil {
+				return err
+			}
+			if _, err := tx.PutRun(ctx, next); err != nil {
+				return err
+			}
+			run = cur
+			return nil
+		})
+		if err != nil {
+			return RunStatus{}, err
+		}
+		if terminal != nil {
+			return *terminal, nil
+		}
+		if err := a.Store.DeleteRunLogs(ctx, ref.Workspace, ref.RunID); err != nil {
+			return RunStatus{}, err
+		}
 	}
 
-	job, plan, perr := a.plan(ctx, run)
+	job, plan, perr := a.plan(ctx, run, g.harnesses)
 	plan.Graders, plan.Ungraded = g.graders, g.ungraded
 	var res drivers.Result
 	if perr == nil && len(job.Secrets) > 0 {
@@ -108,8 +185,23 @@ func (a *Activities) dispatch(ctx context.Context, run eval.Run, g grading) (Run
 	if perr != nil && !isCaseProblem(perr) {
 		return RunStatus{}, perr
 	}
+	if ctx.Err() != nil && !cancelRequested(ctx) {
+		// The job was killed because this attempt lost its lease (its
+		// heartbeat timed out, the worker is stopping), not because anyone
+		// cancelled the run: nothing is recorded, and the next attempt
+		// runs the case again.
+		return RunStatus{}, fmt.Errorf("run %s stopped with its activity (%v); the next attempt runs it again", run.ID, context.Cause(ctx))
+	}
 	result, runErr := BuildResult(run, plan, res, perr, a.Host)
 	return a.finish(context.WithoutCancel(ctx), run, result, runErr)
+}
+
+// cancelRequested reports whether ctx ended because the workflow asked
+// for its activity to be cancelled (the run or its batch was cancelled),
+// as opposed to the activity losing its lease.
+func cancelRequested(ctx context.Context) bool {
+	var ce *temporal.CanceledError
+	return errors.As(context.Cause(ctx), &ce)
 }
 
 // caseProblem marks an error that fails the case (and so the run), not the
@@ -145,7 +237,7 @@ type Plan struct {
 
 // plan resolves the harness (`latest` now, spec §9.2) and its secrets as
 // the run's creator sees them, and builds the job.
-func (a *Activities) plan(ctx context.Context, run eval.Run) (drivers.Job, Plan, error) {
+func (a *Activities) plan(ctx context.Context, run eval.Run, memo *harnessMemo) (drivers.Job, Plan, error) {
 	p := Plan{Harness: run.Harness, Runtime: run.Runtime}
 	if run.Case == nil {
 		return drivers.Job{}, p, caseErr("the run has no case to dispatch")
@@ -155,7 +247,7 @@ func (a *Activities) plan(ctx context.Context, run eval.Run) (drivers.Job, Plan,
 		p.CaseDigest = d
 	}
 	who := auth.Principal{Subject: run.CreatedBy, Workspace: run.Tenant, Roles: []auth.Role{auth.RoleMember}}
-	h, err := a.Registries.Resolve(ctx, who, registry.Harness, run.Harness.ID, run.Harness.Version)
+	h, err := a.resolveHarness(ctx, memo, who, run.Harness)
 	if errors.Is(err, derrors.ErrNotFound) {
 		return drivers.Job{}, p, caseErr("harness %s is no longer registered or visible to the run's creator: %v", run.Harness, err)
 	}
@@ -353,7 +445,7 @@ func (a *Activities) runJob(ctx context.Context, ref RunRef, job drivers.Job) (d
 			}
 			return o.res, nil
 		case <-tick.C:
-			activity.RecordHeartbeat(ctx)
+			heartbeat(ctx)
 			if err := logs.flush(ctx, a.Store); err != nil {
 				a.logger().Warn("storing run logs", "run", ref.RunID, "error", err)
 			}
@@ -486,6 +578,11 @@ func (a *Activities) finish(ctx context.Context, run eval.Run, result *eval.Case
 		if eval.Status(cur.Status).Terminal() {
 			out = RunStatus{Status: cur.Status, WebhookURL: run.WebhookURL}
 			return nil
+		}
+		if stored, err := runs.FromRow(cur); err == nil && stored.Attempts > run.Attempts {
+			// A later attempt marked the run since this one read it: the
+			// count stays the stored one.
+			run.Attempts = stored.Attempts
 		}
 		if result != nil {
 			events, digest, err := SealEvents(result.Trace)

@@ -263,6 +263,8 @@ func (a *Activities) CasePage(ctx context.Context, in CasePageInput) ([]string, 
 // finds the one a previous attempt made) and dispatches it as DispatchRun
 // does, so a case finishes exactly once whatever restarts.
 func (a *Activities) RunCase(ctx context.Context, item CaseItem) (RunStatus, error) {
+	ctx, stop := keepLease(ctx, nil)
+	defer stop()
 	sc, err := a.batchPlan(ctx, item.Workspace, item.ScorecardID)
 	if err != nil {
 		return RunStatus{}, err
@@ -326,34 +328,53 @@ func (a *Activities) newChild(ctx context.Context, sc eval.Scorecard, item CaseI
 			return eval.Run{}, fmt.Errorf("case %s of dataset %s does not decode: %w", item.CaseID, sc.Dataset, err)
 		}
 	}
+	run, _, err := a.createChild(ctx, sc, item, id, c, false)
+	return run, err
+}
+
+// createChild creates the child run of item for case c: queued, or, with
+// running, already running its first attempt (fresh reports that this
+// call created it so; a concurrent attempt may have made it first, and
+// then that run is returned as it is).
+func (a *Activities) createChild(ctx context.Context, sc eval.Scorecard, item CaseItem, id string, c registry.EvalCase, running bool) (run eval.Run, fresh bool, err error) {
 	if sc.Runtime != "" {
 		if c.Placement == nil {
 			c.Placement = &registry.Placement{}
+		} else {
+			p := *c.Placement
+			c.Placement = &p
 		}
 		c.Placement.Target = sc.Runtime
 	}
 	now := a.now()
 	canonical := true
-	run := eval.Run{
+	run = eval.Run{
 		ID: id, Tenant: sc.Tenant, Harness: sc.Harness, CaseID: item.CaseID, Status: eval.StatusQueued,
 		CreatedAt: now, UpdatedAt: now, Kind: eval.KindEval, Trigger: eval.TriggerScorecard,
 		CreatedBy: sc.CreatedBy, Origin: &eval.Origin{Source: "scorecard"},
 		ParentScorecardID: sc.ID, Trial: item.Trial, Canonical: &canonical, Runtime: sc.Runtime, Case: &c,
 	}
+	if running {
+		run.Status, run.Attempts, run.StartedAt = eval.StatusRunning, 1, &now
+	}
 	row, err := runs.Row(run)
 	if err != nil {
-		return eval.Run{}, err
+		return eval.Run{}, false, err
 	}
 	stored, err := a.Store.CreateRun(ctx, row)
-	if errors.Is(err, derrors.ErrConflict) {
+	switch {
+	case errors.Is(err, derrors.ErrConflict):
 		// A concurrent attempt made it first: use that one.
 		if stored, err = a.Store.GetRun(ctx, sc.Tenant, id); err != nil {
-			return eval.Run{}, err
+			return eval.Run{}, false, err
 		}
-	} else if err != nil {
-		return eval.Run{}, err
+	case err != nil:
+		return eval.Run{}, false, err
+	default:
+		fresh = running
 	}
-	return runs.FromRow(stored)
+	run, err = runs.FromRow(stored)
+	return run, fresh, err
 }
 
 // JudgeCase runs judges over one finished case and stores their verdicts
@@ -396,7 +417,7 @@ func (a *Activities) JudgeCase(ctx context.Context, in JudgeInput) error {
 		if !in.Replace && hasMetric(run.Result.Scores, prefix) {
 			continue
 		}
-		activity.RecordHeartbeat(ctx)
+		heartbeat(ctx)
 		var scores []eval.Score
 		spec, err := a.Registries.Resolve(ctx, who, registry.Judge, u.ID, u.Version)
 		switch {
@@ -549,7 +570,7 @@ func (a *Activities) FinishScorecard(ctx context.Context, in FinishInput) error 
 	if err != nil {
 		return err
 	}
-	activity.RecordHeartbeat(ctx)
+	heartbeat(ctx)
 	var final eval.Scorecard
 	changed := false
 	final, err = a.update(ctx, in.ScorecardRef, func(sc *eval.Scorecard) error {

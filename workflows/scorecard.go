@@ -2,6 +2,7 @@ package workflows
 
 import (
 	"errors"
+	"fmt"
 	"time"
 
 	"go.temporal.io/sdk/temporal"
@@ -59,9 +60,13 @@ func ScorecardWorkflow(ctx workflow.Context, in ScorecardInput) error {
 		}
 		in.Started = true
 	}
+	chunked := workflow.GetVersion(ctx, caseChunksChange, workflow.DefaultVersion, 1) >= 1
 	per := in.ItemsPerRun
 	if per <= 0 {
 		per = DefaultItemsPerRun
+		if chunked {
+			per = chunkedItemsPerRun(in.Concurrency)
+		}
 	}
 	end := min(in.Total, in.Next+per)
 
@@ -78,6 +83,10 @@ func ScorecardWorkflow(ctx workflow.Context, in ScorecardInput) error {
 	window := in.Concurrency
 	if window < 1 {
 		window = 1
+	}
+	if chunked {
+		next, failure := runChunks(ctx, caseCtx, short, in, ref, end)
+		return closeRun(ctx, ref, in, next, failure)
 	}
 	inFlight := 0
 	sel := workflow.NewSelector(ctx)
@@ -125,6 +134,12 @@ func ScorecardWorkflow(ctx workflow.Context, in ScorecardInput) error {
 		sel.Select(ctx)
 	}
 
+	return closeRun(ctx, ref, in, next, failure)
+}
+
+// closeRun ends one run of the chain: the aggregate when the batch is
+// over (cancelled, failed or done), else a continue-as-new from next.
+func closeRun(ctx workflow.Context, ref activities.ScorecardRef, in ScorecardInput, next int, failure *activities.FinishInput) error {
 	switch {
 	case ctx.Err() != nil:
 		return finishScorecard(ctx, ref, activities.FinishInput{Cancelled: true})
@@ -136,6 +151,117 @@ func ScorecardWorkflow(ctx workflow.Context, in ScorecardInput) error {
 		return workflow.NewContinueAsNewError(ctx, ScorecardWorkflow, in)
 	}
 	return finishScorecard(ctx, ref, activities.FinishInput{})
+}
+
+// caseChunksChange marks the histories whose cases run in chunks (one
+// RunCases activity for several items) rather than one RunCase activity
+// per item; histories recorded before it replay the old way.
+const caseChunksChange = "case-chunks"
+
+// Chunking: the window of Concurrency items is split into lanes of at
+// most maxLaneWidth items each; a lane runs one chunk at a time, of
+// chunkRounds times its width, so that an activity carries a few rounds
+// of cases and a lane idles only at the end of its chunk.
+const (
+	maxLaneWidth   = 16
+	chunkRounds    = 4
+	chunksPerChain = 300 // chunks one run of the chain starts before continuing as new
+)
+
+// laneWidths splits a window of concurrency items into lanes: at least
+// two when the window allows (one lane's tail overlaps another's work),
+// each at most maxLaneWidth wide, together exactly the window.
+func laneWidths(window int) []int {
+	window = max(1, window)
+	n := max((window+maxLaneWidth-1)/maxLaneWidth, min(2, window))
+	out := make([]int, n)
+	for i := range out {
+		out[i] = window / n
+		if i < window%n {
+			out[i]++
+		}
+	}
+	return out
+}
+
+// chunkedItemsPerRun is how many items one run of a chunked chain starts:
+// chunksPerChain chunks of the window's mean chunk size.
+func chunkedItemsPerRun(window int) int {
+	lanes := laneWidths(window)
+	return chunksPerChain * chunkRounds * max(1, window) / len(lanes)
+}
+
+// runChunks starts the items from in.Next to end in chunks, one lane at a
+// time per free lane, until all are done, one failed for good, or the
+// workflow is cancelled. It returns the first item not started and the
+// failure, if any.
+func runChunks(ctx, caseCtx, short workflow.Context, in ScorecardInput, ref activities.ScorecardRef, end int) (int, *activities.FinishInput) {
+	var a *activities.Activities
+	lanes := laneWidths(in.Concurrency)
+	free := make([]int, 0, len(lanes))
+	for i := len(lanes) - 1; i >= 0; i-- {
+		free = append(free, i)
+	}
+	var failure *activities.FinishInput
+	sel := workflow.NewSelector(ctx)
+	var ids []string // case ids of the current page
+	idsFrom := -1    // case index of ids[0]
+	caseID := func(caseIdx int) (string, bool) {
+		if idsFrom < 0 || caseIdx < idsFrom || caseIdx >= idsFrom+len(ids) {
+			var page []string
+			err := workflow.ExecuteActivity(short, a.CasePage, activities.CasePageInput{ScorecardRef: ref, From: caseIdx, Limit: casePage}).Get(ctx, &page)
+			if err != nil || len(page) == 0 {
+				msg := "the batch's case selection could not be read"
+				if err != nil {
+					msg += ": " + err.Error()
+				}
+				failure = &activities.FinishInput{Phase: "dispatch", Message: msg}
+				return "", false
+			}
+			ids, idsFrom = page, caseIdx
+		}
+		return ids[caseIdx-idsFrom], true
+	}
+	next, inFlight := in.Next, 0
+	for next < end || inFlight > 0 {
+		for next < end && len(free) > 0 && failure == nil && ctx.Err() == nil {
+			lane := free[len(free)-1]
+			chunk := activities.CaseChunk{ScorecardRef: ref, Concurrency: lanes[lane], Judged: in.Judged}
+			for n := min(end-next, chunkRounds*lanes[lane]); len(chunk.Items) < n; {
+				i := next + len(chunk.Items)
+				id, ok := caseID(i / in.Trials)
+				if !ok {
+					break
+				}
+				chunk.Items = append(chunk.Items, activities.ChunkItem{CaseID: id, Trial: i % in.Trials})
+			}
+			if failure != nil {
+				break
+			}
+			free = free[:len(free)-1]
+			first := chunk.Items[0].CaseID
+			f := workflow.ExecuteActivity(caseCtx, a.RunCases, chunk)
+			inFlight++
+			next += len(chunk.Items)
+			sel.AddFuture(f, func(f workflow.Future) {
+				inFlight--
+				free = append(free, lane)
+				if err := f.Get(ctx, nil); err != nil && failure == nil && !isCancel(err) {
+					phase := "dispatch"
+					var ae *temporal.ApplicationError
+					if errors.As(err, &ae) && ae.Type() == activities.JudgesPhaseError {
+						phase = "judges"
+					}
+					failure = &activities.FinishInput{Phase: phase, Message: fmt.Sprintf("cases from %s (%d items): %v", first, len(chunk.Items), err)}
+				}
+			})
+		}
+		if inFlight == 0 {
+			break
+		}
+		sel.Select(ctx)
+	}
+	return next, failure
 }
 
 // phaseJudges is the error type startItem gives a judging failure, so the

@@ -19,7 +19,16 @@ import (
 // SDK's test environment. The end-to-end paths are in
 // scorecard_integration_test.go.
 
+// newBatchEnv is a test environment on the per-case path (one RunCase
+// activity per item), as histories recorded before case chunks replay.
 func newBatchEnv(t *testing.T) *testsuite.TestWorkflowEnvironment {
+	env := newChunkEnv(t)
+	env.OnGetVersion(caseChunksChange, workflow.DefaultVersion, 1).Return(workflow.DefaultVersion).Maybe()
+	return env
+}
+
+// newChunkEnv is a test environment on today's path: cases run in chunks.
+func newChunkEnv(t *testing.T) *testsuite.TestWorkflowEnvironment {
 	var s testsuite.WorkflowTestSuite
 	env := s.NewTestWorkflowEnvironment()
 	env.RegisterWorkflow(ScorecardWorkflow)

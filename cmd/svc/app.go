@@ -146,6 +146,9 @@ func startWorker(ctx context.Context, c client.Client, cfg config.Config, role s
 	if err := w.Start(); err != nil {
 		return nil, fmt.Errorf("start Temporal worker on task queue %q: %w", cfg.TaskQueue, err)
 	}
+	// What a dead svc of this host was running is retried now, not when its
+	// heartbeats time out.
+	go orchestration.ReclaimDeadAttempts(context.WithoutCancel(ctx), c, cfg.TemporalNamespace, cfg.TaskQueue, log)
 	return w, nil
 }
 

@@ -1,0 +1,215 @@
+package activities
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+
+	"go.temporal.io/sdk/temporal"
+
+	"svc/derrors"
+	"svc/eval"
+	"svc/registry"
+	"svc/runs"
+	"svc/store"
+)
+
+// CaseChunk is a stretch of a batch's items that one RunCases activity
+// runs, at most Concurrency at once. Running cases in chunks rather than
+// one activity per case keeps Temporal's share of a case (history events,
+// task round trips, persistence writes) a small fraction of it.
+type CaseChunk struct {
+	ScorecardRef
+	Items       []ChunkItem `json:"items"`
+	Concurrency int         `json:"concurrency"`
+	// Judged: each case that succeeds is judged right after it runs.
+	Judged bool `json:"judged,omitempty"`
+}
+
+// ChunkItem is one (case, trial) of a chunk.
+type ChunkItem struct {
+	CaseID string `json:"c"`
+	Trial  int    `json:"t,omitempty"`
+}
+
+// ChunkResult counts how a chunk's items ended.
+type ChunkResult struct {
+	Succeeded int `json:"succeeded"`
+	Failed    int `json:"failed"`
+}
+
+// JudgesPhaseError is the type of the application error a chunk returns
+// when judging (not running) a case failed, so that the batch's error
+// names the phase.
+const JudgesPhaseError = "JudgesPhase"
+
+// RunCases runs a chunk of a batch's items, each as RunCase would (the
+// child run created or found by its derived id, dispatched unless already
+// terminal, so every (case, trial) finishes exactly once whatever
+// restarts), then judged when the batch has judges. A case failure fails
+// the case; an infrastructure error stops the chunk from starting more
+// items and is returned, once the items in flight have ended, for
+// Temporal to retry the chunk: the items that finished are not run again.
+// The activity heartbeats while any item runs.
+func (a *Activities) RunCases(ctx context.Context, in CaseChunk) (ChunkResult, error) {
+	sc, err := a.batchPlan(ctx, in.Workspace, in.ScorecardID)
+	if err != nil {
+		return ChunkResult{}, err
+	}
+	if sc.Status == eval.ScorecardCancelled || sc.Status == eval.ScorecardSuperseded {
+		return ChunkResult{}, temporal.NewCanceledError("batch stopped")
+	}
+	cases, err := a.chunkCases(ctx, sc, in.Items)
+	if err != nil {
+		return ChunkResult{}, err
+	}
+	width := max(1, in.Concurrency)
+	memo := &harnessMemo{}
+	var (
+		mu       sync.Mutex
+		out      ChunkResult
+		firstErr error
+		wg       sync.WaitGroup
+		slots    = make(chan struct{}, width)
+	)
+	ctx, stop := keepLease(ctx, func() any {
+		mu.Lock()
+		defer mu.Unlock()
+		return out.Succeeded + out.Failed
+	})
+	defer stop()
+	failed := func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return firstErr != nil
+	}
+	for _, it := range in.Items {
+		if failed() || ctx.Err() != nil {
+			break
+		}
+		select {
+		case slots <- struct{}{}:
+		case <-ctx.Done():
+		}
+		if ctx.Err() != nil {
+			break
+		}
+		item := CaseItem{ScorecardRef: in.ScorecardRef, CaseID: it.CaseID, Trial: it.Trial}
+		wg.Go(func() {
+			defer func() { <-slots }()
+			st, err := a.runItem(ctx, sc, item, cases, memo, in.Judged)
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case err != nil:
+				if firstErr == nil {
+					firstErr = err
+				}
+			case st == string(eval.StatusSucceeded):
+				out.Succeeded++
+			default:
+				out.Failed++
+			}
+		})
+	}
+	wg.Wait()
+	if firstErr != nil {
+		return out, firstErr
+	}
+	if ctx.Err() != nil {
+		if cancelRequested(ctx) {
+			return out, temporal.NewCanceledError("batch stopped")
+		}
+		return out, fmt.Errorf("the chunk stopped with its activity: %w", context.Cause(ctx))
+	}
+	return out, nil
+}
+
+// chunkCases reads the dataset cases of a chunk's items in one query (an
+// ad-hoc batch's case comes from its record).
+func (a *Activities) chunkCases(ctx context.Context, sc eval.Scorecard, items []ChunkItem) (map[string]registry.EvalCase, error) {
+	out := map[string]registry.EvalCase{}
+	o := sc.Orchestration
+	var ids []string
+	seen := map[string]bool{}
+	for _, it := range items {
+		switch {
+		case o != nil && o.AdhocCase != nil && o.AdhocCase.ID == it.CaseID:
+			out[it.CaseID] = *o.AdhocCase
+		case !seen[it.CaseID]:
+			seen[it.CaseID] = true
+			ids = append(ids, it.CaseID)
+		}
+	}
+	if len(ids) == 0 {
+		return out, nil
+	}
+	owner := sc.Tenant
+	if o != nil && o.DatasetOwner != "" {
+		owner = o.DatasetOwner
+	}
+	rows, err := a.Store.ListDatasetCases(ctx, owner, sc.Dataset.ID, sc.Dataset.Version, store.CaseFilter{IDs: ids})
+	if err != nil {
+		return nil, err
+	}
+	for _, r := range rows {
+		var c registry.EvalCase
+		if err := json.Unmarshal(r.Doc, &c); err != nil {
+			return nil, fmt.Errorf("case %s of dataset %s does not decode: %w", r.CaseID, sc.Dataset, err)
+		}
+		out[r.CaseID] = c
+	}
+	return out, nil
+}
+
+// runItem runs one item of a chunk and returns its run's final status.
+func (a *Activities) runItem(ctx context.Context, sc eval.Scorecard, item CaseItem, cases map[string]registry.EvalCase, memo *harnessMemo, judged bool) (string, error) {
+	id := ChildRunID(item.Workspace, item.ScorecardID, item.CaseID, item.Trial)
+	row, err := a.Store.GetRun(ctx, item.Workspace, id)
+	var (
+		run   eval.Run
+		fresh bool
+	)
+	switch {
+	case err == nil:
+		if run, err = runs.FromRow(row); err != nil {
+			return "", err
+		}
+	case errors.Is(err, derrors.ErrNotFound):
+		c, ok := cases[item.CaseID]
+		if !ok {
+			return "", temporal.NewNonRetryableApplicationError(fmt.Sprintf("case %s is not in dataset %s", item.CaseID, sc.Dataset), "CaseMissing", nil)
+		}
+		// Created running: the run exists from the moment its case
+		// starts, which is what the batch's progress counts.
+		if run, fresh, err = a.createChild(ctx, sc, item, id, c, true); err != nil {
+			return "", err
+		}
+	default:
+		return "", err
+	}
+	o := sc.Orchestration
+	if o == nil {
+		o = &eval.Orchestration{}
+	}
+	st, err := a.dispatchFrom(ctx, run, grading{graders: o.Graders, ungraded: o.Ungraded, harnesses: memo}, fresh)
+	if err != nil {
+		return "", err
+	}
+	if st.Status == string(eval.StatusFailed) {
+		if r, err := a.loadRun(ctx, RunRef{Workspace: item.Workspace, RunID: id}); err == nil && r.Error != nil {
+			_ = a.step(ctx, item.ScorecardRef, "case:"+id, "case", "failed", r.Error.Message, item.CaseID)
+		}
+	}
+	if judged && st.Status == string(eval.StatusSucceeded) {
+		if err := a.JudgeCase(ctx, JudgeInput{CaseItem: item}); err != nil {
+			if ctx.Err() != nil {
+				return "", err
+			}
+			return "", temporal.NewApplicationErrorWithCause("judging case "+item.CaseID+" failed", JudgesPhaseError, err)
+		}
+	}
+	return st.Status, nil
+}
