@@ -131,8 +131,12 @@ start_postgres() {
   export DATABASE_URL="${base}$query"
 }
 
-# cpu_all: the CPU of every process in PIDS, in ms.
-cpu_all() { local t=0 p; for p in $PIDS; do t=$(echo "$t + $(cpu_ms "$p")" | bc -l); done; echo "$t"; }
+# tree PID: PID and its live descendants (the job server, a long-lived child
+# of svc, is counted while it runs: its reaped harnesses are in its stat).
+tree() { local c; echo "$1"; for c in $(cat /proc/"$1"/task/*/children 2>/dev/null); do tree "$c"; done; }
+
+# cpu_all: the CPU of every process in PIDS and their live descendants, in ms.
+cpu_all() { local t=0 p q; for p in $PIDS; do for q in $(tree "$p"); do t=$(echo "$t + $(cpu_ms "$q" 2>/dev/null || echo 0)" | bc -l); done; done; echo "$t"; }
 
 run_svc() {
   if [ "$B" = postgres ]; then start_postgres "$1"; else start_sqlite "$1"; fi

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"os"
 	"path/filepath"
 
 	"svc/config"
@@ -37,6 +38,11 @@ func localDriver(ctx context.Context, cfg config.Config, role, dataDir string, l
 		log.Warn("local runtime: jobs are NOT isolated (SVC_LOCAL_ISOLATION=none): they run as svc's own user and can read its files and environment; trusted harnesses only")
 		return local.New(o), nil
 	}
+	if cfg.LocalUser == "" && os.Geteuid() == 0 {
+		// Root, no user named: every job as a uid of its own, from the
+		// pool, on one job server.
+		return localPool(ctx, cfg, dev, dataDir, o, log)
+	}
 	uid, gid, err := local.ResolveUser(cfg.LocalUser)
 	if err != nil {
 		return nil, fmt.Errorf("SVC_LOCAL_USER=%s: %v", cfg.LocalUser, oneLine(err))
@@ -44,7 +50,7 @@ func localDriver(ctx context.Context, cfg config.Config, role, dataDir string, l
 	if uid < 0 && !dev && cfg.LocalUser == "" {
 		// Not root: jobs would run as the service's own user, if in a user
 		// namespace of their own. An operator opts in by naming it.
-		o.Off = "svc worker does not run as root, so local jobs would run as its own user: run it as root (jobs then run as " + local.DefaultUser + "), or opt in with SVC_LOCAL_USER=<its own user>, or set SVC_LOCAL_RUNTIME=off"
+		o.Off = "svc worker does not run as root, so local jobs would run as its own user: run it as root (jobs then run as uids of their own, from SVC_LOCAL_UIDS), or opt in with SVC_LOCAL_USER=<its own user>, or set SVC_LOCAL_RUNTIME=off"
 		log.Warn("local runtime off", "reason", o.Off)
 		return local.New(o), nil
 	}
@@ -68,5 +74,44 @@ func localDriver(ctx context.Context, cfg config.Config, role, dataDir string, l
 		who = "root of a user namespace without capabilities"
 	}
 	log.Info("local runtime: jobs isolated in PID and mount namespaces", "user", who, "network", cfg.LocalNetwork, "shim", o.ShimPath)
+	return d, nil
+}
+
+// envLocalUIDs is the pool of uids local jobs run as when svc runs as root
+// and SVC_LOCAL_USER is unset ("first-last"; docs/runtimes.md). It belongs
+// in package config's settings table, so that svc help lists it; it is read
+// here until it moves there.
+const envLocalUIDs = "SVC_LOCAL_UIDS"
+
+// localPool builds the driver whose jobs run on one job server, each as a
+// uid of its own from SVC_LOCAL_UIDS, and starts that server: a server
+// that cannot isolate jobs stops start-up or turns the runtime off, as in
+// localDriver.
+func localPool(ctx context.Context, cfg config.Config, dev bool, dataDir string, o local.Options, log *slog.Logger) (*local.Driver, error) {
+	uids := local.DefaultUIDs
+	if v := os.Getenv(envLocalUIDs); v != "" {
+		r, err := local.ParseUIDRange(v)
+		if err != nil {
+			return nil, fmt.Errorf("%s=%s: %v", envLocalUIDs, v, err)
+		}
+		uids = r
+	}
+	o.Isolate = &local.Isolation{UIDs: &uids, Hide: []string{dataDir}, NoNetwork: cfg.LocalNetwork == "none"}
+	d := local.New(o)
+	if err := d.Check(ctx); err != nil {
+		_ = d.Close()
+		o.Isolate = nil
+		switch {
+		case cfg.LocalIsolation == "namespaces":
+			return nil, fmt.Errorf("SVC_LOCAL_ISOLATION=namespaces: %v", oneLine(err))
+		case !dev:
+			o.Off = "local jobs cannot be isolated on this worker (" + oneLine(err) + "): fix that, or set SVC_LOCAL_ISOLATION=none for trusted harnesses"
+			log.Warn("local runtime off", "reason", o.Off)
+			return local.New(o), nil
+		}
+		log.Warn("local runtime: jobs cannot be isolated here and run as svc's own user; trusted harnesses only", "err", oneLine(err))
+		return local.New(o), nil
+	}
+	log.Info("local runtime: jobs isolated on a job server, each as a uid of its own", "uids", fmt.Sprintf("%d-%d", uids.First, uids.Last), "network", cfg.LocalNetwork, "shim", o.ShimPath)
 	return d, nil
 }

@@ -177,18 +177,47 @@ func permits(p string, uid, gid int, want uint32) bool {
 
 // reachableBy reports whether uid (with group gid) can search every
 // directory on the way to path and read and execute path itself, by the
-// permission bits (root's bypass is not the job's).
-func reachableBy(path string, uid, gid int) bool {
+// permission bits (root's bypass is not the job's). The way to bound, a
+// directory the job's mounts bind back (its area, or a job server's root),
+// is the job's whatever the host's directories above it allow.
+func reachableBy(path, bound string, uid, gid int) bool {
 	clean := filepath.Clean(path)
-	return permits("/", uid, gid, 0o1) && blockedAncestor(clean, uid, gid) == "" && permits(clean, uid, gid, 0o5)
+	if !permits(clean, uid, gid, 0o5) {
+		return false
+	}
+	if bound = filepath.Clean(bound); bound != "." && bound != clean && strings.HasPrefix(clean, bound+string(filepath.Separator)) {
+		for dir := filepath.Dir(clean); ; dir = filepath.Dir(dir) {
+			if !permits(dir, uid, gid, 0o1) {
+				return false
+			}
+			if dir == bound {
+				return true
+			}
+		}
+	}
+	return permits("/", uid, gid, 0o1) && blockedAncestor(clean, uid, gid) == ""
 }
 
 // Check starts one supervisor in the namespaces Isolate asks for and has
-// it set them up without running anything: whether this kernel and this
-// process's privileges allow the isolation. It returns nil when they do,
-// or when the driver does not isolate.
+// it set them up without running anything (with Isolate.UIDs, the job
+// server, which then stays up): whether this kernel and this process's
+// privileges allow the isolation. It returns nil when they do, or when the
+// driver does not isolate.
 func (d *Driver) Check(ctx context.Context) error {
 	if d.isolate == nil || d.off != "" {
+		return nil
+	}
+	if d.pooled() {
+		// The job server itself: started now rather than on the first job,
+		// and kept.
+		if _, err := d.server(); err != nil {
+			return fmt.Errorf("local driver: jobs cannot be isolated here: %w", err)
+		}
+		lease, err := d.leaseUID()
+		if err != nil {
+			return err
+		}
+		d.releaseUID(lease)
 		return nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)

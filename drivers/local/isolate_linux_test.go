@@ -3,11 +3,13 @@
 package local
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -16,18 +18,20 @@ import (
 )
 
 // isolatedDriver returns a driver that isolates jobs the way svc does,
-// with dataDir hidden; it fails in CI, and skips elsewhere, when this
-// machine cannot isolate.
-func isolatedDriver(t *testing.T, dataDir string) *Driver {
+// with dataDir hidden: on the job server when pool is set, else each under
+// a supervisor of its own as the default user. It fails in CI, and skips
+// elsewhere, when this machine cannot isolate.
+func isolatedDriver(t *testing.T, dataDir string, pool bool) *Driver {
 	t.Helper()
-	uid, gid, err := ResolveUser("")
-	if err != nil {
-		t.Fatalf("ResolveUser: %v", err)
+	iso := &Isolation{UIDs: &DefaultUIDs, Hide: []string{dataDir}}
+	if !pool {
+		uid, gid, err := ResolveUser("")
+		if err != nil {
+			t.Fatalf("ResolveUser: %v", err)
+		}
+		iso = &Isolation{UID: uid, GID: gid, Hide: []string{dataDir}}
 	}
-	d := newDriver(t, Options{
-		Root:    filepath.Join(dataDir, "work"),
-		Isolate: &Isolation{UID: uid, GID: gid, Hide: []string{dataDir}},
-	})
+	d := newDriver(t, Options{Root: filepath.Join(dataDir, "work"), Isolate: iso})
 	if err := d.Check(t.Context()); err != nil {
 		if os.Getenv("CI") != "" {
 			t.Fatalf("this CI machine cannot isolate jobs: %v", err)
@@ -35,6 +39,18 @@ func isolatedDriver(t *testing.T, dataDir string) *Driver {
 		t.Skipf("this machine cannot isolate jobs: %v", err)
 	}
 	return d
+}
+
+// eachIsolation runs f as a subtest per isolated mode: a supervisor per
+// job ("user") and the job server ("pool").
+func eachIsolation(t *testing.T, f func(t *testing.T, pool bool)) {
+	t.Helper()
+	for _, m := range []struct {
+		name string
+		pool bool
+	}{{"user", false}, {"pool", true}} {
+		t.Run(m.name, func(t *testing.T) { f(t, m.pool) })
+	}
 }
 
 // jobProcesses lists the live host processes of run runID.
@@ -52,12 +68,14 @@ func jobProcesses(runID string) []int {
 // harness reads the service's environment through /proc, its data
 // directory, another run's work area, and signals the service; all fail,
 // while its own work area stays writable.
-func TestIsolationHidesTheService(t *testing.T) {
+func TestIsolationHidesTheService(t *testing.T) { eachIsolation(t, testIsolationHidesTheService) }
+
+func testIsolationHidesTheService(t *testing.T, pool bool) {
 	dataDir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dataDir, "svc.db"), []byte("TENANT-DATA"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	d := isolatedDriver(t, dataDir)
+	d := isolatedDriver(t, dataDir, pool)
 	t.Setenv("SVC_INTERNAL_TOKEN", "super-secret-token")
 
 	// Another run, alive while the probe runs, with a file in its area.
@@ -121,46 +139,99 @@ ls /proc | grep -c '^[0-9]'
 }
 
 // TestIsolationKillsTree: timeout, cancel and a normal exit leave no
-// process of an isolated job behind, however it daemonised.
-func TestIsolationKillsTree(t *testing.T) {
-	d := isolatedDriver(t, t.TempDir())
-	const daemons = `sleep 1000 & setsid sleep 1000 & (sh -c 'sleep 1000 &' &) ; echo ready`
+// process of an isolated job behind, however it daemonised (a child, one
+// in a session of its own, a double fork, and a daemon's double fork in a
+// new session).
+func TestIsolationKillsTree(t *testing.T) { eachIsolation(t, testIsolationKillsTree) }
+
+func testIsolationKillsTree(t *testing.T, pool bool) {
+	d := isolatedDriver(t, t.TempDir(), pool)
+	const daemons = `sleep 1000 & setsid sleep 1000 & (sh -c 'sleep 1000 &' &)
+setsid sh -c '(sh -c "sleep 1000 &" &); exec sleep 1000' > /dev/null 2>&1 < /dev/null &
+echo ready`
 	for _, tc := range []struct {
 		name    string
 		script  string
 		timeout time.Duration
+		cancel  bool
 	}{
-		{"exit", daemons, 0},
-		{"timeout", daemons + "; sleep 1000", 500 * time.Millisecond},
+		{"exit", daemons, 0, false},
+		{"timeout", daemons + "; sleep 1000", 500 * time.Millisecond, false},
+		{"cancel", daemons + "; sleep 1000", 0, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			ctx, cancel := context.WithCancel(t.Context())
+			defer cancel()
 			runID := "tree-" + tc.name
-			res, err := d.Run(t.Context(), drivers.Job{RunID: runID, Command: sh(tc.script), Timeout: tc.timeout})
+			j := drivers.Job{RunID: runID, Command: sh(tc.script), Timeout: tc.timeout}
+			if tc.cancel {
+				var once sync.Once
+				j.Log = func(string, []byte) {
+					// Once the daemons are there (the double forks may
+					// still be on their way), or after a while.
+					once.Do(func() {
+						go func() {
+							for deadline := time.Now().Add(10 * time.Second); len(jobProcesses(runID)) < 7 && time.Now().Before(deadline); {
+								time.Sleep(10 * time.Millisecond)
+							}
+							cancel()
+						}()
+					})
+				}
+			}
+			res, err := d.Run(ctx, j)
 			if err != nil {
 				t.Fatalf("Run: %v", err)
 			}
-			if res.Stdout != "ready\n" || res.TimedOut != (tc.timeout > 0) {
-				t.Errorf("Run = %+v, want stdout ready, timed out %v", res, tc.timeout > 0)
+			if res.Stdout != "ready\n" || res.TimedOut != (tc.timeout > 0) || res.Cancelled != tc.cancel {
+				t.Errorf("Run = %+v, want stdout ready, timed out %v, cancelled %v", res, tc.timeout > 0, tc.cancel)
 			}
 			if left := jobProcesses(runID); len(left) > 0 {
 				t.Errorf("processes %v of the job outlived it", left)
 			}
+			assertOnlyServer(t, d)
 		})
 	}
 }
 
 // TestIsolationParentDeath: SIGKILL of the service kills an isolated job's
-// whole PID namespace.
-func TestIsolationParentDeath(t *testing.T) {
+// whole PID namespace: its supervisor's, or the job server's with every
+// job it runs.
+func TestIsolationParentDeath(t *testing.T) { eachIsolation(t, testIsolationParentDeath) }
+
+func testIsolationParentDeath(t *testing.T, pool bool) {
 	dataDir := t.TempDir()
-	isolatedDriver(t, dataDir) // skips where isolation is impossible
-	svc := startService(t, filepath.Join(dataDir, "work"), "/dev/null", true)
-	waitFor(t, "the job's tree", func() bool {
+	isolatedDriver(t, dataDir, pool) // skips where isolation is impossible
+	how, runs := "user", []string{"parent-death"}
+	if pool {
+		how, runs = "pool", []string{"parent-death", "parent-death-2"}
+	}
+	svc := startService(t, filepath.Join(dataDir, "work"), "/dev/null", how)
+	waitFor(t, "the jobs' trees", func() bool {
 		svc.running(t)
-		return len(jobProcesses("parent-death")) >= treePids
+		for _, run := range runs {
+			if len(jobProcesses(run)) < treePids {
+				return false
+			}
+		}
+		return true
 	})
+	var supervisors []int // the service's children: shims, or the job server
+	for _, p := range shim.Processes() {
+		if p.Ppid == svc.cmd.Process.Pid {
+			supervisors = append(supervisors, p.Pid)
+		}
+	}
+	if len(supervisors) == 0 {
+		t.Fatal("the service has no supervisor")
+	}
 	svc.kill(t)
-	waitFor(t, "every process of the job to die with the service", func() bool { return len(jobProcesses("parent-death")) == 0 })
+	for _, run := range runs {
+		waitFor(t, "every process of "+run+" to die with the service", func() bool { return len(jobProcesses(run)) == 0 })
+	}
+	for _, pid := range supervisors {
+		waitFor(t, fmt.Sprintf("supervisor %d to die with the service", pid), func() bool { return !running(pid) })
+	}
 }
 
 func TestResolveUser(t *testing.T) {

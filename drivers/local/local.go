@@ -10,23 +10,45 @@
 // The harness is not started by the service directly but by a supervisor,
 // the shim (package shim: the small svc-shim program, or this binary
 // re-executed when svc-shim is absent), that the service holds by a pipe
-// and a parent-death signal. When the job ends, is cancelled or times out,
-// or the service dies (even by SIGKILL), the whole tree is killed and
-// reaped: no harness process outlives the job or the service.
+// or socket and a parent-death signal. When the job ends, is cancelled or
+// times out, or the service dies (even by SIGKILL), the whole tree is
+// killed and reaped: no harness process outlives the job or the service.
 //
-// Isolation (Options.Isolate, docs/runtimes.md): the shim is PID 1 of the
+// There are two ways to supervise, chosen by Options.Isolate:
+//
+// The job server (Isolation.UIDs; svc's default as root): one long-lived
+// shim per Driver, started on the first job (or by Check) and again after
+// it died, PID 1 of its own PID and mount namespaces. It sets up the
+// isolation once: the service's data directory and home hidden, every
+// mount read-only but Root and a /dev/shm of its own, a /proc with hidepid
+// so that each job sees only its own processes. It forks every harness
+// itself, each job as a uid of its own from the pool (uid = gid, no
+// groups, no_new_privs), locked host-wide in UIDLockDir for as long as a
+// process of it may live. The uid names the job's whole tree: the server
+// kills it with kill(-1) from a thread whose uids are the job's, and knows
+// it is gone when getpriority(PRIO_USER) finds none. Other jobs' areas
+// (0700, each owned by its job's uid) and processes are another uid's. A
+// job costs a fork and exec of the harness and no exec of a supervisor.
+//
+// A supervisor per job (Isolation.UID, an explicit SVC_LOCAL_USER; or UID
+// -1, a service that is not root; or no Isolate): the shim is PID 1 of the
 // job's own PID and mount namespaces, hides the service's data directory
-// and the other jobs' work areas, mounts a /proc of the job's namespace
-// (no view of the service's processes or environment), leaves the host's
-// /tmp and /var/tmp read-only, and runs the harness as an unprivileged user
-// (or, when the service is not root, as root of a user namespace with every
-// capability dropped). The work area is the only writable place of the
-// host's disk. The network is the host's unless Isolation.NoNetwork.
+// and the other jobs' work areas, mounts a /proc of the job's namespace,
+// leaves the host's /tmp and /var/tmp read-only, and runs the harness as
+// the unprivileged user (or, when the service is not root, as root of a
+// user namespace with every capability dropped). Without Isolate it runs
+// the harness as the service's user, as a child subreaper that finds and
+// kills the tree itself.
+//
+// In both isolated modes the work area is the only writable place of the
+// host's disk, and the network is the host's unless Isolation.NoNetwork.
 //
 // Attempts of one run id are serialised by a lock file beside the areas;
-// a later attempt kills the process group an earlier one recorded (after
-// checking, in /proc, that its processes carry SVC_RUN_ID=<id>), so a retry
-// supersedes an attempt that is stuck or whose service died with its shim.
+// a later attempt kills the earlier one: through the job server when it
+// runs in this process, by the uid its lock file records when on another
+// process's server, or the process group or shim an area's record names
+// (after checking, in /proc, that its processes carry SVC_RUN_ID=<id>), so
+// a retry supersedes an attempt that is stuck or whose service died.
 //
 // Limits: Linux only (other systems build, and Run says so). Without
 // Isolate the harness runs as the service's user and can read the
@@ -42,10 +64,12 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"os"
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -103,15 +127,47 @@ type Options struct {
 
 // Isolation is how jobs are kept from the service and from one another.
 type Isolation struct {
-	// UID and GID are the unprivileged user jobs run as; -1 (the service
-	// is not root) runs them as root of a user namespace of their own,
-	// mapped to the service's user, with every capability dropped.
+	// UIDs, when set, runs every job through the driver's job server as a
+	// uid of its own from this range (the service must be root); UID and
+	// GID are then unused.
+	UIDs *UIDRange
+	// UID and GID are the unprivileged user jobs run as, each under a
+	// supervisor of its own; -1 (the service is not root) runs them as
+	// root of a user namespace of their own, mapped to the service's user,
+	// with every capability dropped.
 	UID, GID int
 	// Hide are directories the job must not see (the service's data
 	// directory); the driver's Root is always hidden.
 	Hide []string
 	// NoNetwork gives each job an empty network namespace.
 	NoNetwork bool
+}
+
+// UIDRange is a range of uids, First to Last inclusive, that no user or
+// file of the host uses: each running job holds one of them, as its uid
+// and gid, for itself.
+type UIDRange struct{ First, Last int }
+
+// DefaultUIDs is the pool jobs take their uids from when SVC_LOCAL_UIDS is
+// unset: 65536 uids from 0x70000000, far above those distributions and
+// container runtimes hand out.
+var DefaultUIDs = UIDRange{First: 0x70000000, Last: 0x70000000 + 65535}
+
+// ParseUIDRange parses "first-last" (SVC_LOCAL_UIDS).
+func ParseUIDRange(s string) (UIDRange, error) {
+	a, b, ok := strings.Cut(strings.TrimSpace(s), "-")
+	first, err1 := strconv.ParseInt(a, 10, 64)
+	last, err2 := strconv.ParseInt(b, 10, 64)
+	switch {
+	case !ok || err1 != nil || err2 != nil:
+		return UIDRange{}, fmt.Errorf("want first-last, such as %d-%d, got %q", DefaultUIDs.First, DefaultUIDs.Last, s)
+	case first <= 0 || last < first:
+		return UIDRange{}, fmt.Errorf("want 0 < first <= last, got %q", s)
+	case last > math.MaxInt32:
+		// Beyond, some tools and file systems take a uid for -1.
+		return UIDRange{}, fmt.Errorf("uids above %d are not supported, got %q", math.MaxInt32, s)
+	}
+	return UIDRange{First: int(first), Last: int(last)}, nil
 }
 
 // Driver runs process harnesses as local processes. It is safe for
@@ -125,6 +181,7 @@ type Driver struct {
 	shimPath     string
 	isolate      *Isolation
 	off          string
+	srv          jobServer // the job server, with Isolate.UIDs
 }
 
 var _ drivers.Driver = (*Driver)(nil)

@@ -99,3 +99,27 @@ func TestCheckJob(t *testing.T) {
 		})
 	}
 }
+
+func TestParseUIDRange(t *testing.T) {
+	tests := []struct {
+		in      string
+		want    UIDRange
+		wantErr bool
+	}{
+		{in: "1879048192-1879113727", want: DefaultUIDs},
+		{in: " 100-100 ", want: UIDRange{First: 100, Last: 100}},
+		{in: "100", wantErr: true},
+		{in: "0-10", wantErr: true},
+		{in: "-5-10", wantErr: true},
+		{in: "10-5", wantErr: true},
+		{in: "a-b", wantErr: true},
+		{in: "1-4294967295", wantErr: true},
+		{in: "1-2147483647", want: UIDRange{First: 1, Last: 2147483647}},
+	}
+	for _, tt := range tests {
+		got, err := ParseUIDRange(tt.in)
+		if (err != nil) != tt.wantErr || (err == nil && got != tt.want) {
+			t.Errorf("ParseUIDRange(%q) = %+v, %v; want %+v, error %v", tt.in, got, err, tt.want, tt.wantErr)
+		}
+	}
+}

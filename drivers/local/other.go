@@ -38,3 +38,9 @@ func (d *Driver) Check(context.Context) error {
 	}
 	return fmt.Errorf("local driver: jobs run only on Linux workers; this worker runs %s", runtime.GOOS)
 }
+
+// jobServer is the Linux job server; there is none here.
+type jobServer struct{}
+
+// Close has nothing to stop here.
+func (d *Driver) Close() error { return nil }

@@ -25,11 +25,14 @@ import (
 	"svc/drivers/local/shim"
 )
 
+// supervisorSlack is how long past the kill grace the driver trusts the
+// shim to end a terminated job before killing the group itself (and a job
+// server to answer a kill before killing the server); a variable for the
+// tests.
+var supervisorSlack = 10 * time.Second
+
 // Bounds on waits that only a misbehaving process could make long.
 const (
-	// supervisorSlack is how long past the kill grace the driver trusts
-	// the shim to end a terminated job before killing the group itself.
-	supervisorSlack = 10 * time.Second
 	// drainTimeout bounds reading output after the shim is gone: only a
 	// process that escaped the shim's tree (say, one handed to systemd)
 	// could still hold the pipes.
@@ -43,46 +46,89 @@ const (
 func (d *Driver) run(ctx context.Context, j drivers.Job) (drivers.Result, error) {
 	l := d.newLayout(j.RunID, j.WorkDir)
 	env := environment(j, l, d.otlpEndpoint)
-	unlock, err := d.acquire(ctx, j.RunID, l)
+	lock, unlock, err := d.acquire(ctx, j.RunID, l)
 	if err != nil {
 		return drivers.Result{}, err
 	}
 	defer unlock()
-	// A previous attempt whose shim died with it may have left its group.
+	// A previous attempt whose shim died with it may have left its group;
+	// one whose service died, its dying job server.
 	if pgid, shimPid, ok := shim.ReadRecord(l.record); ok && killPrevious(pgid, shimPid, j.RunID) {
 		if err := awaitPreviousGone(ctx, pgid, shimPid, j.RunID); err != nil {
+			return drivers.Result{}, fmt.Errorf("local driver: killing what the previous attempt of run %q left: %w", j.RunID, err)
+		}
+	}
+	if rec, ok := readPoolRecord(l.lock); ok && !d.isOwnServer(rec) && serverAlive(rec) {
+		d.killRecorded(rec, false)
+		if err := awaitServerGone(ctx, rec); err != nil {
 			return drivers.Result{}, fmt.Errorf("local driver: killing what the previous attempt of run %q left: %w", j.RunID, err)
 		}
 	}
 	if err := removeAll(l.area); err != nil {
 		return drivers.Result{}, fmt.Errorf("local driver: wiping the work area %s: %w", l.area, err)
 	}
-	defer d.removeArea(l)
+	// The uid is let go of only once the area, and the record naming the
+	// uid, are gone: until then a retry could find the record and kill
+	// the uid, which must still be this job's.
+	var lease *uidLease
+	defer func() {
+		d.removeArea(l)
+		if lease != nil {
+			_ = lock.Truncate(0)
+			d.releaseUID(lease)
+		}
+	}()
 	if err := prepareArea(j, l); err != nil {
 		return drivers.Result{}, err
 	}
-	runAs := -1
-	if d.isolate != nil && d.isolate.UID >= 0 {
-		runAs = d.isolate.UID
-		if err := chownTree(l.area, d.isolate.UID, d.isolate.GID); err != nil {
-			return drivers.Result{}, fmt.Errorf("local driver: handing the work area to the job's user: %w", err)
+	var res drivers.Result
+	if d.pooled() {
+		sp, err := d.server()
+		if err != nil {
+			return drivers.Result{}, err
 		}
-	}
-	path, err := lookPath(j.Command[0], env, l.dir, runAs, d.gid())
-	if err != nil {
-		return drivers.Result{}, err
-	}
-	res, err := d.supervise(ctx, j, l, shim.Config{
-		Path:      path,
-		Args:      j.Command,
-		Env:       env,
-		Dir:       l.dir,
-		Record:    l.record,
-		KillGrace: d.killGrace,
-		Isolate:   d.isolation(l),
-	})
-	if err != nil {
-		return drivers.Result{}, err
+		if lease, err = d.leaseUID(); err != nil {
+			return drivers.Result{}, err
+		}
+		if err := chownTree(l.area, lease.uid, lease.uid); err != nil {
+			return drivers.Result{}, fmt.Errorf("local driver: handing the work area to the job's uid: %w", err)
+		}
+		path, err := lookPath(j.Command[0], env, l.dir, lease.uid, lease.uid, d.root)
+		if err != nil {
+			return drivers.Result{}, err
+		}
+		if sp.hides(path) {
+			return drivers.Result{}, derrors.Invalidf("harness command %q is in a directory hidden from jobs (the service's data directory or home): install it elsewhere", j.Command[0])
+		}
+		if err := writePoolRecord(lock, poolRecord{uid: lease.uid, pid: sp.pid, startTime: sp.startTime}); err != nil {
+			return drivers.Result{}, fmt.Errorf("local driver: recording the job's uid: %w", err)
+		}
+		if res, err = d.runOnServer(ctx, j, l, sp, lease, path, env); err != nil {
+			return drivers.Result{}, err
+		}
+	} else {
+		runAs := -1
+		if d.isolate != nil && d.isolate.UID >= 0 {
+			runAs = d.isolate.UID
+			if err := chownTree(l.area, d.isolate.UID, d.isolate.GID); err != nil {
+				return drivers.Result{}, fmt.Errorf("local driver: handing the work area to the job's user: %w", err)
+			}
+		}
+		path, err := lookPath(j.Command[0], env, l.dir, runAs, d.gid(), l.area)
+		if err != nil {
+			return drivers.Result{}, err
+		}
+		if res, err = d.supervise(ctx, j, l, shim.Config{
+			Path:      path,
+			Args:      j.Command,
+			Env:       env,
+			Dir:       l.dir,
+			Record:    l.record,
+			KillGrace: d.killGrace,
+			Isolate:   d.isolation(l),
+		}); err != nil {
+			return drivers.Result{}, err
+		}
 	}
 	// The harness may have removed its trace file: that is no trace.
 	if res.Trace, err = readCapped(l.trace, drivers.MaxOutput); err != nil && !errors.Is(err, fs.ErrNotExist) {
@@ -94,25 +140,29 @@ func (d *Driver) run(ctx context.Context, j drivers.Job) (drivers.Result, error)
 // acquire takes the lock of run runID, so two attempts of one run (in this
 // process or another on the host) never share its work area. An attempt
 // that finds the lock held supersedes the holder: it kills the holder's
-// process group, which ends the holder's job, and takes the lock when the
+// job (its process group or its shim, as the area's record says; on a job
+// server, through this driver's server or by the uid the lock file
+// records), which ends the holder's Run, and takes the lock when the
 // holder has cleaned up. The lock file is removed on release; a waiter that
-// locked a file since removed tries again.
-func (d *Driver) acquire(ctx context.Context, runID string, l layout) (unlock func(), err error) {
+// locked a file since removed tries again. lock is the locked file, where
+// an attempt on a job server records its uid.
+func (d *Driver) acquire(ctx context.Context, runID string, l layout) (lock *os.File, unlock func(), err error) {
 	if err := os.MkdirAll(filepath.Dir(l.lock), 0o700); err != nil {
-		return nil, fmt.Errorf("local driver: creating the lock directory: %w", err)
+		return nil, nil, fmt.Errorf("local driver: creating the lock directory: %w", err)
 	}
+	name := filepath.Base(l.area)
 	var tick *time.Ticker
 	for {
 		f, err := os.OpenFile(l.lock, os.O_CREATE|os.O_RDWR, 0o600)
 		if err != nil {
-			return nil, fmt.Errorf("local driver: opening the lock of run %q: %w", runID, err)
+			return nil, nil, fmt.Errorf("local driver: opening the lock of run %q: %w", runID, err)
 		}
 		err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
 		if err == nil {
 			fi1, err1 := f.Stat()
 			fi2, err2 := os.Stat(l.lock)
 			if err1 == nil && err2 == nil && os.SameFile(fi1, fi2) {
-				return func() {
+				return f, func() {
 					_ = os.Remove(l.lock)
 					_ = f.Close()
 				}, nil
@@ -122,7 +172,12 @@ func (d *Driver) acquire(ctx context.Context, runID string, l layout) (unlock fu
 		}
 		_ = f.Close()
 		if !errors.Is(err, syscall.EWOULDBLOCK) && !errors.Is(err, syscall.EINTR) {
-			return nil, fmt.Errorf("local driver: locking run %q: %w", runID, err)
+			return nil, nil, fmt.Errorf("local driver: locking run %q: %w", runID, err)
+		}
+		if !d.killActive(name) {
+			if rec, ok := readPoolRecord(l.lock); ok {
+				d.killRecorded(rec, true)
+			}
 		}
 		if pgid, shimPid, ok := shim.ReadRecord(l.record); ok {
 			killPrevious(pgid, shimPid, runID)
@@ -133,7 +188,7 @@ func (d *Driver) acquire(ctx context.Context, runID string, l layout) (unlock fu
 		}
 		select {
 		case <-ctx.Done():
-			return nil, fmt.Errorf("local driver: waiting for the previous attempt of run %q to end: %w", runID, ctx.Err())
+			return nil, nil, fmt.Errorf("local driver: waiting for the previous attempt of run %q to end: %w", runID, ctx.Err())
 		case <-tick.C:
 		}
 	}
@@ -225,8 +280,9 @@ func writeNew(path string, data []byte, perm os.FileMode) error {
 // harness's PATH (relative PATH entries relative to dir, as the harness
 // would see them), any other path relative to dir. With uid >= 0 the
 // program must be executable by that user (and group gid): a PATH entry
-// only the service's user can reach is skipped.
-func lookPath(name string, env []string, dir string, uid, gid int) (string, error) {
+// only the service's user can reach is skipped. bound is the directory
+// the job's mounts bind back, whose way is the job's (see reachableBy).
+func lookPath(name string, env []string, dir string, uid, gid int, bound string) (string, error) {
 	if strings.Contains(name, "/") {
 		p := name
 		if !filepath.IsAbs(p) {
@@ -241,7 +297,7 @@ func lookPath(name string, env []string, dir string, uid, gid int) (string, erro
 			return "", fmt.Errorf("harness command %q: %w", name, err)
 		case !executable(fi):
 			return "", derrors.Invalidf("harness command %q is not an executable file", name)
-		case uid >= 0 && !reachableBy(p, uid, gid):
+		case uid >= 0 && !reachableBy(p, bound, uid, gid):
 			return "", derrors.Invalidf("harness command %q cannot be run by the jobs' user (uid %d): make it and its directories readable and executable by others", name, uid)
 		}
 		return p, nil
@@ -260,7 +316,7 @@ func lookPath(name string, env []string, dir string, uid, gid int) (string, erro
 			d = filepath.Join(dir, d)
 		}
 		p := filepath.Join(d, name)
-		if fi, err := os.Stat(p); err == nil && executable(fi) && (uid < 0 || reachableBy(p, uid, gid)) {
+		if fi, err := os.Stat(p); err == nil && executable(fi) && (uid < 0 || reachableBy(p, bound, uid, gid)) {
 			return p, nil
 		}
 	}

@@ -40,21 +40,36 @@ func TestMain(m *testing.M) {
 // only if the job ends, which the test counts as a failure.
 func helperMain(root, pids string) int {
 	o := Options{Root: root}
-	if os.Getenv("LOCAL_TEST_HELPER_ISOLATE") != "" {
+	jobs := 1
+	switch os.Getenv("LOCAL_TEST_HELPER_ISOLATE") {
+	case "user":
 		uid, gid, err := ResolveUser("")
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "helper:", err)
 			return 3
 		}
 		o.Isolate = &Isolation{UID: uid, GID: gid, Hide: []string{filepath.Dir(root)}}
+	case "pool":
+		o.Isolate = &Isolation{UIDs: &DefaultUIDs, Hide: []string{filepath.Dir(root)}}
+		jobs = 2 // every job of the server dies with the service
 	}
 	d := New(o)
-	_, err := d.Run(context.Background(), drivers.Job{
-		RunID:   "parent-death",
-		Command: []string{"/bin/sh", "-c", treeScript},
-		Env:     map[string]string{"PIDS": pids},
-	})
-	fmt.Fprintln(os.Stderr, "helper: the job ended:", err)
+	ended := make(chan error)
+	for i := range jobs {
+		runID := "parent-death"
+		if i > 0 {
+			runID += fmt.Sprint("-", i+1)
+		}
+		go func() {
+			_, err := d.Run(context.Background(), drivers.Job{
+				RunID:   runID,
+				Command: []string{"/bin/sh", "-c", treeScript},
+				Env:     map[string]string{"PIDS": pids},
+			})
+			ended <- err
+		}()
+	}
+	fmt.Fprintln(os.Stderr, "helper: a job ended:", <-ended)
 	return 3
 }
 
@@ -78,7 +93,8 @@ wait
 const treePids = 5
 
 // newDriver returns a driver rooted in a fresh directory, with a short
-// kill grace so that the SIGKILL path is exercised quickly.
+// kill grace so that the SIGKILL path is exercised quickly, closed when
+// the test ends.
 func newDriver(t *testing.T, o Options) *Driver {
 	t.Helper()
 	if o.Root == "" {
@@ -87,7 +103,99 @@ func newDriver(t *testing.T, o Options) *Driver {
 	if o.KillGrace == 0 {
 		o.KillGrace = 200 * time.Millisecond
 	}
-	return New(o)
+	d := New(o)
+	t.Cleanup(func() {
+		if err := d.Close(); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+	})
+	return d
+}
+
+// mode is how a test's driver runs jobs: each under a supervisor of its
+// own (the shim, not isolated), or on the job server, each job as a uid of
+// its own from the pool.
+type mode struct {
+	name string
+	pool bool
+}
+
+// modes are the modes every behaviour of the driver is tested in.
+var modes = []mode{{name: "shim"}, {name: "pool", pool: true}}
+
+// eachMode runs f as a subtest per mode.
+func eachMode(t *testing.T, f func(t *testing.T, m mode)) {
+	t.Helper()
+	for _, m := range modes {
+		t.Run(m.name, func(t *testing.T) {
+			if m.pool && os.Geteuid() != 0 {
+				t.Skip("the job server needs root")
+			}
+			f(t, m)
+		})
+	}
+}
+
+// driver returns a driver of mode m for o (see newDriver); in pool mode
+// its root is in a data directory of its own, hidden from the jobs.
+func (m mode) driver(t *testing.T, o Options) *Driver {
+	t.Helper()
+	if m.pool {
+		dataDir := t.TempDir()
+		o.Root = filepath.Join(dataDir, "work")
+		o.Isolate = &Isolation{UIDs: &DefaultUIDs, Hide: []string{dataDir}}
+	}
+	return newDriver(t, o)
+}
+
+// jobDir returns a directory that every job of d may write (an isolated
+// job's only writable place on disk is its own area, removed when it
+// ends) and the test reads afterwards.
+func jobDir(t *testing.T, d *Driver) string {
+	t.Helper()
+	dir, err := os.MkdirTemp(d.Root(), ".test-")
+	if err != nil {
+		if err := os.MkdirAll(d.Root(), 0o711); err != nil {
+			t.Fatal(err)
+		}
+		if dir, err = os.MkdirTemp(d.Root(), ".test-"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Chmod(dir, 0o1777); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// procDir is the /proc where the pids a job of d sees are: the job
+// server's, whose PID namespace the jobs share, or the host's.
+func procDir(d *Driver) string {
+	if d == nil {
+		return "/proc"
+	}
+	if pid := d.serverPid(); pid != 0 {
+		return fmt.Sprintf("/proc/%d/root/proc", pid)
+	}
+	return "/proc"
+}
+
+// assertOnlyServer checks, for a driver with a job server, that nothing
+// but the server itself is left in its PID namespace, not even a zombie.
+func assertOnlyServer(t *testing.T, d *Driver) {
+	t.Helper()
+	if d.serverPid() == 0 {
+		return
+	}
+	ents, err := os.ReadDir(procDir(d))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range ents {
+		if _, err := strconv.Atoi(e.Name()); err == nil && e.Name() != "1" {
+			t.Errorf("process %s is left in the job server's PID namespace", e.Name())
+		}
+	}
 }
 
 // sh is the argv running script with /bin/sh.
@@ -111,10 +219,10 @@ func readPids(t *testing.T, path string) []int {
 	return pids
 }
 
-// gone reports whether pid has no process at all, not even a zombie: the
-// shim reaps everything it kills.
-func gone(pid int) bool {
-	_, err := os.Stat("/proc/" + strconv.Itoa(pid))
+// gone reports whether pid, as a job of d sees it, has no process at all,
+// not even a zombie: the shim reaps everything it kills.
+func gone(d *Driver, pid int) bool {
+	_, err := os.Stat(procDir(d) + "/" + strconv.Itoa(pid))
 	return errors.Is(err, os.ErrNotExist)
 }
 
@@ -149,8 +257,10 @@ func assertAreaRemoved(t *testing.T, d *Driver, runID string) {
 	}
 }
 
-func TestRunSuccess(t *testing.T) {
-	d := newDriver(t, Options{})
+func TestRunSuccess(t *testing.T) { eachMode(t, testRunSuccess) }
+
+func testRunSuccess(t *testing.T, m mode) {
+	d := m.driver(t, Options{})
 	caseJSON := `{"id":"case-1","task":"add"}`
 	var (
 		mu     sync.Mutex
@@ -200,8 +310,10 @@ pwd`),
 	assertAreaRemoved(t, d, "run-ok")
 }
 
-func TestRunOutputCaps(t *testing.T) {
-	d := newDriver(t, Options{})
+func TestRunOutputCaps(t *testing.T) { eachMode(t, testRunOutputCaps) }
+
+func testRunOutputCaps(t *testing.T, m mode) {
+	d := m.driver(t, Options{})
 	const total = drivers.MaxOutput + 1<<20
 	var logged int
 	res, err := d.Run(t.Context(), drivers.Job{
@@ -227,7 +339,9 @@ head -c %d /dev/zero | tr '\0' t > "$SVC_TRACE_FILE"`, total, total)),
 	}
 }
 
-func TestRunEnvironment(t *testing.T) {
+func TestRunEnvironment(t *testing.T) { eachMode(t, testRunEnvironment) }
+
+func testRunEnvironment(t *testing.T, m mode) {
 	// Variables of the service itself must not reach the harness.
 	t.Setenv("SVC_SECRET_KEY", "service-only")
 	const secret = "s3cr3t-value"
@@ -278,14 +392,15 @@ func TestRunEnvironment(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			d := newDriver(t, Options{OTLPEndpoint: tt.optEndpoint})
+			d := m.driver(t, Options{OTLPEndpoint: tt.optEndpoint})
 			j := tt.job
 			j.Secrets = map[string]string{"API_KEY": secret}
 			// The harness prints its own initial environment (what the
 			// driver passed, nothing a shell added), then what its parent,
-			// the shim, got in argv and environment, then the secrets file.
+			// the shim, got in argv and environment (the job server is
+			// root's, out of a job's sight), then the secrets file.
 			j.Command = sh(`tr '\0' '\n' < /proc/$$/environ; echo ---
-tr '\0' ' ' < /proc/$PPID/cmdline; tr '\0' ' ' < /proc/$PPID/environ; echo; echo ---
+tr '\0' ' ' < /proc/$PPID/cmdline 2>/dev/null; tr '\0' ' ' < /proc/$PPID/environ 2>/dev/null; echo; echo ---
 stat -c %a "$SVC_SECRETS_FILE"; cat "$SVC_SECRETS_FILE"`)
 			res, err := d.Run(t.Context(), j)
 			if err != nil {
@@ -322,7 +437,10 @@ stat -c %a "$SVC_SECRETS_FILE"; cat "$SVC_SECRETS_FILE"`)
 			if strings.Contains(parts[0]+parts[1], secret) {
 				t.Errorf("a secret value reached the environment or argv of the harness or its supervisor:\n%s", parts[0]+parts[1])
 			}
-			if !strings.HasPrefix(parts[1], shim.Arg0+" ") {
+			switch {
+			case m.pool && parts[1] != "\n":
+				t.Errorf("the harness reads its parent, the job server: %q", parts[1])
+			case !m.pool && !strings.HasPrefix(parts[1], shim.Arg0+" "):
 				t.Errorf("the harness's parent is %q, want the shim", parts[1])
 			}
 			mode, content, _ := strings.Cut(parts[2], "\n")
@@ -341,8 +459,10 @@ stat -c %a "$SVC_SECRETS_FILE"; cat "$SVC_SECRETS_FILE"`)
 	}
 }
 
-func TestRunExitCode(t *testing.T) {
-	d := newDriver(t, Options{})
+func TestRunExitCode(t *testing.T) { eachMode(t, testRunExitCode) }
+
+func testRunExitCode(t *testing.T, m mode) {
+	d := m.driver(t, Options{})
 	res, err := d.Run(t.Context(), drivers.Job{RunID: "run-fail", Command: sh(`echo failing >&2; exit 3`)})
 	if err != nil {
 		t.Fatalf("Run: %v", err)
@@ -354,10 +474,10 @@ func TestRunExitCode(t *testing.T) {
 
 // runTree runs treeScript with the given timeout and cancel hook and
 // returns the result and the pids the tree wrote.
-func runTree(t *testing.T, runID string, timeout time.Duration, onReady func()) (drivers.Result, []int) {
+func runTree(t *testing.T, m mode, runID string, timeout time.Duration, onReady func()) (drivers.Result, []int) {
 	t.Helper()
-	d := newDriver(t, Options{})
-	pidsFile := filepath.Join(t.TempDir(), "pids")
+	d := m.driver(t, Options{})
+	pidsFile := filepath.Join(jobDir(t, d), "pids")
 	var out bytes.Buffer
 	res, err := d.Run(t.Context(), drivers.Job{
 		RunID: runID,
@@ -382,26 +502,31 @@ func runTree(t *testing.T, runID string, timeout time.Duration, onReady func()) 
 		t.Fatalf("the tree wrote %d pids, want %d (killed before it was ready?)", len(pids), treePids)
 	}
 	for _, pid := range pids {
-		if !gone(pid) {
+		if !gone(d, pid) {
 			t.Errorf("process %d of the job is still there after Run returned", pid)
 		}
 	}
+	assertOnlyServer(t, d)
 	assertAreaRemoved(t, d, runID)
 	return res, pids
 }
 
 func TestRunTimeoutKillsTree(t *testing.T) {
-	res, _ := runTree(t, "run-timeout", 2*time.Second, nil)
-	if !res.TimedOut || res.Cancelled || res.ExitCode != -1 || res.Stdout != "ready\n" {
-		t.Errorf("Result = %+v, want timed out, exit -1, stdout ready", res)
-	}
+	eachMode(t, func(t *testing.T, m mode) {
+		res, _ := runTree(t, m, "run-timeout", 2*time.Second, nil)
+		if !res.TimedOut || res.Cancelled || res.ExitCode != -1 || res.Stdout != "ready\n" {
+			t.Errorf("Result = %+v, want timed out, exit -1, stdout ready", res)
+		}
+	})
 }
 
-func TestRunCancelKillsTree(t *testing.T) {
+func TestRunCancelKillsTree(t *testing.T) { eachMode(t, testRunCancelKillsTree) }
+
+func testRunCancelKillsTree(t *testing.T, m mode) {
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
-	d := newDriver(t, Options{})
-	pidsFile := filepath.Join(t.TempDir(), "pids")
+	d := m.driver(t, Options{})
+	pidsFile := filepath.Join(jobDir(t, d), "pids")
 	var out bytes.Buffer
 	res, err := d.Run(ctx, drivers.Job{
 		RunID:   "run-cancel",
@@ -425,16 +550,19 @@ func TestRunCancelKillsTree(t *testing.T) {
 		t.Fatalf("the tree wrote %d pids, want %d", len(pids), treePids)
 	}
 	for _, pid := range pids {
-		if !gone(pid) {
+		if !gone(d, pid) {
 			t.Errorf("process %d of the job is still there after Run returned", pid)
 		}
 	}
+	assertOnlyServer(t, d)
 	assertAreaRemoved(t, d, "run-cancel")
 }
 
-func TestRunNormalExitKillsLeftovers(t *testing.T) {
-	d := newDriver(t, Options{})
-	pidsFile := filepath.Join(t.TempDir(), "pids")
+func TestRunNormalExitKillsLeftovers(t *testing.T) { eachMode(t, testRunNormalExitKillsLeftovers) }
+
+func testRunNormalExitKillsLeftovers(t *testing.T, m mode) {
+	d := m.driver(t, Options{})
+	pidsFile := filepath.Join(jobDir(t, d), "pids")
 	// The harness exits at once, leaving a grandchild that holds stdout
 	// and one that left its group.
 	res, err := d.Run(t.Context(), drivers.Job{
@@ -449,14 +577,17 @@ func TestRunNormalExitKillsLeftovers(t *testing.T) {
 		t.Errorf("Result = %+v, want exit 0 and stdout done", res)
 	}
 	for _, pid := range readPids(t, pidsFile) {
-		if !gone(pid) {
+		if !gone(d, pid) {
 			t.Errorf("process %d the harness left is still there after Run returned", pid)
 		}
 	}
+	assertOnlyServer(t, d)
 }
 
-func TestRunFiles(t *testing.T) {
-	d := newDriver(t, Options{})
+func TestRunFiles(t *testing.T) { eachMode(t, testRunFiles) }
+
+func testRunFiles(t *testing.T, m mode) {
+	d := m.driver(t, Options{})
 	res, err := d.Run(t.Context(), drivers.Job{
 		RunID: "run-files",
 		Files: map[string]string{
@@ -487,8 +618,10 @@ func TestRunFiles(t *testing.T) {
 	}
 }
 
-func TestRunRefuses(t *testing.T) {
-	d := newDriver(t, Options{})
+func TestRunRefuses(t *testing.T) { eachMode(t, testRunRefuses) }
+
+func testRunRefuses(t *testing.T, m mode) {
+	d := m.driver(t, Options{})
 	outside := filepath.Join(filepath.Dir(d.Root()), "escaped")
 	tests := []struct {
 		name string
@@ -503,6 +636,8 @@ func TestRunRefuses(t *testing.T) {
 		{"file escapes", drivers.Job{Command: []string{"true"}, Files: map[string]string{"../../escaped": "x"}}, `file "../../escaped" must be a relative path`},
 		{"file absolute", drivers.Job{Command: []string{"true"}, Files: map[string]string{outside: "x"}}, "must be a relative path"},
 		{"workdir escapes", drivers.Job{Command: []string{"true"}, WorkDir: "../.."}, `workDir "../.."`},
+		// Found and executable, but exec fails: reported by the supervisor.
+		{"bad interpreter", drivers.Job{Command: []string{"./bad.sh"}, Files: map[string]string{"bad.sh": "#!/no/such/interpreter\n"}}, `harness command "./bad.sh" could not be started`},
 	}
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -548,8 +683,10 @@ func startLeftover(t *testing.T, env []string) (pgid, sleepPid int) {
 	return cmd.Process.Pid, readPids(t, pidsFile)[0]
 }
 
-func TestRetryKillsLeftoverGroup(t *testing.T) {
-	d := newDriver(t, Options{})
+func TestRetryKillsLeftoverGroup(t *testing.T) { eachMode(t, testRetryKillsLeftoverGroup) }
+
+func testRetryKillsLeftoverGroup(t *testing.T, m mode) {
+	d := m.driver(t, Options{})
 	const runID = "run-retried"
 	l := d.newLayout(runID, "")
 	pgid, sleepPid := startLeftover(t, []string{EnvRunID + "=" + runID})
@@ -577,8 +714,10 @@ func TestRetryKillsLeftoverGroup(t *testing.T) {
 	}
 }
 
-func TestRetrySparesOtherGroups(t *testing.T) {
-	d := newDriver(t, Options{})
+func TestRetrySparesOtherGroups(t *testing.T) { eachMode(t, testRetrySparesOtherGroups) }
+
+func testRetrySparesOtherGroups(t *testing.T, m mode) {
+	d := m.driver(t, Options{})
 	const runID = "run-retried-2"
 	l := d.newLayout(runID, "")
 	// A group whose processes belong to another run: a recorded pgid that
@@ -600,8 +739,10 @@ func TestRetrySparesOtherGroups(t *testing.T) {
 	}
 }
 
-func TestConcurrentAttemptSupersedes(t *testing.T) {
-	d := newDriver(t, Options{})
+func TestConcurrentAttemptSupersedes(t *testing.T) { eachMode(t, testConcurrentAttemptSupersedes) }
+
+func testConcurrentAttemptSupersedes(t *testing.T, m mode) {
+	d := m.driver(t, Options{})
 	const runID = "run-dup"
 	ready := make(chan struct{})
 	type outcome struct {
@@ -639,9 +780,11 @@ type service struct {
 }
 
 // startService starts the helper service with its driver rooted at root,
-// the tree writing its pids to pids, and the job isolated when isolate is
-// set; a cleanup kills it if the test has not.
-func startService(t *testing.T, root, pids string, isolate bool) *service {
+// the tree writing its pids to pids, and the job isolated as isolate says
+// ("user": a supervisor per job, as the svc-job user; "pool": on the job
+// server, with two jobs; "": not isolated); a cleanup kills it if the test
+// has not.
+func startService(t *testing.T, root, pids, isolate string) *service {
 	t.Helper()
 	exe, err := os.Executable()
 	if err != nil {
@@ -649,8 +792,8 @@ func startService(t *testing.T, root, pids string, isolate bool) *service {
 	}
 	s := &service{cmd: exec.Command(exe, "-test.run=^$"), exited: make(chan struct{})}
 	s.cmd.Env = append(os.Environ(), helperEnv+"="+root, "LOCAL_TEST_HELPER_PIDS="+pids)
-	if isolate {
-		s.cmd.Env = append(s.cmd.Env, "LOCAL_TEST_HELPER_ISOLATE=1")
+	if isolate != "" {
+		s.cmd.Env = append(s.cmd.Env, "LOCAL_TEST_HELPER_ISOLATE="+isolate)
 	}
 	s.cmd.Stderr = &s.stderr
 	if err := s.cmd.Start(); err != nil {
@@ -688,7 +831,7 @@ func (s *service) kill(t *testing.T) {
 func TestParentDeath(t *testing.T) {
 	root := t.TempDir()
 	pidsFile := filepath.Join(t.TempDir(), "pids")
-	svc := startService(t, root, pidsFile, false)
+	svc := startService(t, root, pidsFile, "")
 	waitFor(t, "the job's tree", func() bool {
 		svc.running(t)
 		_, err := os.Stat(pidsFile + ".ready")
@@ -705,7 +848,7 @@ func TestParentDeath(t *testing.T) {
 
 	svc.kill(t)
 	for _, pid := range pids {
-		waitFor(t, fmt.Sprintf("process %d of the job to be killed and reaped", pid), func() bool { return gone(pid) })
+		waitFor(t, fmt.Sprintf("process %d of the job to be killed and reaped", pid), func() bool { return gone(nil, pid) })
 	}
 	waitFor(t, "the shim to exit", func() bool { return !running(shimPid) })
 }

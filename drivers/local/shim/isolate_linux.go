@@ -78,7 +78,9 @@ func isolate(iso *Isolation) error {
 		hidden = append(hidden, h)
 	}
 	covered = append(covered, hidden...)
-	if areaFD >= 0 && under(iso.Area, covered) {
+	// Read-only mounts leave the area writable only if it is a mount of
+	// its own.
+	if areaFD >= 0 && (under(iso.Area, covered) || iso.ReadOnly) {
 		if err := os.MkdirAll(iso.Area, 0o755); err != nil {
 			return fmt.Errorf("making the work area's mount point: %w", err)
 		}
@@ -91,9 +93,24 @@ func isolate(iso *Isolation) error {
 			return fmt.Errorf("making %s read-only: %w", h, err)
 		}
 	}
+	if iso.ReadOnly {
+		writable := []string{iso.Area}
+		if slices.Contains(covered, "/dev/shm") {
+			writable = append(writable, "/dev/shm")
+		}
+		if err := readOnlyExcept(writable); err != nil {
+			return err
+		}
+	}
 	// A /proc of this PID namespace: the service's processes, and so its
 	// environment, are not in it. Where the kernel refuses a new proc (a
 	// user namespace under a masked /proc), an empty one.
+	if iso.HidePid {
+		// The jobs of a server share its PID namespace: each must see only
+		// its own uid's processes. No fallback: without it a job could
+		// read the others' command lines.
+		return mountHidePidProc()
+	}
 	if err := syscall.Mount("proc", "/proc", "proc", syscall.MS_NOSUID|syscall.MS_NODEV|syscall.MS_NOEXEC, ""); err != nil {
 		if err := syscall.Mount("tmpfs", "/proc", "tmpfs", syscall.MS_NOSUID|syscall.MS_NODEV|syscall.MS_NOEXEC|syscall.MS_RDONLY, "size=4k"); err != nil {
 			return fmt.Errorf("hiding the host's /proc: %w", err)
@@ -101,6 +118,64 @@ func isolate(iso *Isolation) error {
 	}
 	if iso.UserNS {
 		return dropCapabilities()
+	}
+	return nil
+}
+
+// mount_setattr(2), which Go's syscall package does not have.
+const (
+	sysMountSetattr = 442 // the same on every architecture
+	mountAttrRdonly = 0x1
+	atRecursive     = 0x8000
+	atFdcwd         = -100
+	sizeofMountAttr = 32
+)
+
+// mountSetattr sets and clears attributes of the mount at path and every
+// mount below it.
+func mountSetattr(path string, set, clear uint64) error {
+	p, err := syscall.BytePtrFromString(path)
+	if err != nil {
+		return err
+	}
+	attr := struct{ set, clear, propagation, userns uint64 }{set: set, clear: clear}
+	fdcwd := atFdcwd
+	_, _, e := syscall.Syscall6(sysMountSetattr, uintptr(fdcwd), uintptr(unsafe.Pointer(p)), atRecursive, uintptr(unsafe.Pointer(&attr)), sizeofMountAttr, 0)
+	if e != 0 {
+		return e
+	}
+	return nil
+}
+
+// readOnlyExcept makes every mount read-only but those at the paths in
+// writable (each a mount point); without mount_setattr (before Linux
+// 5.12) it leaves the mounts as they are.
+func readOnlyExcept(writable []string) error {
+	if err := mountSetattr("/", mountAttrRdonly, 0); err != nil {
+		if err == syscall.ENOSYS {
+			return nil
+		}
+		return fmt.Errorf("making the mounts read-only: %w", err)
+	}
+	for _, w := range writable {
+		if err := mountSetattr(w, 0, mountAttrRdonly); err != nil {
+			return fmt.Errorf("making %s writable again: %w", w, err)
+		}
+	}
+	return nil
+}
+
+// mountHidePidProc mounts the PID namespace's /proc where only a process's
+// own uid's processes are visible to it (root's view is whole).
+func mountHidePidProc() error {
+	const flags = syscall.MS_NOSUID | syscall.MS_NODEV | syscall.MS_NOEXEC
+	err := syscall.Mount("proc", "/proc", "proc", flags, "hidepid=invisible")
+	if err == syscall.EINVAL {
+		// Before Linux 5.8: the numeric form, same meaning.
+		err = syscall.Mount("proc", "/proc", "proc", flags, "hidepid=2")
+	}
+	if err != nil {
+		return fmt.Errorf("mounting /proc with hidepid: %w", err)
 	}
 	return nil
 }

@@ -45,11 +45,16 @@ const (
 	wAll                = 0x40000000
 )
 
-// Main supervises one job and returns the shim's exit code.
+// Main supervises one job, or, when fd 3 is a SOCK_SEQPACKET socket, runs
+// the job server; it returns the shim's exit code.
 func Main() int {
 	// The capability and no_new_privs settings below are per thread; the
 	// harness is forked from this one.
 	runtime.LockOSThread()
+	// A socket on fd 3 makes this the job server (serve_linux.go).
+	if socketType(3) == syscall.SOCK_SEQPACKET {
+		return serve(3)
+	}
 	// Nothing the harness starts may hold the control or status pipe.
 	syscall.CloseOnExec(3)
 	syscall.CloseOnExec(4)
