@@ -90,8 +90,7 @@ func ScorecardWorkflow(ctx workflow.Context, in ScorecardInput) error {
 	}
 	inFlight := 0
 	sel := workflow.NewSelector(ctx)
-	var ids []string // case ids of the current page
-	idsFrom := -1    // case index of ids[0]
+	pages := &casePager{ref: ref}
 
 	next := in.Next
 	for next < end || inFlight > 0 {
@@ -99,20 +98,12 @@ func ScorecardWorkflow(ctx workflow.Context, in ScorecardInput) error {
 		// or been cancelled.
 		for next < end && inFlight < window && failure == nil && ctx.Err() == nil {
 			caseIdx, trial := next/in.Trials, next%in.Trials
-			if idsFrom < 0 || caseIdx < idsFrom || caseIdx >= idsFrom+len(ids) {
-				var page []string
-				err := workflow.ExecuteActivity(short, a.CasePage, activities.CasePageInput{ScorecardRef: ref, From: caseIdx, Limit: casePage}).Get(ctx, &page)
-				if err != nil || len(page) == 0 {
-					msg := "the batch's case selection could not be read"
-					if err != nil {
-						msg += ": " + err.Error()
-					}
-					failure = &activities.FinishInput{Phase: "dispatch", Message: msg}
-					break
-				}
-				ids, idsFrom = page, caseIdx
+			id, pf := pages.id(ctx, short, caseIdx)
+			if pf != nil {
+				failure = pf
+				break
 			}
-			item := activities.CaseItem{ScorecardRef: ref, CaseID: ids[caseIdx-idsFrom], Trial: trial}
+			item := activities.CaseItem{ScorecardRef: ref, CaseID: id, Trial: trial}
 			f := startItem(caseCtx, a, item, in.Judged)
 			inFlight++
 			next++
@@ -204,23 +195,14 @@ func runChunks(ctx, caseCtx, short workflow.Context, in ScorecardInput, ref acti
 	}
 	var failure *activities.FinishInput
 	sel := workflow.NewSelector(ctx)
-	var ids []string // case ids of the current page
-	idsFrom := -1    // case index of ids[0]
+	pages := &casePager{ref: ref}
 	caseID := func(caseIdx int) (string, bool) {
-		if idsFrom < 0 || caseIdx < idsFrom || caseIdx >= idsFrom+len(ids) {
-			var page []string
-			err := workflow.ExecuteActivity(short, a.CasePage, activities.CasePageInput{ScorecardRef: ref, From: caseIdx, Limit: casePage}).Get(ctx, &page)
-			if err != nil || len(page) == 0 {
-				msg := "the batch's case selection could not be read"
-				if err != nil {
-					msg += ": " + err.Error()
-				}
-				failure = &activities.FinishInput{Phase: "dispatch", Message: msg}
-				return "", false
-			}
-			ids, idsFrom = page, caseIdx
+		id, f := pages.id(ctx, short, caseIdx)
+		if f != nil {
+			failure = f
+			return "", false
 		}
-		return ids[caseIdx-idsFrom], true
+		return id, true
 	}
 	next, inFlight := in.Next, 0
 	for next < end || inFlight > 0 {
@@ -291,6 +273,32 @@ func startItem(ctx workflow.Context, a *activities.Activities, item activities.C
 		set.Set(nil, nil)
 	})
 	return f
+}
+
+// casePager reads a batch's case ids a page at a time, as items need them.
+type casePager struct {
+	ref     activities.ScorecardRef
+	ids     []string // case ids of the current page
+	idsFrom int      // case index of ids[0]; meaningless while ids is nil
+}
+
+// id is the case id at caseIdx, reading its page when it is not the
+// current one; a page that cannot be read is the batch's failure.
+func (p *casePager) id(ctx, short workflow.Context, caseIdx int) (string, *activities.FinishInput) {
+	if p.ids == nil || caseIdx < p.idsFrom || caseIdx >= p.idsFrom+len(p.ids) {
+		var a *activities.Activities
+		var page []string
+		err := workflow.ExecuteActivity(short, a.CasePage, activities.CasePageInput{ScorecardRef: p.ref, From: caseIdx, Limit: casePage}).Get(ctx, &page)
+		if err != nil || len(page) == 0 {
+			msg := "the batch's case selection could not be read"
+			if err != nil {
+				msg += ": " + err.Error()
+			}
+			return "", &activities.FinishInput{Phase: "dispatch", Message: msg}
+		}
+		p.ids, p.idsFrom = page, caseIdx
+	}
+	return p.ids[caseIdx-p.idsFrom], nil
 }
 
 func isCancel(err error) bool {

@@ -835,17 +835,5 @@ wait:
 	case startErr != nil:
 		return drivers.Result{}, startError(j.Command[0], startErr)
 	}
-	res := drivers.Result{
-		ExitCode:   final.ExitCode,
-		Duration:   final.Duration,
-		Stdout:     stdout.headString(),
-		StdoutTail: stdout.tailString(),
-		StderrTail: stderr.tailString(),
-		TimedOut:   reason == stopTimeout && final.Terminated,
-		Cancelled:  reason == stopCancel && final.Terminated,
-	}
-	if res.Duration <= 0 {
-		res.Duration = end.Sub(begin)
-	}
-	return res, nil
+	return jobResult(final, &stdout, &stderr, reason, end.Sub(begin)), nil
 }

@@ -493,6 +493,14 @@ wait:
 		}
 		return drivers.Result{}, fmt.Errorf("local driver: the job supervisor of run %q ended without reporting the harness's exit (%v)", j.RunID, waitErr)
 	}
+	return jobResult(final, &stdout, &stderr, reason, end.Sub(begin)), nil
+}
+
+// jobResult is what a job that ran left: the supervisor's final report,
+// the captured output, and whether the driver stopped it (a stop counts
+// only when the harness was still running). wall stands in for a duration
+// the supervisor did not measure.
+func jobResult(final *shim.Status, stdout, stderr *capture, reason int, wall time.Duration) drivers.Result {
 	res := drivers.Result{
 		ExitCode:   final.ExitCode,
 		Duration:   final.Duration,
@@ -503,9 +511,9 @@ wait:
 		Cancelled:  reason == stopCancel && final.Terminated,
 	}
 	if res.Duration <= 0 {
-		res.Duration = end.Sub(begin)
+		res.Duration = wall
 	}
-	return res, nil
+	return res
 }
 
 // startError explains why the shim could not start the harness.
