@@ -701,15 +701,6 @@ func (a *Activities) loadRun(ctx context.Context, ref RunRef) (eval.Run, error) 
 	return runs.FromRow(row)
 }
 
-func (a *Activities) putRun(ctx context.Context, run eval.Run) error {
-	row, err := runs.Row(run)
-	if err != nil {
-		return err
-	}
-	_, err = a.Store.PutRun(ctx, row)
-	return err
-}
-
 func clip(s string, n int) string {
 	if len(s) <= n {
 		return s
