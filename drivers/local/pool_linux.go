@@ -19,7 +19,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -192,22 +191,8 @@ func (d *Driver) startServer() (*serverProc, error) {
 		exited: make(chan struct{}),
 		dead:   make(chan struct{}),
 	}
-	started := make(chan error, 1)
-	go func() {
-		// Pdeathsig fires when the thread that forked the server exits,
-		// not the process: this thread is held until the server is
-		// reaped, so that only the service's death signals it.
-		runtime.LockOSThread()
-		defer runtime.UnlockOSThread()
-		if err := cmd.Start(); err != nil {
-			started <- err
-			return
-		}
-		started <- nil
-		sp.exitErr = cmd.Wait()
-		close(sp.exited)
-	}()
-	if err := <-started; err != nil {
+	exited, err := startHeld(cmd)
+	if err != nil {
 		_ = conn.Close()
 		hint := ""
 		if errors.Is(err, syscall.EPERM) {
@@ -215,6 +200,10 @@ func (d *Driver) startServer() (*serverProc, error) {
 		}
 		return nil, fmt.Errorf("local driver: starting the job server %s: %w%s", cmd.Path, err, hint)
 	}
+	go func() {
+		sp.exitErr = <-exited
+		close(sp.exited)
+	}()
 	sp.proc, sp.pid = cmd.Process, cmd.Process.Pid
 	sp.startTime, _ = procStartTime(sp.pid)
 	go sp.read()

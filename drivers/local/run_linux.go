@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -352,23 +353,8 @@ func (d *Driver) supervise(ctx context.Context, j drivers.Job, l layout, cfg shi
 	cmd := d.shimCommand(j.RunID, cfg.Isolate)
 	cmd.Stdout, cmd.Stderr = outW, errW
 	cmd.ExtraFiles = []*os.File{ctrlR, statW}
-	started := make(chan error, 1)
-	exited := make(chan error, 1)
 	begin := time.Now()
-	go func() {
-		// Pdeathsig fires when the thread that forked the child exits, not
-		// the process: hold this thread until the shim is reaped, so that
-		// only the service's death signals the shim.
-		runtime.LockOSThread()
-		defer runtime.UnlockOSThread()
-		if err := cmd.Start(); err != nil {
-			started <- err
-			return
-		}
-		started <- nil
-		exited <- cmd.Wait()
-	}()
-	err := <-started
+	exited, err := startHeld(cmd)
 	closeFiles(ctrlR, statW, outW, errW)
 	if err != nil {
 		return drivers.Result{}, fmt.Errorf("local driver: starting the job supervisor: %w", err)
@@ -494,6 +480,26 @@ wait:
 		return drivers.Result{}, fmt.Errorf("local driver: the job supervisor of run %q ended without reporting the harness's exit (%v)", j.RunID, waitErr)
 	}
 	return jobResult(final, &stdout, &stderr, reason, end.Sub(begin)), nil
+}
+
+// startHeld starts cmd from a thread held until cmd is reaped, and returns
+// the channel that gets cmd's Wait error. Pdeathsig fires when the thread
+// that forked the child exits, not the process: holding it makes only the
+// service's death signal the child.
+func startHeld(cmd *exec.Cmd) (<-chan error, error) {
+	started := make(chan error, 1)
+	exited := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		if err := cmd.Start(); err != nil {
+			started <- err
+			return
+		}
+		started <- nil
+		exited <- cmd.Wait()
+	}()
+	return exited, <-started
 }
 
 // jobResult is what a job that ran left: the supervisor's final report,
