@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"svc/registry/service"
-	"svc/runs"
 	"svc/store"
 	"svc/workflows"
 )
@@ -37,21 +36,17 @@ type Options struct {
 // Service implements the batch routes.
 type Service struct {
 	o Options
-	// decoded keeps the detail read from decoding every child run again
-	// on each poll of a running batch.
-	decoded *runs.DecodeCache
+	// details keeps the detail read of a polled batch from reading and
+	// decoding its record and every child run again on each poll.
+	details *detailCache
 }
-
-// decodedRuns bounds the child runs the detail read keeps decoded, across
-// batches (a few KB each).
-const decodedRuns = 50_000
 
 // New returns a Service.
 func New(o Options) *Service {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	return &Service{o: o, decoded: runs.NewDecodeCache(decodedRuns)}
+	return &Service{o: o, details: newDetailCache()}
 }
 
 // Limits of a submit.

@@ -52,6 +52,20 @@ type RunFilter struct {
 	Limit      int // 0 means 50
 }
 
+// ChildRunState is a batch's child run without its document: the indexed
+// columns that change when the run is written, enough for a reader that
+// keeps the batch's children to tell which changed since it read them,
+// and to count them as ChildRunCounts does.
+type ChildRunState struct {
+	ID        string    `json:"id"`
+	Status    string    `json:"status"`
+	Outcome   string    `json:"outcome,omitempty"`
+	Audience  string    `json:"audience,omitempty"`
+	Canonical bool      `json:"canonical"`
+	CreatedAt time.Time `json:"createdAt"`
+	UpdatedAt time.Time `json:"updatedAt"`
+}
+
 // Runs stores run records.
 type Runs interface {
 	// CreateRun inserts r; an existing ID is ErrConflict. CreatedAt and
@@ -64,6 +78,28 @@ type Runs interface {
 	GetRun(ctx context.Context, workspace, id string) (Run, error)
 	// ListRuns returns runs with their Doc, newest first.
 	ListRuns(ctx context.Context, f RunFilter) ([]Run, error)
+	// ChildRunsUpdatedAt returns the latest UpdatedAt among a batch's
+	// child runs, canonical or not, from an index alone; zero when the
+	// batch has none (or does not exist). A reader that keeps the
+	// children and finds the time it saw last has nothing to read again,
+	// once writes stamped before it have had time to commit (see
+	// ListChildRunStates).
+	ChildRunsUpdatedAt(ctx context.Context, workspace, scorecardID string) (time.Time, error)
+	// ListChildRunStates returns the state of a batch's child runs whose
+	// UpdatedAt is at or after since (zero for all; since is taken to the
+	// microsecond, as the store keeps times), in (UpdatedAt, ID) order,
+	// from an index alone. It lists them canonical or not and of every
+	// Audience, so that a reader keeping the canonical children sees a
+	// run leave them. UpdatedAt is the writer's clock when it built the
+	// record, not the commit order: a run can commit after another one
+	// stamped later, so a reader passes the latest UpdatedAt it has seen
+	// less a margin, and tells changed runs by their state.
+	ListChildRunStates(ctx context.Context, workspace, scorecardID string, since time.Time) ([]ChildRunState, error)
+	// ListChildRuns returns a batch's child runs with their Doc, canonical
+	// or not and of every Audience, in ID order: those with the given ids,
+	// or all of them when ids is nil. Ids of no child of the batch are
+	// skipped.
+	ListChildRuns(ctx context.Context, workspace, scorecardID string, ids []string) ([]Run, error)
 	// CountRuns counts the workspace's top-level runs (no parent scorecard)
 	// created at or after since: the budget admission reads it in the
 	// same transaction as CreateRun.

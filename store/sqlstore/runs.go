@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"svc/derrors"
@@ -210,6 +212,103 @@ func (o ops) ListRuns(ctx context.Context, f store.RunFilter) (_ []store.Run, er
 	}
 	q += ` ORDER BY created_at DESC, id DESC LIMIT ` + args.add(limit)
 	return queryList(ctx, o, scanRun, q, args...)
+}
+
+// childRunIDsPerQuery bounds the ids of one ListChildRuns query, well under
+// both databases' limits on placeholders.
+const childRunIDsPerQuery = 500
+
+// checkBatch validates the workspace and id of a batch.
+func checkBatch(workspace, scorecardID string) error {
+	if err := required("workspace", workspace, "scorecard id", scorecardID); err != nil {
+		return err
+	}
+	return checkText(workspace, scorecardID)
+}
+
+// The child-run queries below repeat parent_scorecard_id <> '', the
+// predicate of the partial runs_scorecard_updated_idx, so that both
+// planners can prove it applies (a placeholder cannot); the index holds
+// every column they read but doc, so they read no row.
+
+// ChildRunsUpdatedAt returns the latest update of a batch's child runs;
+// see store.Runs.
+func (o ops) ChildRunsUpdatedAt(ctx context.Context, workspace, scorecardID string) (_ time.Time, err error) {
+	defer derrors.Wrap(&err, "%s.ChildRunsUpdatedAt(ctx, %q, %q)", o.kind, workspace, scorecardID)
+	if err := checkBatch(workspace, scorecardID); err != nil {
+		return time.Time{}, err
+	}
+	// One probe of the index's last entry for the batch.
+	var last dbTime
+	if err := o.r.QueryRowContext(ctx,
+		`SELECT max(updated_at) FROM runs WHERE workspace = $1 AND parent_scorecard_id = $2 AND parent_scorecard_id <> ''`,
+		workspace, scorecardID).Scan(&last); err != nil {
+		return time.Time{}, o.mapErr(err)
+	}
+	return last.Time, nil
+}
+
+// ListChildRunStates returns the state of a batch's child runs updated
+// since; see store.Runs.
+func (o ops) ListChildRunStates(ctx context.Context, workspace, scorecardID string, since time.Time) (_ []store.ChildRunState, err error) {
+	defer derrors.Wrap(&err, "%s.ListChildRunStates(ctx, %q, %q, %s)", o.kind, workspace, scorecardID, since.UTC().Format(time.RFC3339Nano))
+	if err := checkBatch(workspace, scorecardID); err != nil {
+		return nil, err
+	}
+	// Not normTime, which makes a zero time now: truncating the bound to
+	// the store's microseconds keeps every run at or after it.
+	return queryList(ctx, o, func(r rowScanner) (store.ChildRunState, error) {
+		var s store.ChildRunState
+		var created, updated dbTime
+		if err := r.Scan(&s.ID, &s.Status, &s.Outcome, &s.Audience, &s.Canonical, &created, &updated); err != nil {
+			return store.ChildRunState{}, err
+		}
+		s.CreatedAt, s.UpdatedAt = created.Time, updated.Time
+		return s, nil
+	}, `SELECT id, status, outcome, audience, canonical, created_at, updated_at FROM runs
+	WHERE workspace = $1 AND parent_scorecard_id = $2 AND parent_scorecard_id <> '' AND updated_at >= $3
+	ORDER BY updated_at, id`,
+		workspace, scorecardID, o.d.TimeArg(since.UTC().Truncate(time.Microsecond)))
+}
+
+// ListChildRuns returns a batch's child runs by id; see store.Runs.
+func (o ops) ListChildRuns(ctx context.Context, workspace, scorecardID string, ids []string) (_ []store.Run, err error) {
+	defer derrors.Wrap(&err, "%s.ListChildRuns(ctx, %q, %q, %d ids)", o.kind, workspace, scorecardID, len(ids))
+	if err := checkBatch(workspace, scorecardID); err != nil {
+		return nil, err
+	}
+	if err := checkText(ids...); err != nil {
+		return nil, err
+	}
+	if ids == nil {
+		return queryList(ctx, o, scanRun, `SELECT `+runColumns+` FROM runs WHERE workspace = $1 AND parent_scorecard_id = $2 ORDER BY id`,
+			workspace, scorecardID)
+	}
+	out := []store.Run{}
+	for i := 0; i < len(ids); i += childRunIDsPerQuery {
+		// By primary key alone, the batch checked here: with the batch in
+		// the WHERE clause SQLite's planner walks the batch's children by
+		// an index on it and reads every row to test its id.
+		args := sqlArgs{workspace}
+		q := `SELECT ` + runColumns + ` FROM runs WHERE workspace = $1 AND id IN (`
+		for j, id := range ids[i:min(i+childRunIDsPerQuery, len(ids))] {
+			if j > 0 {
+				q += `, `
+			}
+			q += args.add(id)
+		}
+		rows, err := queryList(ctx, o, scanRun, q+`)`, args...)
+		if err != nil {
+			return nil, err
+		}
+		for _, r := range rows {
+			if r.ParentScorecardID == scorecardID {
+				out = append(out, r)
+			}
+		}
+	}
+	slices.SortFunc(out, func(a, b store.Run) int { return strings.Compare(a.ID, b.ID) })
+	return out, nil
 }
 
 // CountRuns counts a workspace's top-level runs created since; see store.Runs.

@@ -1,0 +1,281 @@
+package scorecards
+
+import (
+	"container/list"
+	"context"
+	"errors"
+	"net"
+	"reflect"
+	"slices"
+	"sync"
+	"time"
+
+	"svc/activities"
+	"svc/derrors"
+	"svc/eval"
+	"svc/scoring"
+	"svc/store"
+)
+
+// The detail read (Get) is polled every 250 ms while a batch runs, by
+// `--wait` and dashboards, on the same cores as the batch. Rebuilding a
+// batch of 2,000 cases from the store on each poll (decode the record,
+// read and decode every child run, build its case row, count the children
+// for progress) costs some 40 ms of CPU. A detailCache keeps, per batch,
+// the decoded record by version, the state and case row of each child,
+// and the steps, and a poll reads only what changed since the previous
+// one:
+//
+//   - the record's version (ScorecardVersion), decoding the record only when
+//     it is another;
+//   - the children's latest UpdatedAt (ChildRunsUpdatedAt, one probe of an
+//     index): when it is the one of the last read, and the cache compared
+//     every child's state lateCommit or more after it, no child changed
+//     and no child is read;
+//   - otherwise the states of the children updated since the latest
+//     UpdatedAt seen less lateCommit (ListChildRunStates, from the same
+//     index; the states of all of them every sweepEvery, and once the
+//     batch is quiet), then the documents of those whose state differs
+//     from the cached one (ListChildRuns);
+//   - the steps after the last one seen (steps are append-only and commit
+//     in seq order).
+//
+// Progress is counted from the cached states, as ChildRunCounts counts the
+// stored ones (which reads every child's row: milliseconds for a large
+// batch). The answer is the one a fresh read gives; only its pieces are
+// shared between polls.
+
+// lateCommit bounds how long after stamping UpdatedAt a writer's run
+// usually commits, clock skew between hosts included. Writers stamp
+// UpdatedAt with their clock when they build the record, not when it
+// commits (the case activity's finish stamps it before its transaction,
+// which may wait for the SQLite writer or retry on PostgreSQL), so a run
+// can become visible after another stamped later: a read re-reads the
+// states of the runs updated within lateCommit of the latest it has seen,
+// an index entry each; documents are read only for runs that changed.
+const lateCommit = 2 * time.Second
+
+// sweepEvery is how often a read compares the states of all the batch's
+// children rather than of the recent ones, so that a write that committed
+// later than lateCommit, or kept the run's UpdatedAt, shows within
+// sweepEvery. The read after a batch has been quiet for lateCommit sweeps
+// too (a quiet batch is read from the cache only after such a sweep), and
+// so does the read after the record changed (the batch may have finished).
+const sweepEvery = 30 * time.Second
+
+// systemViewer is the subject the detail read lists children as, as
+// activities.ListChildren does: a run restricted to another subject is
+// left out of the batch's table.
+const systemViewer = "svc:system"
+
+// Bounds of a detailCache: the batches it keeps, and the child runs all of
+// them hold (a case row is about a KB). A batch with more children than
+// maxDetailChildren is rebuilt on every read.
+const (
+	maxDetailBatches  = 64
+	maxDetailChildren = 50_000
+)
+
+// detailCache keeps the detail reads of recently read batches, least
+// recently used first out.
+type detailCache struct {
+	mu       sync.Mutex
+	lru      list.List // of *batchDetail, most recently used first
+	byKey    map[batchKey]*list.Element
+	children int // held by all entries, as last counted
+}
+
+type batchKey struct{ workspace, id string }
+
+// batchDetail is what the cache keeps of one batch. mu serializes the
+// reads of the batch, so concurrent polls do not read the same changes
+// twice; what a read returns is never written again.
+type batchDetail struct {
+	key batchKey
+	mu  sync.Mutex
+	// size is the children counted in detailCache.children; guarded by
+	// the cache's mu.
+	size int
+
+	// The record, decoded at version, and the verdict policy it resolves
+	// to.
+	version int64
+	sc      eval.Scorecard
+	policy  eval.VerdictPolicy
+	res     eval.PolicyResolution
+
+	kids kidSet
+
+	steps   []eval.Step // the first maxSteps, in seq order
+	lastSeq int64
+
+	// What encode keeps: the answer's template, and the JSON of the
+	// first stepsEncoded steps, comma-separated.
+	tmpl         *docTemplate
+	stepsJSON    []byte
+	stepsEncoded int
+}
+
+func newDetailCache() *detailCache {
+	return &detailCache{byKey: map[batchKey]*list.Element{}}
+}
+
+// entry returns the batch's entry, made when absent, as the most recently
+// used.
+func (c *detailCache) entry(k batchKey) *batchDetail {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if el, ok := c.byKey[k]; ok {
+		c.lru.MoveToFront(el)
+		return el.Value.(*batchDetail)
+	}
+	d := &batchDetail{key: k}
+	c.byKey[k] = c.lru.PushFront(d)
+	for c.lru.Len() > maxDetailBatches {
+		c.remove(c.lru.Back())
+	}
+	return d
+}
+
+// resize records how many children d holds now, and evicts the least
+// recently used batches (d itself when it alone is over the bound) until
+// the cache is within its bounds. The caller holds d.mu.
+func (c *detailCache) resize(d *batchDetail) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	el, ok := c.byKey[d.key]
+	if !ok || el.Value != d {
+		return // evicted meanwhile
+	}
+	n := len(d.kids.byID)
+	c.children += n - d.size
+	d.size = n
+	if n > maxDetailChildren {
+		c.remove(el)
+		return
+	}
+	for c.children > maxDetailChildren {
+		c.remove(c.lru.Back())
+	}
+}
+
+func (c *detailCache) remove(el *list.Element) {
+	d := el.Value.(*batchDetail)
+	c.lru.Remove(el)
+	delete(c.byKey, d.key)
+	c.children -= d.size
+}
+
+// detailView is one read of a batch: the pieces of the answer, shared with
+// the cache and with other reads.
+type detailView struct {
+	sc       eval.Scorecard // the record as stored
+	res      eval.PolicyResolution
+	counts   store.RunCounts
+	rows     []eval.CaseRow
+	caseRuns map[string]string
+	summary  map[string]eval.MetricSummary // of rows, when the record has none
+	steps    []eval.Step
+}
+
+// maxSteps is how many steps the detail read shows.
+const maxSteps = 1000
+
+// read brings d up to date with the store and returns the view. The
+// caller holds d.mu. On error what d holds is still true of some earlier
+// moment.
+func (d *batchDetail) read(ctx context.Context, st store.Store, version int64, now func() time.Time) (detailView, error) {
+	changed := version != d.version
+	if changed {
+		sc, row, err := activities.LoadScorecard(ctx, st, d.key.workspace, d.key.id)
+		if err != nil {
+			return detailView{}, err
+		}
+		policy, res := scoring.ResolvePolicy(sc.VerdictPolicy, sc.Manifest)
+		if !reflect.DeepEqual(policy, d.policy) {
+			d.kids = kidSet{} // every case row depends on the policy
+		}
+		d.version, d.sc, d.policy, d.res = row.Version, sc, policy, res
+	}
+	if err := d.readKids(ctx, st, changed, now); err != nil {
+		return detailView{}, err
+	}
+	if len(d.steps) < maxSteps {
+		steps, err := st.ListScorecardSteps(ctx, d.key.workspace, d.key.id, d.lastSeq, maxSteps-len(d.steps))
+		if err != nil {
+			return detailView{}, err
+		}
+		for _, s := range steps {
+			d.steps = append(d.steps, eval.Step{TS: s.TS, Phase: s.Phase, Status: s.Status, Message: s.Message, CaseID: s.CaseID})
+			d.lastSeq = s.Seq
+		}
+	}
+	k := &d.kids
+	rows := k.table() // before caseRuns, which it may make anew
+	v := detailView{sc: d.sc, res: d.res, rows: rows, caseRuns: k.caseRuns, counts: k.counts,
+		// Clipped: a later read appending to d.steps cannot reach what
+		// this one returns.
+		steps: slices.Clip(d.steps)}
+	if d.sc.Summary == nil && len(k.rows) > 0 {
+		if k.summary == nil {
+			k.summary = scoring.Summarize(k.rows)
+		}
+		v.summary = k.summary
+	}
+	return v, nil
+}
+
+// detail returns the detail read of batch id of workspace ws through the
+// cache, and with encode its JSON too.
+func (s *Service) detail(ctx context.Context, ws, id string, encode bool) (eval.Scorecard, net.Buffers, error) {
+	// The version first: a read of a batch that does not exist makes no
+	// entry (and evicts none).
+	version, err := s.o.Store.ScorecardVersion(ctx, ws, id)
+	if err != nil {
+		if errors.Is(err, derrors.ErrNotFound) {
+			return eval.Scorecard{}, nil, notFound(id)
+		}
+		return eval.Scorecard{}, nil, err
+	}
+	d := s.details.entry(batchKey{ws, id})
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	defer s.details.resize(d)
+	v, err := d.read(ctx, s.o.Store, version, s.o.Now)
+	if errors.Is(err, derrors.ErrNotFound) {
+		err = notFound(id)
+	}
+	if err != nil {
+		return eval.Scorecard{}, nil, err
+	}
+	sc := s.answer(v)
+	if !encode {
+		return sc, nil, nil
+	}
+	doc, err := d.encode(sc)
+	if err != nil {
+		return eval.Scorecard{}, nil, err
+	}
+	return sc, doc, nil
+}
+
+// answer is the detail read of v: the record with the fields only the
+// detail read has. The copy of the record is shallow; the fields set here
+// are this read's own.
+func (s *Service) answer(v detailView) eval.Scorecard {
+	sc := v.sc
+	res := v.res
+	sc.PolicyResolution = &res
+	sc.Scorecard, sc.CaseRuns, sc.Steps = v.rows, v.caseRuns, v.steps
+	if sc.Scorecard == nil {
+		sc.Scorecard, sc.CaseRuns = []eval.CaseRow{}, map[string]string{}
+	}
+	if sc.Steps == nil {
+		sc.Steps = []eval.Step{}
+	}
+	if sc.Summary == nil {
+		sc.Summary = v.summary
+	}
+	s.progressOf(&sc, v.counts)
+	return sc
+}

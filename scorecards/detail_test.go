@@ -1,0 +1,375 @@
+package scorecards
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"svc/activities"
+	"svc/auth"
+	"svc/derrors"
+	"svc/eval"
+	"svc/runs"
+	"svc/scorecards/scorecardstest"
+	"svc/scoring"
+	"svc/store"
+	"svc/store/sqlite/sqlitetest"
+)
+
+// freshGet is the detail read without the cache, as Get was before it:
+// the record, every canonical child run and the steps read from the store
+// on each call. The cached Get must answer the same.
+func freshGet(ctx context.Context, s *Service, p auth.Principal, id string) (eval.Scorecard, error) {
+	return freshGetWith(ctx, s, p, id, runs.FromRow)
+}
+
+// freshGetWith is freshGet decoding the child runs with decode (the
+// benchmarks pass a runs.DecodeCache's, as Get did before the cache).
+func freshGetWith(ctx context.Context, s *Service, p auth.Principal, id string, decode func(store.Run) (eval.Run, error)) (eval.Scorecard, error) {
+	sc, _, err := s.load(ctx, p, id)
+	if err != nil {
+		return eval.Scorecard{}, err
+	}
+	children, err := activities.ListChildrenWith(ctx, s.o.Store, sc.Tenant, sc.ID, decode)
+	if err != nil {
+		return eval.Scorecard{}, err
+	}
+	policy, res := scoring.ResolvePolicy(sc.VerdictPolicy, sc.Manifest)
+	sc.PolicyResolution = &res
+	sc.Scorecard = make([]eval.CaseRow, 0, len(children))
+	sc.CaseRuns = make(map[string]string, len(children))
+	for _, r := range children {
+		sc.Scorecard = append(sc.Scorecard, scoring.CaseRow(policy, r))
+		sc.CaseRuns[CaseRunKey(r.CaseID, r.Trial)] = r.ID
+	}
+	if sc.Summary == nil && len(sc.Scorecard) > 0 {
+		sc.Summary = scoring.Summarize(sc.Scorecard)
+	}
+	steps, err := s.o.Store.ListScorecardSteps(ctx, sc.Tenant, sc.ID, 0, 1000)
+	if err != nil {
+		return eval.Scorecard{}, err
+	}
+	sc.Steps = make([]eval.Step, 0, len(steps))
+	for _, st := range steps {
+		sc.Steps = append(sc.Steps, eval.Step{TS: st.TS, Phase: st.Phase, Status: st.Status, Message: st.Message, CaseID: st.CaseID})
+	}
+	if err := s.progress(ctx, &sc); err != nil {
+		return eval.Scorecard{}, err
+	}
+	return sc, nil
+}
+
+// detailFixture is a running batch of n cases on SQLite, a Service reading
+// it through the cache and the clock of both the writers and the service.
+type detailFixture struct {
+	s     *Service
+	st    store.Store
+	batch *scorecardstest.Batch
+	clk   *fakeClock
+	p     auth.Principal
+}
+
+func newDetailFixture(t *testing.T, n int) *detailFixture {
+	st := sqlitetest.New(t)
+	clk := &fakeClock{t: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}
+	p := auth.Principal{Subject: "alice", Workspace: "acme", Roles: []auth.Role{auth.RoleMember}}
+	return &detailFixture{
+		s: New(Options{Store: st, Now: clk.Now}), st: st, clk: clk, p: p,
+		batch: scorecardstest.NewBatch(t, st, p.Workspace, "sc_detail", n, clk.Now()),
+	}
+}
+
+// check fails t unless the cached read answers what a fresh one does, the
+// same JSON document included.
+func (f *detailFixture) check(t *testing.T, what string) {
+	t.Helper()
+	got, err := f.s.Get(t.Context(), f.p, f.batch.ID)
+	if err != nil {
+		t.Fatalf("%s: Get: %v", what, err)
+	}
+	want, err := freshGet(t.Context(), f.s, f.p, f.batch.ID)
+	if err != nil {
+		t.Fatalf("%s: freshGet: %v", what, err)
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Fatalf("%s: Get differs from a fresh read (-want +got):\n%s", what, diff)
+	}
+	// GetJSON writes what the handler's json.Encoder writes for a fresh
+	// read, byte for byte.
+	var wantJSON bytes.Buffer
+	if err := json.NewEncoder(&wantJSON).Encode(want); err != nil {
+		t.Fatal(err)
+	}
+	pieces, err := f.s.GetJSON(t.Context(), f.p, f.batch.ID)
+	if err != nil {
+		t.Fatalf("%s: GetJSON: %v", what, err)
+	}
+	var written bytes.Buffer
+	if _, err := pieces.WriteTo(&written); err != nil {
+		t.Fatal(err)
+	}
+	gotJSON := written.Bytes()
+	if !bytes.Equal(gotJSON, wantJSON.Bytes()) {
+		t.Fatalf("%s: GetJSON differs from the encoding of a fresh read:\n got %.2000s\nwant %.2000s", what, gotJSON, wantJSON.Bytes())
+	}
+}
+
+// TestGetMatchesFreshRead drives a batch through what its children live
+// through (start, finish, re-scoring, a canonical run replaced, a run
+// restricted to another member and back, steps, a new policy, the
+// finish), interleaved with reads, and checks after each step that the
+// cached detail read answers exactly what a fresh read does.
+func TestGetMatchesFreshRead(t *testing.T) {
+	const n = 40
+	f := newDetailFixture(t, n)
+	b, clk := f.batch, f.clk
+	tick := func() time.Time { return clk.add(37 * time.Millisecond) }
+	f.check(t, "no child yet")
+
+	for i := range n {
+		b.Start(t, i, tick())
+		if i%3 == 0 {
+			f.check(t, fmt.Sprintf("case %d started", i))
+		}
+		if i >= 4 {
+			b.Finish(t, i-4, i%5 != 0, tick())
+		}
+		if i%4 == 0 {
+			if err := f.st.AppendScorecardSteps(t.Context(), []store.ScorecardStep{{Workspace: f.p.Workspace, ScorecardID: b.ID,
+				Key: fmt.Sprintf("case:%d", i), TS: tick(), Phase: "case", Status: "failed", Message: "boom", CaseID: scorecardstest.CaseID(i)}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		f.check(t, fmt.Sprintf("case %d finished", i-4))
+	}
+	for i := n - 4; i < n; i++ {
+		b.Finish(t, i, true, tick())
+	}
+	f.check(t, "every case finished")
+
+	// Re-scoring rewrites scores and turns verdicts.
+	for i := range n {
+		b.Rescore(t, i, i%2 == 0, float64(i%7)/7, tick())
+		if i%6 == 0 {
+			f.check(t, fmt.Sprintf("case %d re-scored", i))
+		}
+	}
+	f.check(t, "re-scored")
+
+	// A retried slot: the first run stops being canonical, another run
+	// takes the slot.
+	old := b.Children[3]
+	notCanonical := false
+	old.Canonical, old.UpdatedAt = &notCanonical, tick()
+	b.Put(t, 3, old)
+	f.check(t, "case 3 has no canonical run")
+	canonical := true
+	retry := old
+	retry.ID, retry.Canonical, retry.CreatedAt, retry.UpdatedAt = "run_retry_3", &canonical, tick(), clk.Now()
+	b.Children[3] = b.Add(t, retry)
+	f.check(t, "case 3 has another canonical run")
+
+	// A run restricted to another member leaves the table (not the
+	// counts), and comes back.
+	personal := b.Children[5]
+	personal.Kind, personal.Origin, personal.UpdatedAt = eval.KindConversation, &eval.Origin{Actor: "bob"}, tick()
+	b.Put(t, 5, personal)
+	f.check(t, "case 5 restricted to bob")
+	personal.Kind, personal.Origin, personal.UpdatedAt = eval.KindEval, &eval.Origin{Source: "scorecard"}, tick()
+	b.Put(t, 5, personal)
+	f.check(t, "case 5 visible again")
+
+	// A case id JSON escapes (for HTML too) and one beyond ASCII, in
+	// caseRuns' keys and the table.
+	for i, caseID := range []string{`odd<&>"case\`, "café-ü"} {
+		odd := b.Children[6]
+		odd.ID, odd.CaseID, odd.Case, odd.CreatedAt, odd.UpdatedAt = fmt.Sprintf("run_odd_%d", i), caseID, nil, tick(), clk.Now()
+		b.Add(t, odd)
+		f.check(t, "case id "+caseID)
+	}
+
+	// Another verdict policy (critical cases, deciding metrics): every
+	// case row changes with the record.
+	policy := eval.VerdictPolicy{ID: "strict", Version: "1.0.0", Metrics: []string{"tests_pass"},
+		CriticalCases: []eval.CaseMatcher{{Prefix: "case-0000"}}}
+	if _, err := activities.UpdateScorecard(t.Context(), f.st, f.p.Workspace, b.ID, func(sc *eval.Scorecard) error {
+		stamp := scoring.Stamp(policy)
+		sc.VerdictPolicy, sc.Manifest.Policy, sc.Manifest.PolicyDigest = &stamp, &policy, stamp.Digest
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	f.check(t, "new policy")
+
+	// Quiet for longer than lateCommit: the read after sweeps, the next
+	// ones read no child.
+	clk.add(lateCommit + time.Second)
+	f.check(t, "quiet")
+	f.check(t, "quiet, again")
+
+	// The batch finishes: the record's summary and pace replace the live
+	// ones.
+	if _, err := activities.UpdateScorecard(t.Context(), f.st, f.p.Workspace, b.ID, func(sc *eval.Scorecard) error {
+		now := tick()
+		sc.Status, sc.FinishedAt, sc.Summary = eval.ScorecardSucceeded, &now, map[string]eval.MetricSummary{"casePass": {Count: n, Mean: 0.5}}
+		sc.Progress.CasesPerSecond, sc.Progress.StartedAt, sc.Progress.UpdatedAt = 1.5, &now, &now
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	f.check(t, "finished")
+	clk.add(time.Hour)
+	f.check(t, "an hour later")
+}
+
+// TestGetSeesLateCommits: a run that commits after a read saw runs stamped
+// later shows on the next read when it was stamped within lateCommit of
+// them, and within sweepEvery however late it was stamped; so does a
+// write that keeps the run's UpdatedAt.
+func TestGetSeesLateCommits(t *testing.T) {
+	f := newDetailFixture(t, 10)
+	b, clk := f.batch, f.clk
+	for i := range 6 {
+		b.Start(t, i, clk.add(time.Second))
+	}
+	f.check(t, "six started")
+
+	// Stamped a second before the latest the read saw.
+	b.Finish(t, 0, true, clk.Now().Add(-time.Second))
+	f.check(t, "finished a second late")
+
+	// Stamped long before: stale until the next sweep at the latest.
+	late := clk.Now().Add(-time.Minute)
+	b.Finish(t, 1, true, late)
+	clk.add(sweepEvery)
+	f.check(t, "finished a minute late, a sweep later")
+
+	// Quiet, then a write that keeps UpdatedAt (status changes, the time
+	// does not): seen by the next sweep.
+	clk.add(lateCommit)
+	f.check(t, "quiet")
+	r := b.Children[2]
+	r.Status = eval.StatusFailed
+	r.Error = &eval.Error{Code: eval.CodeDispatch, Message: "gone"}
+	b.Put(t, 2, r)
+	clk.add(sweepEvery)
+	f.check(t, "failed with its old UpdatedAt, a sweep later")
+
+	// And a new child that commits long after its stamp.
+	b.Start(t, 6, clk.Now().Add(-time.Hour))
+	clk.add(sweepEvery)
+	f.check(t, "created an hour late, a sweep later")
+}
+
+// TestGetConcurrent reads a batch from several goroutines while its
+// children change (run with -race): every read succeeds, and once the
+// writes stop the cached read answers what a fresh one does.
+func TestGetConcurrent(t *testing.T) {
+	const n = 60
+	f := newDetailFixture(t, n)
+	b, clk := f.batch, f.clk
+	var wg sync.WaitGroup
+	done := make(chan struct{})
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-done:
+					return
+				default:
+				}
+				sc, err := f.s.Get(t.Context(), f.p, b.ID)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				// Readers only read; encoding reads every shared piece,
+				// and so does writing GetJSON's, after the read is over.
+				if _, err := json.Marshal(sc); err != nil {
+					t.Error(err)
+					return
+				}
+				doc, err := f.s.GetJSON(t.Context(), f.p, b.ID)
+				if err == nil {
+					_, err = doc.WriteTo(io.Discard)
+				}
+				if err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	for i := range n {
+		b.Start(t, i, clk.add(10*time.Millisecond))
+		b.Finish(t, i, i%2 == 0, clk.add(10*time.Millisecond))
+	}
+	close(done)
+	wg.Wait()
+	f.check(t, "after the writes")
+}
+
+// TestGetUnknownBatch: a batch of another workspace, or none, is 404, and
+// leaves nothing in the cache.
+func TestGetUnknownBatch(t *testing.T) {
+	f := newDetailFixture(t, 1)
+	other := auth.Principal{Subject: "eve", Workspace: "globex", Roles: []auth.Role{auth.RoleMember}}
+	for _, tc := range []struct {
+		p  auth.Principal
+		id string
+	}{{other, f.batch.ID}, {f.p, "sc_absent"}} {
+		if _, err := f.s.Get(t.Context(), tc.p, tc.id); !errors.Is(err, derrors.ErrNotFound) {
+			t.Errorf("Get(%s, %s) = %v, want ErrNotFound", tc.p.Workspace, tc.id, err)
+		}
+	}
+	if got := f.s.details.lru.Len(); got != 0 {
+		t.Errorf("the cache holds %d batches after reads of none, want 0", got)
+	}
+}
+
+// TestGetManyChildren: a batch large enough for the table's JSON to be
+// cut in chunks, whose children start, finish and are re-scored in a
+// random order, reads as a fresh read does throughout.
+func TestGetManyChildren(t *testing.T) {
+	const n = 400
+	f := newDetailFixture(t, n)
+	b, clk := f.batch, f.clk
+	rng := rand.New(rand.NewPCG(1, 2))
+	order := rng.Perm(n)
+	for j, i := range order {
+		b.Start(t, i, clk.add(time.Millisecond))
+		if j%3 == 0 {
+			done := order[rng.IntN(j+1)]
+			if b.Children[done].Status == eval.StatusRunning {
+				b.Finish(t, done, rng.IntN(2) == 0, clk.add(time.Millisecond))
+			}
+		}
+		if j%25 == 0 {
+			f.check(t, fmt.Sprintf("%d started", j+1))
+		}
+	}
+	for i := range n {
+		if b.Children[i].Status == eval.StatusRunning {
+			b.Finish(t, i, rng.IntN(2) == 0, clk.add(time.Millisecond))
+		}
+	}
+	f.check(t, "every case finished")
+	for j := range 100 {
+		b.Rescore(t, rng.IntN(n), rng.IntN(2) == 0, rng.Float64(), clk.add(time.Millisecond))
+		if j%20 == 0 {
+			f.check(t, fmt.Sprintf("%d re-scored", j+1))
+		}
+	}
+	f.check(t, "re-scored")
+}
