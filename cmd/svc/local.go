@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"path/filepath"
 
 	"svc/config"
 	"svc/drivers/local"
@@ -18,8 +17,15 @@ import (
 // that may not run local jobs still starts, and refuses them with the
 // reason.
 func localDriver(ctx context.Context, cfg config.Config, role, dataDir string, log *slog.Logger) (*local.Driver, error) {
+	root := cfg.LocalWorkDir
+	if root == "" {
+		var note string
+		if root, note = local.DefaultRoot(dataDir); note != "" {
+			log.Warn("local runtime: work areas on the data directory's disk, not a tmpfs", "reason", note, "root", root)
+		}
+	}
 	o := local.Options{
-		Root:     filepath.Join(dataDir, "work"),
+		Root:     root,
 		Logger:   log,
 		ShimPath: local.FindShim(),
 	}
@@ -77,22 +83,16 @@ func localDriver(ctx context.Context, cfg config.Config, role, dataDir string, l
 	return d, nil
 }
 
-// envLocalUIDs is the pool of uids local jobs run as when svc runs as root
-// and SVC_LOCAL_USER is unset ("first-last"; docs/runtimes.md). It belongs
-// in package config's settings table, so that svc help lists it; it is read
-// here until it moves there.
-const envLocalUIDs = "SVC_LOCAL_UIDS"
-
 // localPool builds the driver whose jobs run on one job server, each as a
 // uid of its own from SVC_LOCAL_UIDS, and starts that server: a server
 // that cannot isolate jobs stops start-up or turns the runtime off, as in
 // localDriver.
 func localPool(ctx context.Context, cfg config.Config, dev bool, dataDir string, o local.Options, log *slog.Logger) (*local.Driver, error) {
 	uids := local.DefaultUIDs
-	if v := os.Getenv(envLocalUIDs); v != "" {
+	if v := cfg.LocalUIDs; v != "" {
 		r, err := local.ParseUIDRange(v)
 		if err != nil {
-			return nil, fmt.Errorf("%s=%s: %v", envLocalUIDs, v, err)
+			return nil, fmt.Errorf("SVC_LOCAL_UIDS=%s: %v", v, err)
 		}
 		uids = r
 	}

@@ -18,7 +18,7 @@ import (
 )
 
 // isolatedDriver returns a driver that isolates jobs the way svc does,
-// with dataDir hidden: on the job server when pool is set, else each under
+// with dataDir hidden and the work areas where svc puts them: on the job server when pool is set, else each under
 // a supervisor of its own as the default user. It fails in CI, and skips
 // elsewhere, when this machine cannot isolate.
 func isolatedDriver(t *testing.T, dataDir string, pool bool) *Driver {
@@ -31,7 +31,12 @@ func isolatedDriver(t *testing.T, dataDir string, pool bool) *Driver {
 		}
 		iso = &Isolation{UID: uid, GID: gid, Hide: []string{dataDir}}
 	}
-	d := newDriver(t, Options{Root: filepath.Join(dataDir, "work"), Isolate: iso})
+	// The root svc would take: on a tmpfs where there is one.
+	root, _ := DefaultRoot(dataDir)
+	if strings.HasPrefix(root, shmDir+"/") {
+		t.Cleanup(func() { _ = os.RemoveAll(root) })
+	}
+	d := newDriver(t, Options{Root: root, Isolate: iso})
 	if err := d.Check(t.Context()); err != nil {
 		if os.Getenv("CI") != "" {
 			t.Fatalf("this CI machine cannot isolate jobs: %v", err)

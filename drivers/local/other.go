@@ -5,6 +5,7 @@ package local
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"runtime"
 
 	"svc/drivers"
@@ -44,3 +45,6 @@ type jobServer struct{}
 
 // Close has nothing to stop here.
 func (d *Driver) Close() error { return nil }
+
+// DefaultRoot returns dataDir/work: jobs run only on Linux.
+func DefaultRoot(dataDir string) (root, note string) { return filepath.Join(dataDir, "work"), "" }

@@ -514,7 +514,13 @@ func TestPoolLargeStart(t *testing.T) {
 // when it ends, so that a later job with the same uid cannot read it.
 func TestPoolCleansShm(t *testing.T) {
 	d := poolDriver(t, t.TempDir())
-	res, err := d.Run(t.Context(), drivers.Job{RunID: "shm", Command: sh(`echo secret > /dev/shm/left; mkdir /dev/shm/dir && echo secret > /dev/shm/dir/f; ls /dev/shm`)})
+	// The work areas' root, when it is on the host's /dev/shm, is bound
+	// back into the server's: the one entry that is not the job's.
+	root := ""
+	if filepath.Dir(d.Root()) == "/dev/shm" {
+		root = filepath.Base(d.Root())
+	}
+	res, err := d.Run(t.Context(), drivers.Job{RunID: "shm", Command: sh(`echo secret > /dev/shm/left; mkdir /dev/shm/dir && echo secret > /dev/shm/dir/f; ls /dev/shm | grep -vx "` + root + `"`)})
 	if err != nil || res.Stdout != "dir\nleft\n" {
 		t.Fatalf("Run: %+v, %v", res, err)
 	}
@@ -523,7 +529,9 @@ func TestPoolCleansShm(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(ents) != 0 {
-		t.Errorf("the job left %d entries in the server's /dev/shm", len(ents))
+	for _, e := range ents {
+		if e.Name() != root {
+			t.Errorf("the job left %s in the server's /dev/shm", e.Name())
+		}
 	}
 }
