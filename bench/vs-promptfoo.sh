@@ -183,6 +183,7 @@ run_svc() {
     'BEGIN { split(c0, a, " "); split(c1, z, " "); w = t1 - t0; all = (z[1] - a[1]) / n; h = (z[2] - a[2]) / n
       printf "svc %-6s round %s: %7.1f s  %6.1f cases/s  %5.1f CPU ms/case = %4.1f control plane + %4.1f harness processes  (%s)\n", b, ENVIRON["ROUND"], w, n / w, all, all - h, h, st }'
   echo "$N / ($t1 - $t0)" | bc -l > "$work/svc-rate-$1"
+  echo "$t1 - $t0" | bc -l > "$work/svc-wall-$1"
 }
 
 run_pf() {
@@ -202,10 +203,25 @@ run_pf() {
   echo "$N / ($t1 - $t0)" | bc -l > "$work/pf-rate-$1"
 }
 
+# run_floor ROUND: the same harness run N times, C at once, by xargs: what
+# running it costs with no platform at all (printed with -s, where the
+# question is what the platform adds to a harness that takes time).
+run_floor() {
+  local t0 t1
+  t0=$(date +%s.%N)
+  seq 1 "$N" | xargs -P "$C" -n 1 /bin/sh "$work/pf-harness.sh" > /dev/null
+  t1=$(date +%s.%N)
+  awk -v t0="$t0" -v t1="$t1" -v n="$N" \
+    'BEGIN { w = t1 - t0; printf "floor (xargs) round %s: %7.1f s  %6.1f cases/s\n", ENVIRON["ROUND"], w, n / w }'
+  echo "$t1 - $t0" | bc -l > "$work/floor-wall-$1"
+}
+
 echo "$N cases, concurrency $C, harness sleep ${S}s, svc ($B) polled every ${P}s, $R rounds, against promptfoo 0.123.1's exec provider"
 for r in $(seq 1 "$R"); do
   export ROUND=$r
   run_svc "$r"
   [ "$X" = 1 ] || run_pf "$r"
+  [ "$S" = 0 ] || run_floor "$r"
 done
+[ "$S" = 0 ] || awk 'FNR==1 { if (FILENAME ~ /floor-wall/) { f += $1; nf++ } else { w += $1; nw++ } } END { printf "svc wall over the xargs floor: %+.1f%%\n", (w / nw) / (f / nf) * 100 - 100 }' "$work"/floor-wall-* "$work"/svc-wall-*
 [ "$X" = 1 ] || awk 'FNR==1 { if (FILENAME ~ /svc-rate/) s += $1; else p += $1 } END { printf "svc/promptfoo cases/s ratio: %.2f\n", s / p }' "$work"/svc-rate-* "$work"/pf-rate-*

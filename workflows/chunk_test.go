@@ -3,6 +3,7 @@ package workflows
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -35,8 +36,11 @@ func TestLaneWidths(t *testing.T) {
 			t.Errorf("laneWidths(%d) = %v, want %v", tc.window, got, tc.want)
 		}
 	}
-	if n := chunkedItemsPerRun(64); n != 300*64 {
-		t.Errorf("chunkedItemsPerRun(64) = %d, want %d", n, 300*64)
+	if n := chunkedItemsPerRun(64, fixedChunks); n != 300*64 {
+		t.Errorf("chunkedItemsPerRun(64, fixed) = %d, want %d", n, 300*64)
+	}
+	if n := chunkedItemsPerRun(64, guidedChunks); n != 300*16*16 {
+		t.Errorf("chunkedItemsPerRun(64, guided) = %d, want %d", n, 300*16*16)
 	}
 }
 
@@ -167,4 +171,46 @@ func TestScorecardWorkflowChunksCancel(t *testing.T) {
 		t.Errorf("%d chunks started, want at most the 2 lanes", started)
 	}
 	env.AssertExpectations(t)
+}
+
+// TestGuidedChunk: whole rounds of the lane, an even share of what is
+// left, at most chunkRounds rounds; and lanes that take chunks as they
+// free up start every item once and end within a round of each other.
+func TestGuidedChunk(t *testing.T) {
+	for _, tc := range []struct{ left, lanes, w, want int }{
+		{2000, 4, 16, 256}, // 16 rounds
+		{976, 4, 16, 256},
+		{720, 4, 16, 192}, // 180 rounded up to 12 rounds
+		{100, 4, 16, 32},
+		{10, 4, 16, 10}, // what is left
+		{17, 2, 16, 16},
+		{5, 1, 1, 5}, // one lane: all that is left, up to chunkRounds
+	} {
+		if got := guidedChunk(tc.left, tc.lanes, tc.w); got != tc.want {
+			t.Errorf("guidedChunk(%d, %d, %d) = %d, want %d", tc.left, tc.lanes, tc.w, got, tc.want)
+		}
+	}
+	// Four lanes of 16 over 2,000 items of equal length: each lane takes
+	// the next chunk when its last one ends.
+	lanes := laneWidths(64)
+	busy := make([]int, len(lanes)) // rounds each lane has run
+	left, chunks := 2000, 0
+	for left > 0 {
+		l := 0
+		for i := range busy {
+			if busy[i] < busy[l] {
+				l = i
+			}
+		}
+		n := guidedChunk(left, len(lanes), lanes[l])
+		busy[l] += (n + lanes[l] - 1) / lanes[l]
+		left -= n
+		chunks++
+	}
+	if lo, hi := slices.Min(busy), slices.Max(busy); hi-lo > 1 || hi > 32 {
+		t.Errorf("lanes ran %v rounds; want 32 at most, within one of each other", busy)
+	}
+	if chunks > 20 {
+		t.Errorf("%d chunks for 2,000 items in 4 lanes", chunks)
+	}
 }

@@ -60,12 +60,13 @@ func ScorecardWorkflow(ctx workflow.Context, in ScorecardInput) error {
 		}
 		in.Started = true
 	}
-	chunked := workflow.GetVersion(ctx, caseChunksChange, workflow.DefaultVersion, 1) >= 1
+	chunking := workflow.GetVersion(ctx, caseChunksChange, workflow.DefaultVersion, guidedChunks)
+	chunked := chunking >= fixedChunks
 	per := in.ItemsPerRun
 	if per <= 0 {
 		per = DefaultItemsPerRun
 		if chunked {
-			per = chunkedItemsPerRun(in.Concurrency)
+			per = chunkedItemsPerRun(in.Concurrency, chunking)
 		}
 	}
 	end := min(in.Total, in.Next+per)
@@ -85,7 +86,7 @@ func ScorecardWorkflow(ctx workflow.Context, in ScorecardInput) error {
 		window = 1
 	}
 	if chunked {
-		next, failure := runChunks(ctx, caseCtx, short, in, ref, end)
+		next, failure := runChunks(ctx, caseCtx, short, in, ref, end, chunking)
 		return closeRun(ctx, ref, in, next, failure)
 	}
 	inFlight := 0
@@ -146,17 +147,25 @@ func closeRun(ctx workflow.Context, ref activities.ScorecardRef, in ScorecardInp
 
 // caseChunksChange marks the histories whose cases run in chunks (one
 // RunCases activity for several items) rather than one RunCase activity
-// per item; histories recorded before it replay the old way.
-const caseChunksChange = "case-chunks"
+// per item; histories recorded before it replay the old way. Its versions:
+// fixedChunks, chunks of fixedChunkRounds rounds; guidedChunks, chunks
+// sized by guided self-scheduling (guidedChunk).
+const (
+	caseChunksChange = "case-chunks"
+	fixedChunks      = workflow.Version(1)
+	guidedChunks     = workflow.Version(2)
+)
 
 // Chunking: the window of Concurrency items is split into lanes of at
-// most maxLaneWidth items each; a lane runs one chunk at a time, of
-// chunkRounds times its width, so that an activity carries a few rounds
-// of cases and a lane idles only at the end of its chunk.
+// most maxLaneWidth items each; a lane runs one chunk at a time, of up to
+// chunkRounds times its width, so that an activity carries several rounds
+// of cases and a lane idles only at the end of its chunk, while its slots
+// wait for the chunk's slowest case.
 const (
-	maxLaneWidth   = 16
-	chunkRounds    = 4
-	chunksPerChain = 300 // chunks one run of the chain starts before continuing as new
+	maxLaneWidth     = 16
+	fixedChunkRounds = 4
+	chunkRounds      = 16
+	chunksPerChain   = 300 // chunks one run of the chain starts before continuing as new
 )
 
 // laneWidths splits a window of concurrency items into lanes: at least
@@ -176,17 +185,34 @@ func laneWidths(window int) []int {
 }
 
 // chunkedItemsPerRun is how many items one run of a chunked chain starts:
-// chunksPerChain chunks of the window's mean chunk size.
-func chunkedItemsPerRun(window int) int {
+// chunksPerChain chunks of the window's largest mean chunk size.
+func chunkedItemsPerRun(window int, v workflow.Version) int {
 	lanes := laneWidths(window)
-	return chunksPerChain * chunkRounds * max(1, window) / len(lanes)
+	rounds := chunkRounds
+	if v < guidedChunks {
+		rounds = fixedChunkRounds
+	}
+	return chunksPerChain * rounds * max(1, window) / len(lanes)
+}
+
+// guidedChunk is the size of the next chunk of a lane of width w when
+// left items are not yet started by any of lanes lanes: guided
+// self-scheduling (Polychronopoulos and Kuck, 1987), an even share of
+// what is left, rounded up to whole rounds of the lane, at most
+// chunkRounds rounds and at least one. Long chunks early make few chunk
+// ends, where a lane's slots wait for its slowest case; shorter ones
+// towards the end of the batch have the lanes finish together.
+func guidedChunk(left, lanes, w int) int {
+	share := (left + lanes - 1) / lanes
+	rounds := min(chunkRounds, max(1, (share+w-1)/w))
+	return min(left, rounds*w)
 }
 
 // runChunks starts the items from in.Next to end in chunks, one lane at a
 // time per free lane, until all are done, one failed for good, or the
 // workflow is cancelled. It returns the first item not started and the
 // failure, if any.
-func runChunks(ctx, caseCtx, short workflow.Context, in ScorecardInput, ref activities.ScorecardRef, end int) (int, *activities.FinishInput) {
+func runChunks(ctx, caseCtx, short workflow.Context, in ScorecardInput, ref activities.ScorecardRef, end int, v workflow.Version) (int, *activities.FinishInput) {
 	var a *activities.Activities
 	lanes := laneWidths(in.Concurrency)
 	free := make([]int, 0, len(lanes))
@@ -209,7 +235,11 @@ func runChunks(ctx, caseCtx, short workflow.Context, in ScorecardInput, ref acti
 		for next < end && len(free) > 0 && failure == nil && ctx.Err() == nil {
 			lane := free[len(free)-1]
 			chunk := activities.CaseChunk{ScorecardRef: ref, Concurrency: lanes[lane], Judged: in.Judged}
-			for n := min(end-next, chunkRounds*lanes[lane]); len(chunk.Items) < n; {
+			n := min(end-next, fixedChunkRounds*lanes[lane])
+			if v >= guidedChunks {
+				n = guidedChunk(end-next, len(lanes), lanes[lane])
+			}
+			for len(chunk.Items) < n {
 				i := next + len(chunk.Items)
 				id, ok := caseID(i / in.Trials)
 				if !ok {

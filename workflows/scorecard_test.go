@@ -23,7 +23,7 @@ import (
 // activity per item), as histories recorded before case chunks replay.
 func newBatchEnv(t *testing.T) *testsuite.TestWorkflowEnvironment {
 	env := newChunkEnv(t)
-	env.OnGetVersion(caseChunksChange, workflow.DefaultVersion, 1).Return(workflow.DefaultVersion).Maybe()
+	env.OnGetVersion(caseChunksChange, workflow.DefaultVersion, guidedChunks).Return(workflow.DefaultVersion).Maybe()
 	return env
 }
 

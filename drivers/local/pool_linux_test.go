@@ -535,3 +535,39 @@ func TestPoolCleansShm(t *testing.T) {
 		}
 	}
 }
+
+// TestPoolQuickExits: harnesses that exit at once, many started together
+// (the server forks from several threads), each report their own exit
+// code, even when one exits before its spawner has registered it, and
+// while the jobs leave stray processes for the reaper.
+func TestPoolQuickExits(t *testing.T) {
+	d := poolDriver(t, t.TempDir())
+	const jobs, inFlight = 96, 32
+	work := make(chan int)
+	var wg sync.WaitGroup
+	for range inFlight {
+		wg.Go(func() {
+			for i := range work {
+				cmd := []string{"/bin/sh", "-c", fmt.Sprintf("exit %d", i%7)}
+				if i%3 == 0 {
+					// A stray child re-parented to the server when the
+					// harness exits.
+					cmd = sh(fmt.Sprintf("(sleep 0.01 &) ; exit %d", i%7))
+				}
+				res, err := d.Run(t.Context(), drivers.Job{RunID: fmt.Sprint("quick-", i), Command: cmd})
+				if err != nil {
+					t.Errorf("Run %d: %v", i, err)
+					continue
+				}
+				if res.ExitCode != i%7 {
+					t.Errorf("job %d exited %d, want %d", i, res.ExitCode, i%7)
+				}
+			}
+		})
+	}
+	for i := range jobs {
+		work <- i
+	}
+	close(work)
+	wg.Wait()
+}

@@ -71,6 +71,12 @@ type server struct {
 
 	sendMu sync.Mutex
 
+	// forkGate lets the spawners fork at once (read-held across a fork
+	// and the registering of its pid) and the reaper wait for the forks in
+	// flight before it reaps a pid it does not know, which may be a
+	// harness that exited before its spawner registered it.
+	forkGate sync.RWMutex
+
 	mu    sync.Mutex
 	jobs  map[uint64]*job // by the driver's id, from start to Done
 	byPid map[int]*job    // unreaped harnesses
@@ -150,10 +156,14 @@ func serve(sock int) int {
 		return 2
 	}
 	spawnerReady := make(chan error)
-	go s.spawner(spawnerReady)
-	if err := <-spawnerReady; err != nil {
-		s.fail("the job server cannot set no_new_privs: " + err.Error())
-		return 2
+	for range spawners {
+		go s.spawner(spawnerReady)
+	}
+	for range spawners {
+		if err := <-spawnerReady; err != nil {
+			s.fail("the job server cannot set no_new_privs: " + err.Error())
+			return 2
+		}
 	}
 	go s.killer()
 	go s.reaper()
@@ -288,9 +298,15 @@ func (s *server) handle(req Request, fds []int) {
 	}
 }
 
-// spawner forks every harness, from one thread with no_new_privs set (it
-// is per thread and inherited) that lives as long as the server, so that
-// the harnesses' parent-death signal never fires while it does.
+// spawners is how many threads fork harnesses. A fork returns once the
+// child has exec'd (vfork), a few ms on a loaded machine; with one thread
+// the harnesses of a batch that start together (a round of 64) waited up
+// to 64 of those for their turn.
+const spawners = 4
+
+// spawner forks harnesses, from a thread with no_new_privs set (it is per
+// thread and inherited) that lives as long as the server, so that the
+// harnesses' parent-death signal never fires while it does.
 func (s *server) spawner(ready chan<- error) {
 	runtime.LockOSThread() // never unlocked
 	if _, _, e := syscall.RawSyscall(syscall.SYS_PRCTL, prSetNoNewPriv, 1, 0); e != 0 {
@@ -323,16 +339,18 @@ func (s *server) spawn(j *job) {
 			Credential: &syscall.Credential{Uid: uint32(j.UID), Gid: uint32(j.UID), Groups: []uint32{}},
 		},
 	}
-	// Held across the fork so that the reaper, which looks a pid up under
-	// mu, cannot see the harness exit before it is registered.
-	s.mu.Lock()
+	// Held across the fork and the registering, so that the reaper cannot
+	// take the harness for a stray child if it exits before that.
+	s.forkGate.RLock()
 	started := time.Now()
 	pid, err := syscall.ForkExec(j.Path, j.Args, attr)
 	if err == nil {
+		s.mu.Lock()
 		j.pid, j.started = pid, started
 		s.byPid[pid] = j
+		s.mu.Unlock()
 	}
-	s.mu.Unlock()
+	s.forkGate.RUnlock()
 	_ = syscall.Close(j.out)
 	_ = syscall.Close(j.errOut)
 	if err != nil {
@@ -515,6 +533,16 @@ func (s *server) reaper() {
 // reap reaps child pid, which waitid saw exited. A harness's group is
 // killed before it is reaped, while its id still names it.
 func (s *server) reap(pid int) {
+	s.mu.Lock()
+	known := s.byPid[pid] != nil
+	s.mu.Unlock()
+	if !known {
+		// A job's stray process, or a harness whose spawner has not yet
+		// registered it: wait for the forks in flight. (Only the reaper
+		// removes from byPid, so a known pid stays known.)
+		s.forkGate.Lock()
+		defer s.forkGate.Unlock()
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	// ForkExec reaps a child whose exec failed, and the pid may since
