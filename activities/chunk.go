@@ -45,6 +45,12 @@ type ChunkResult struct {
 // names the phase.
 const JudgesPhaseError = "JudgesPhase"
 
+// WorkerGoneError is the error type of a chunk attempt that ended because
+// its worker stopped or died (orchestration.WorkerGoneError for one that
+// a restarted worker reclaims): none of its cases failed, and the batch
+// runs the chunk again rather than count it against the chunk's retries.
+const WorkerGoneError = "WorkerGone"
+
 // RunCases runs a chunk of a batch's items, each as RunCase would (the
 // child run created or found by its derived id, dispatched unless already
 // terminal, so every (case, trial) finishes exactly once whatever
@@ -122,7 +128,7 @@ func (a *Activities) RunCases(ctx context.Context, in CaseChunk) (ChunkResult, e
 		if cancelRequested(ctx) {
 			return out, temporal.NewCanceledError("batch stopped")
 		}
-		return out, fmt.Errorf("the chunk stopped with its activity: %w", context.Cause(ctx))
+		return out, temporal.NewApplicationErrorWithCause("the chunk stopped with its activity", WorkerGoneError, context.Cause(ctx))
 	}
 	return out, nil
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"svc/drivers/local"
 	"svc/eval"
 )
 
@@ -18,7 +19,7 @@ import (
 const isolationProbe = `
 if cat /proc/*/environ 2>/dev/null | tr '\0' '\n' | grep -q '^SVC_INTERNAL_TOKEN='; then echo env-read; else echo env-refused; fi
 if cat %[1]q/svc.db >/dev/null 2>&1; then echo data-read; else echo data-refused; fi
-if cat %[1]q/work/%[2]s/work/answer >/dev/null 2>&1; then echo area-read; else echo area-refused; fi
+if cat %[4]q/%[2]s/work/answer >/dev/null 2>&1; then echo area-read; else echo area-refused; fi
 if kill -0 %[3]d 2>/dev/null; then echo signal-sent; else echo signal-refused; fi
 if kill -9 %[3]d 2>/dev/null; then echo kill-sent; else echo kill-refused; fi
 echo done
@@ -51,13 +52,15 @@ func TestLocalJobsCannotReachTheService(t *testing.T) {
 		return run.ID
 	}
 	other := submit("sleeper")
+	// Where svc dev puts the work areas: a tmpfs when there is one.
+	root, _ := local.DefaultRoot(dataDir)
 	eventually(t, time.Minute, "the other run's answer file", func() bool {
-		_, err := os.Stat(filepath.Join(dataDir, "work", other, "work", "answer"))
+		_, err := os.Stat(filepath.Join(root, other, "work", "answer"))
 		return err == nil
 	})
 
 	probe := filepath.Join(scripts, "probe.sh")
-	if err := os.WriteFile(probe, fmt.Appendf(nil, isolationProbe, dataDir, other, svc.cmd.Process.Pid), 0o755); err != nil {
+	if err := os.WriteFile(probe, fmt.Appendf(nil, isolationProbe, dataDir, other, svc.cmd.Process.Pid, root), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	register("probe", probe)

@@ -9,11 +9,17 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
 )
+
+// WorkerGoneError is the error type of an attempt failed because its
+// worker died (activities.WorkerGoneError, which the workflows check).
+const WorkerGoneError = "WorkerGone"
 
 // ReclaimDeadAttempts fails, right away, the activity attempts that a
 // worker of this host left behind when its process died (a SIGKILLed or
@@ -56,7 +62,11 @@ func ReclaimDeadAttempts(ctx context.Context, c client.Client, namespace, taskQu
 				if !ok {
 					continue
 				}
-				why := fmt.Errorf("the worker running this attempt (pid %d on %s) is gone; retried at once", pid, host)
+				// Retried at once, whatever backoff the attempt count has
+				// reached: a long chunk may see several restarts.
+				why := temporal.NewApplicationErrorWithOptions(
+					fmt.Sprintf("the worker running this attempt (pid %d on %s) is gone; retried at once", pid, host),
+					WorkerGoneError, temporal.ApplicationErrorOptions{NextRetryDelay: 10 * time.Millisecond})
 				if err := c.CompleteActivityByID(ctx, namespace, wf, run, pa.GetActivityId(), nil, why); err != nil {
 					continue // completed or timed out meanwhile
 				}

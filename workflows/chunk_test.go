@@ -214,3 +214,54 @@ func TestGuidedChunk(t *testing.T) {
 		t.Errorf("%d chunks for 2,000 items in 4 lanes", chunks)
 	}
 }
+
+// A chunk whose attempts all end with their worker's death runs again in
+// a fresh activity, and the batch succeeds; one that keeps killing its
+// workers fails the batch after maxChunksLost in a row.
+func TestScorecardWorkflowChunkWorkerGone(t *testing.T) {
+	gone := temporal.NewApplicationError("the worker running this attempt is gone", activities.WorkerGoneError)
+	for _, tc := range []struct {
+		name     string
+		failures int // attempts of the c0 chunk that fail
+		succeeds bool
+	}{
+		{"once too often", 7, true}, // 5 attempts, then a fresh activity's 2 more
+		{"always", 1 << 20, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			env := newChunkEnv(t)
+			var mu sync.Mutex
+			calls := 0
+			seen := map[string]int{}
+			env.OnActivity(a.StartScorecard, mock.Anything, batch).Return(nil).Once()
+			env.OnActivity(a.CasePage, mock.Anything, mock.Anything).Return(pages(30))
+			env.OnActivity(a.RunCases, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.CaseChunk) (activities.ChunkResult, error) {
+				mu.Lock()
+				defer mu.Unlock()
+				if in.Items[0].CaseID == "c0" {
+					if calls++; calls <= tc.failures {
+						return activities.ChunkResult{}, gone
+					}
+				}
+				for _, it := range in.Items {
+					seen[it.CaseID]++
+				}
+				return activities.ChunkResult{Succeeded: len(in.Items)}, nil
+			})
+			env.OnActivity(a.FinishScorecard, mock.Anything, mock.MatchedBy(func(in activities.FinishInput) bool {
+				return (in.Phase == "") == tc.succeeds
+			})).Return(nil).Once()
+			env.ExecuteWorkflow(ScorecardWorkflow, ScorecardInput{Workspace: "ws", ScorecardID: "sc_1", Total: 30, Trials: 1, Concurrency: 4})
+			if err := env.GetWorkflowError(); err != nil {
+				t.Fatal(err)
+			}
+			if tc.succeeds && len(seen) != 30 {
+				t.Errorf("ran %d distinct cases, want 30", len(seen))
+			}
+			if !tc.succeeds && calls != 5*(maxChunksLost+1) {
+				t.Errorf("the lost chunk ran %d attempts, want %d", calls, 5*(maxChunksLost+1))
+			}
+			env.AssertExpectations(t)
+		})
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
@@ -231,13 +232,21 @@ func runChunks(ctx, caseCtx, short workflow.Context, in ScorecardInput, ref acti
 		return id, true
 	}
 	next, inFlight := in.Next, 0
-	for next < end || inFlight > 0 {
-		for next < end && len(free) > 0 && failure == nil && ctx.Err() == nil {
+	// Chunks whose worker died under them, to run again; lost counts them
+	// since a chunk last succeeded.
+	var again [][]activities.ChunkItem
+	lost := 0
+	for next < end || len(again) > 0 || inFlight > 0 {
+		for (next < end || len(again) > 0) && len(free) > 0 && failure == nil && ctx.Err() == nil {
 			lane := free[len(free)-1]
 			chunk := activities.CaseChunk{ScorecardRef: ref, Concurrency: lanes[lane], Judged: in.Judged}
 			n := min(end-next, fixedChunkRounds*lanes[lane])
 			if v >= guidedChunks {
 				n = guidedChunk(end-next, len(lanes), lanes[lane])
+			}
+			fresh := true
+			if len(again) > 0 {
+				chunk.Items, again, n, fresh = again[0], again[1:], 0, false
 			}
 			for len(chunk.Items) < n {
 				i := next + len(chunk.Items)
@@ -254,11 +263,24 @@ func runChunks(ctx, caseCtx, short workflow.Context, in ScorecardInput, ref acti
 			first := chunk.Items[0].CaseID
 			f := workflow.ExecuteActivity(caseCtx, a.RunCases, chunk)
 			inFlight++
-			next += len(chunk.Items)
+			if fresh {
+				next += len(chunk.Items)
+			}
 			sel.AddFuture(f, func(f workflow.Future) {
 				inFlight--
 				free = append(free, lane)
-				if err := f.Get(ctx, nil); err != nil && failure == nil && !isCancel(err) {
+				err := f.Get(ctx, nil)
+				if err == nil {
+					lost = 0
+				}
+				if err != nil && v >= guidedChunks && workerGone(err) && lost < maxChunksLost && ctx.Err() == nil {
+					// Its attempts ran out to worker deaths (a restart a
+					// minute for a long chunk), not to its cases: again.
+					lost++
+					again = append(again, chunk.Items)
+					return
+				}
+				if err != nil && failure == nil && !isCancel(err) {
 					phase := "dispatch"
 					var ae *temporal.ApplicationError
 					if errors.As(err, &ae) && ae.Type() == activities.JudgesPhaseError {
@@ -274,6 +296,23 @@ func runChunks(ctx, caseCtx, short workflow.Context, in ScorecardInput, ref acti
 		sel.Select(ctx)
 	}
 	return next, failure
+}
+
+// maxChunksLost is how many chunks in a row, with none succeeding in
+// between, may exhaust their attempts to worker deaths and be run again
+// before the batch fails: a harness that kills its worker every time
+// fails the batch rather than loop.
+const maxChunksLost = 8
+
+// workerGone reports whether a chunk's last attempt ended because its
+// worker stopped, died (reclaimed at restart) or stopped heartbeating.
+func workerGone(err error) bool {
+	var ae *temporal.ApplicationError
+	if errors.As(err, &ae) && ae.Type() == activities.WorkerGoneError {
+		return true
+	}
+	var te *temporal.TimeoutError
+	return errors.As(err, &te) && te.TimeoutType() == enumspb.TIMEOUT_TYPE_HEARTBEAT
 }
 
 // phaseJudges is the error type startItem gives a judging failure, so the
