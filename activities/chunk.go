@@ -173,28 +173,30 @@ func (a *Activities) chunkCases(ctx context.Context, sc eval.Scorecard, items []
 // runItem runs one item of a chunk and returns its run's final status.
 func (a *Activities) runItem(ctx context.Context, sc eval.Scorecard, item CaseItem, cases map[string]registry.EvalCase, memo *harnessMemo, judged bool) (string, error) {
 	id := ChildRunID(item.Workspace, item.ScorecardID, item.CaseID, item.Trial)
-	row, err := a.Store.GetRun(ctx, item.Workspace, id)
 	var (
 		run   eval.Run
 		fresh bool
+		err   error
 	)
-	switch {
-	case err == nil:
-		if run, err = runs.FromRow(row); err != nil {
-			return "", err
-		}
-	case errors.Is(err, derrors.ErrNotFound):
-		c, ok := cases[item.CaseID]
-		if !ok {
-			return "", temporal.NewNonRetryableApplicationError(fmt.Sprintf("case %s is not in dataset %s", item.CaseID, sc.Dataset), "CaseMissing", nil)
-		}
+	if c, ok := cases[item.CaseID]; ok {
 		// Created running: the run exists from the moment its case
-		// starts, which is what the batch's progress counts.
+		// starts, which is what the batch's progress counts. Most items
+		// are new, so the insert comes first; one that exists (a retried
+		// chunk) is read back and goes on from its stored state.
 		if run, fresh, err = a.createChild(ctx, sc, item, id, c, true); err != nil {
 			return "", err
 		}
-	default:
-		return "", err
+	} else {
+		row, err := a.Store.GetRun(ctx, item.Workspace, id)
+		switch {
+		case errors.Is(err, derrors.ErrNotFound):
+			return "", temporal.NewNonRetryableApplicationError(fmt.Sprintf("case %s is not in dataset %s", item.CaseID, sc.Dataset), "CaseMissing", nil)
+		case err != nil:
+			return "", err
+		}
+		if run, err = runs.FromRow(row); err != nil {
+			return "", err
+		}
 	}
 	o := sc.Orchestration
 	if o == nil {
