@@ -130,7 +130,7 @@ func (a *Activities) dispatchFrom(ctx context.Context, run eval.Run, g grading, 
 		// nothing runs again), and the attempt count is the stored one's
 		// plus one.
 		var terminal *RunStatus
-		err := a.Store.Transact(ctx, func(tx store.Tx) error {
+		err := a.Store.TransactKeyed(ctx, func(tx store.Tx) error {
 			row, err := tx.GetRun(ctx, run.Tenant, run.ID)
 			if err != nil {
 				return err
@@ -570,7 +570,9 @@ func (b *logBuffer) flush(ctx context.Context, st store.Store) error {
 func (a *Activities) finish(ctx context.Context, run eval.Run, result *eval.CaseResult, runErr *eval.Error) (RunStatus, error) {
 	now := a.now()
 	var out RunStatus
-	err := a.Store.Transact(ctx, func(tx store.Tx) error {
+	// Keyed: it reads and writes this run and its trajectory only (the
+	// canonical rule is the unique index's).
+	err := a.Store.TransactKeyed(ctx, func(tx store.Tx) error {
 		cur, err := tx.GetRun(ctx, run.Tenant, run.ID)
 		if err != nil {
 			return err

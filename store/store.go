@@ -23,6 +23,14 @@ type Store interface {
 	// Serialization failures are retried a bounded number of times, so fn
 	// must be safe to run more than once.
 	Transact(ctx context.Context, fn func(tx Tx) error) error
+	// TransactKeyed is Transact for a transaction that reads and writes
+	// only rows it names by their keys (no listing, no count, no check
+	// across rows), such as finishing one run: on PostgreSQL it runs at
+	// REPEATABLE READ, so that only a concurrent write of the same row
+	// fails it (and it is retried), not the predicate locks SERIALIZABLE
+	// takes on the index pages that concurrent transactions share. On
+	// SQLite it is Transact.
+	TransactKeyed(ctx context.Context, fn func(tx Tx) error) error
 	// Ping checks that the database answers.
 	Ping(ctx context.Context) error
 	// Dialect is "postgres" or "sqlite".

@@ -58,6 +58,9 @@ type Copier interface {
 type Options struct {
 	// TxOptions are passed to BeginTx by Transact.
 	TxOptions *sql.TxOptions
+	// KeyedTxOptions are passed to BeginTx by TransactKeyed; nil means
+	// TxOptions.
+	KeyedTxOptions *sql.TxOptions
 	// MaxAttempts bounds how many times Transact runs fn when the
 	// transaction fails with a retryable error; 0 means 10.
 	MaxAttempts int
@@ -104,13 +107,23 @@ func (db *DB) Ping(ctx context.Context) (err error) {
 // through the Store would wait for it until ctx ends.
 func (db *DB) Transact(ctx context.Context, fn func(tx store.Tx) error) (err error) {
 	defer derrors.Wrap(&err, "Store.Transact(ctx)")
-	return db.run(ctx, func(o ops) error { return fn(o) })
+	return db.run(ctx, db.opts.TxOptions, func(o ops) error { return fn(o) })
+}
+
+// TransactKeyed is Transact at Options.KeyedTxOptions; see store.Store.
+func (db *DB) TransactKeyed(ctx context.Context, fn func(tx store.Tx) error) (err error) {
+	defer derrors.Wrap(&err, "Store.TransactKeyed(ctx)")
+	opts := db.opts.KeyedTxOptions
+	if opts == nil {
+		opts = db.opts.TxOptions
+	}
+	return db.run(ctx, opts, func(o ops) error { return fn(o) })
 }
 
 // run runs fn on the ops of one transaction, retrying as Transact does.
-func (db *DB) run(ctx context.Context, fn func(o ops) error) (err error) {
+func (db *DB) run(ctx context.Context, opts *sql.TxOptions, fn func(o ops) error) (err error) {
 	for attempt := 1; ; attempt++ {
-		err = db.transactOnce(ctx, fn)
+		err = db.transactOnce(ctx, opts, fn)
 		if err == nil || !db.d.IsRetryable(err) {
 			return err
 		}
@@ -136,7 +149,7 @@ func backoff(attempt int) time.Duration {
 	return d/2 + rand.N(d/2+1)
 }
 
-func (db *DB) transactOnce(ctx context.Context, fn func(o ops) error) (err error) {
+func (db *DB) transactOnce(ctx context.Context, opts *sql.TxOptions, fn func(o ops) error) (err error) {
 	// A dedicated connection rather than write.BeginTx, so that a Copier
 	// can reach the driver connection the transaction runs on.
 	conn, err := db.write.Conn(ctx)
@@ -144,7 +157,7 @@ func (db *DB) transactOnce(ctx context.Context, fn func(o ops) error) (err error
 		return fmt.Errorf("begin: %w", err)
 	}
 	defer conn.Close()
-	tx, err := conn.BeginTx(ctx, db.opts.TxOptions)
+	tx, err := conn.BeginTx(ctx, opts)
 	if err != nil {
 		return fmt.Errorf("begin: %w", err)
 	}
@@ -201,7 +214,7 @@ func (o ops) atomic(ctx context.Context, fn func(o ops) error) error {
 	if o.db == nil {
 		return fn(o)
 	}
-	return o.db.run(ctx, fn)
+	return o.db.run(ctx, o.db.opts.TxOptions, fn)
 }
 
 // normTime is how the store keeps times: UTC, to the microsecond (the

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -25,6 +26,56 @@ func wantNoWorkspace(t *testing.T, s store.Store, id string) {
 }
 
 var transactCases = []Case{
+	{"transact/keyed_no_lost_update", func(t *testing.T, s store.Store) {
+		// Read, change, write one row from many keyed transactions at
+		// once: every increment lands (PostgreSQL's REPEATABLE READ fails
+		// all but one writer of a row, and TransactKeyed retries them).
+		ctx := t.Context()
+		createWorkspace(t, s, "acme")
+		r := topRun("acme", "run-keyed", time.Date(2026, 11, 23, 0, 0, 0, 0, time.UTC))
+		r.Doc = []byte(`{"n": 0}`)
+		createRun(t, s, r)
+		const writers = 8
+		var wg sync.WaitGroup
+		errs := make([]error, writers)
+		for i := range writers {
+			wg.Go(func() {
+				errs[i] = s.TransactKeyed(ctx, func(tx store.Tx) error {
+					cur, err := tx.GetRun(ctx, "acme", "run-keyed")
+					if err != nil {
+						return err
+					}
+					var d struct{ N int }
+					if err := json.Unmarshal(cur.Doc, &d); err != nil {
+						return err
+					}
+					cur.Doc = []byte(fmt.Sprintf(`{"n": %d}`, d.N+1))
+					_, err = tx.PutRun(ctx, cur)
+					return err
+				})
+			})
+		}
+		wg.Wait()
+		for i, err := range errs {
+			if err != nil {
+				t.Errorf("writer %d: %v", i, err)
+			}
+		}
+		got, err := s.GetRun(ctx, "acme", "run-keyed")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !sameJSON(got.Doc, []byte(fmt.Sprintf(`{"n": %d}`, writers))) {
+			t.Errorf("after %d keyed increments the doc is %s", writers, got.Doc)
+		}
+		// And it rolls back on an error.
+		err = s.TransactKeyed(ctx, func(tx store.Tx) error {
+			createWorkspace(t, tx, "other")
+			return errAbort
+		})
+		wantErr(t, "TransactKeyed", err, errAbort)
+		wantNoWorkspace(t, s, "other")
+	}},
 	{"transact/commits", func(t *testing.T, s store.Store) {
 		ctx := t.Context()
 		var e store.Event
