@@ -179,10 +179,12 @@ func (a *Activities) dispatchFrom(ctx context.Context, run eval.Run, g grading, 
 			return RunStatus{}, err
 		}
 	}
+	var tail []store.RunLog
 	if perr == nil {
-		res, perr = a.runJob(ctx, ref, job)
+		res, tail, perr = a.runJob(ctx, ref, job)
 	}
 	if perr != nil && !isCaseProblem(perr) {
+		a.storeLogs(context.WithoutCancel(ctx), ref, tail)
 		return RunStatus{}, perr
 	}
 	if ctx.Err() != nil && !cancelRequested(ctx) {
@@ -190,10 +192,11 @@ func (a *Activities) dispatchFrom(ctx context.Context, run eval.Run, g grading, 
 		// heartbeat timed out, the worker is stopping), not because anyone
 		// cancelled the run: nothing is recorded, and the next attempt
 		// runs the case again.
+		a.storeLogs(context.WithoutCancel(ctx), ref, tail)
 		return RunStatus{}, fmt.Errorf("run %s stopped with its activity (%v); the next attempt runs it again", run.ID, context.Cause(ctx))
 	}
 	result, runErr := BuildResult(run, plan, res, perr, a.Host)
-	return a.finish(context.WithoutCancel(ctx), run, result, runErr)
+	return a.finish(context.WithoutCancel(ctx), run, result, runErr, tail...)
 }
 
 // cancelRequested reports whether ctx ended because the workflow asked
@@ -411,7 +414,11 @@ func caseFiles(c registry.EvalCase) (map[string]string, error) {
 // before it is stored (see package redact): the streamed logs, stdout, the
 // stdout and stderr tails and the trace file. Every driver's output comes
 // through here, so this covers them all.
-func (a *Activities) runJob(ctx context.Context, ref RunRef, job drivers.Job) (drivers.Result, error) {
+//
+// The logs still pending when the job ends are returned rather than
+// stored, for finish to write in its transaction (one round trip fewer
+// per case); a caller that does not finish stores them with storeLogs.
+func (a *Activities) runJob(ctx context.Context, ref RunRef, job drivers.Job) (drivers.Result, []store.RunLog, error) {
 	logs := &logBuffer{ws: ref.Workspace, run: ref.RunID, now: a.now}
 	mask := redact.New(secretValues(job.Secrets))
 	masked := &maskedLog{mask: mask, log: logs.add}
@@ -431,19 +438,17 @@ func (a *Activities) runJob(ctx context.Context, ref RunRef, job drivers.Job) (d
 		select {
 		case o := <-done:
 			masked.flush()
-			if err := logs.flush(context.WithoutCancel(ctx), a.Store); err != nil {
-				a.logger().Warn("storing run logs", "run", ref.RunID, "error", err)
-			}
+			tail := logs.take()
 			o.res = maskResult(mask, o.res)
 			switch {
 			case errors.Is(o.err, derrors.ErrInvalid):
 				// A job that can never run (command not found, a file
 				// escaping the work dir) fails the case, not the activity.
-				return o.res, caseErr("the harness could not be started: %s", mask.String(o.err.Error()))
+				return o.res, tail, caseErr("the harness could not be started: %s", mask.String(o.err.Error()))
 			case o.err != nil:
-				return o.res, fmt.Errorf("running the job of run %s: %w", ref.RunID, o.err)
+				return o.res, tail, fmt.Errorf("running the job of run %s: %w", ref.RunID, o.err)
 			}
-			return o.res, nil
+			return o.res, tail, nil
 		case <-tick.C:
 			heartbeat(ctx)
 			if err := logs.flush(ctx, a.Store); err != nil {
@@ -555,24 +560,48 @@ func (b *logBuffer) add(stream string, data []byte) {
 }
 
 func (b *logBuffer) flush(ctx context.Context, st store.Store) error {
-	b.mu.Lock()
-	chunks := b.pending
-	b.pending = nil
-	b.mu.Unlock()
+	chunks := b.take()
 	if len(chunks) == 0 {
 		return nil
 	}
 	return st.AppendRunLogs(ctx, chunks)
 }
 
+// take returns the pending chunks and forgets them.
+func (b *logBuffer) take() []store.RunLog {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	chunks := b.pending
+	b.pending = nil
+	return chunks
+}
+
+// storeLogs stores the log chunks a job left pending, when no finish
+// will; a failure is logged, as a flush's is.
+func (a *Activities) storeLogs(ctx context.Context, ref RunRef, chunks []store.RunLog) {
+	if len(chunks) == 0 {
+		return
+	}
+	if err := a.Store.AppendRunLogs(ctx, chunks); err != nil {
+		a.logger().Warn("storing run logs", "run", ref.RunID, "error", err)
+	}
+}
+
 // finish writes the terminal record and seals the trajectory in one
 // transaction, unless a previous attempt already did.
-func (a *Activities) finish(ctx context.Context, run eval.Run, result *eval.CaseResult, runErr *eval.Error) (RunStatus, error) {
+// The job's last log chunks, when given, are appended in the same
+// transaction.
+func (a *Activities) finish(ctx context.Context, run eval.Run, result *eval.CaseResult, runErr *eval.Error, logs ...store.RunLog) (RunStatus, error) {
 	now := a.now()
 	var out RunStatus
-	// Keyed: it reads and writes this run and its trajectory only (the
-	// canonical rule is the unique index's).
+	// Keyed: it reads and writes this run, its trajectory and its log
+	// chunks only (the canonical rule is the unique index's).
 	err := a.Store.TransactKeyed(ctx, func(tx store.Tx) error {
+		if len(logs) > 0 {
+			if err := tx.AppendRunLogs(ctx, logs); err != nil {
+				return err
+			}
+		}
 		cur, err := tx.GetRun(ctx, run.Tenant, run.ID)
 		if err != nil {
 			return err
