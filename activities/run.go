@@ -451,9 +451,7 @@ func (a *Activities) runJob(ctx context.Context, ref RunRef, job drivers.Job) (d
 			return o.res, tail, nil
 		case <-tick.C:
 			heartbeat(ctx)
-			if err := logs.flush(ctx, a.Store); err != nil {
-				a.logger().Warn("storing run logs", "run", ref.RunID, "error", err)
-			}
+			a.storeLogs(ctx, ref, logs.take())
 		}
 	}
 }
@@ -559,14 +557,6 @@ func (b *logBuffer) add(stream string, data []byte) {
 	b.pending = append(b.pending, store.RunLog{Workspace: b.ws, RunID: b.run, Seq: b.seq, Stream: stream, Data: text, At: b.now()})
 }
 
-func (b *logBuffer) flush(ctx context.Context, st store.Store) error {
-	chunks := b.take()
-	if len(chunks) == 0 {
-		return nil
-	}
-	return st.AppendRunLogs(ctx, chunks)
-}
-
 // take returns the pending chunks and forgets them.
 func (b *logBuffer) take() []store.RunLog {
 	b.mu.Lock()
@@ -576,8 +566,9 @@ func (b *logBuffer) take() []store.RunLog {
 	return chunks
 }
 
-// storeLogs stores the log chunks a job left pending, when no finish
-// will; a failure is logged, as a flush's is.
+// storeLogs stores log chunks: those a running job wrote since the last
+// tick, or those it left pending when no finish will write them. A
+// failure is logged, not returned: the logs are the run's side output.
 func (a *Activities) storeLogs(ctx context.Context, ref RunRef, chunks []store.RunLog) {
 	if len(chunks) == 0 {
 		return

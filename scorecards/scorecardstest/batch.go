@@ -71,16 +71,7 @@ func (b *Batch) Start(tb testing.TB, i int, at time.Time) {
 		Trigger: eval.TriggerScorecard, CreatedBy: "alice", Origin: &eval.Origin{Source: "scorecard"},
 		ParentScorecardID: b.ID, Canonical: &canonical, Case: &c, Attempts: 1,
 	}
-	row, err := runs.Row(r)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	stored, err := b.St.CreateRun(tb.Context(), row)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	r.CreatedAt, r.UpdatedAt = stored.CreatedAt, stored.UpdatedAt
-	b.Children[i] = r
+	b.Children[i] = b.Add(tb, r)
 }
 
 // Finish ends case i at at: succeeded with a result of a few KB (trace,
