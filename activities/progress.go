@@ -37,6 +37,7 @@ func Recount(p eval.Progress, c store.RunCounts) eval.Progress {
 	p.Passed = c.ByOutcome[eval.OutcomePass]
 	p.Failed = c.ByOutcome[eval.OutcomeFail] + c.ByOutcome[eval.OutcomeError]
 	p.Cancelled = c.ByOutcome[eval.OutcomeCancelled]
+	p.DispatchErrors = c.ByOutcome[eval.OutcomeError]
 	return p
 }
 

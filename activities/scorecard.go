@@ -599,6 +599,13 @@ func (a *Activities) FinishScorecard(ctx context.Context, in FinishInput) error 
 		case in.Phase != "":
 			sc.Status = eval.ScorecardFailed
 			sc.Error = &eval.Error{Code: "BATCH_FAILED", Phase: in.Phase, Message: clip(in.Message, 2000)}
+		case dispatchFailedAll(children) != "":
+			// Not one case reached its harness (a command that does not
+			// exist, a harness that cannot be resolved): the batch
+			// measured nothing, and says why.
+			sc.Status = eval.ScorecardFailed
+			sc.Error = &eval.Error{Code: "BATCH_FAILED", Phase: eval.PhaseDispatch,
+				Message: clip(fmt.Sprintf("no case could be dispatched (%d of %d case runs): %s", len(children), sc.Progress.Total, dispatchFailedAll(children)), 2000)}
 		default:
 			sc.Status = eval.ScorecardSucceeded
 			if sc.Kind == eval.KindScorecard && len(sc.Scoring) == 0 {
@@ -628,6 +635,21 @@ func (a *Activities) FinishScorecard(ctx context.Context, in FinishInput) error 
 		return err
 	}
 	return a.announce(ctx, final)
+}
+
+// dispatchFailedAll returns the error message of the first child when
+// every child of a batch failed to be dispatched (and there is one), else
+// "".
+func dispatchFailedAll(children []eval.Run) string {
+	if len(children) == 0 {
+		return ""
+	}
+	for _, r := range children {
+		if r.Error == nil || r.Error.Code != eval.CodeDispatch {
+			return ""
+		}
+	}
+	return children[0].Error.Message
 }
 
 // caseRows is the per-case table of sc over its children, under the

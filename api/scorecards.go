@@ -6,6 +6,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"svc/auth"
+	"svc/derrors"
 	"svc/eval"
 	"svc/query"
 	"svc/scorecards"
@@ -90,6 +91,17 @@ func (s *Server) getScorecard(c echo.Context) error {
 	id, err := pathParam(c, "id")
 	if err != nil {
 		return err
+	}
+	switch view := c.QueryParam("view"); view {
+	case "", "detail":
+	case "summary":
+		sc, err := s.scorecards.Summary(c.Request().Context(), principal(c), id)
+		if err != nil {
+			return err
+		}
+		return c.JSON(http.StatusOK, sc)
+	default:
+		return derrors.Invalidf("view must be detail (the default: the per-case table included) or summary (progress, summary and steps only), not %q", view)
 	}
 	if _, pretty := c.QueryParams()["pretty"]; pretty {
 		// c.JSON indents for ?pretty; the cached bytes are compact.

@@ -2,8 +2,8 @@ package api_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
-	"fmt"
 	"net/http"
 	"slices"
 	"strings"
@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"svc/activities"
 	"svc/api"
@@ -401,12 +400,12 @@ func TestGetScorecardDetail(t *testing.T) {
 				t.Errorf("%s: row %s#%d lacks its outcome or evidence status: %+v", path, r.CaseID, r.Trial, r)
 			}
 		}
-		byCase := func(x, y rowView) bool { return x.Case+fmt.Sprint(x.Trial) < y.Case+fmt.Sprint(y.Trial) }
+		// In order: by case, then trial.
 		wantRows := []rowView{
 			{"c1", 0, "pass", "graders", true}, {"c1", 1, "pass", "graders", true},
 			{"c2", 0, "pass", "graders", true}, {"c2", 1, "fail", "graders", false},
 		}
-		if diff := cmp.Diff(wantRows, rows, cmpopts.SortSlices(byCase)); diff != "" {
+		if diff := cmp.Diff(wantRows, rows); diff != "" {
 			t.Errorf("%s: per-case table (-want +got):\n%s", path, diff)
 		}
 		if s, ok := got.Summary["exact"]; !ok || s.Count != 4 || s.PassRate == nil || *s.PassRate != 0.75 {
@@ -417,6 +416,43 @@ func TestGetScorecardDetail(t *testing.T) {
 		}
 	}
 	want(t, e.do(t, http.MethodGet, "/scorecards/sc_nope", "", bearer(a.key)), http.StatusNotFound, "GET an unknown scorecard")
+
+	// The light read: no table, no caseRuns; the rest as the detail.
+	res := e.do(t, http.MethodGet, "/scorecards/"+sc.ID+"?view=summary", "", bearer(a.key))
+	want(t, res, http.StatusOK, "GET ?view=summary")
+	var light map[string]json.RawMessage
+	if err := json.Unmarshal(res.Body, &light); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"scorecard", "caseRuns"} {
+		if _, ok := light[k]; ok {
+			t.Errorf("?view=summary has %s", k)
+		}
+	}
+	for _, k := range []string{"progress", "summary", "steps", "policyResolution"} {
+		if _, ok := light[k]; !ok {
+			t.Errorf("?view=summary lacks %s", k)
+		}
+	}
+	res = e.do(t, http.MethodGet, "/scorecards/"+sc.ID+"?view=everything", "", bearer(a.key))
+	want(t, res, http.StatusBadRequest, "GET ?view=everything")
+	want(t, e.do(t, http.MethodGet, "/scorecards/sc_nope?view=summary", "", bearer(a.key)), http.StatusNotFound, "GET ?view=summary of an unknown scorecard")
+
+	// Every child names its trial, 0 included.
+	res = e.do(t, http.MethodGet, "/runs?scorecardId="+sc.ID, "", bearer(a.key))
+	want(t, res, http.StatusOK, "GET /runs?scorecardId=")
+	var listed []map[string]json.RawMessage
+	if err := json.Unmarshal(res.Body, &listed); err != nil {
+		t.Fatal(err)
+	}
+	if len(listed) == 0 {
+		t.Fatal("GET /runs?scorecardId= listed no run")
+	}
+	for _, r := range listed {
+		if _, ok := r["trial"]; !ok {
+			t.Errorf("child run %s has no trial", r["id"])
+		}
+	}
 }
 
 func TestListScorecards(t *testing.T) {

@@ -73,8 +73,10 @@ type Run struct {
 	// ParentScorecardID is set on a scorecard's child runs, with the trial
 	// it is and whether it is the canonical run of its (case, trial).
 	ParentScorecardID string `json:"parentScorecardId,omitempty"`
-	Trial             int    `json:"trial,omitempty"`
-	Canonical         *bool  `json:"canonical,omitempty"`
+	// Trial is written for every child of a scorecard, trial 0 included
+	// (see MarshalJSON), and left out of a top-level run.
+	Trial     int   `json:"trial,omitempty"`
+	Canonical *bool `json:"canonical,omitempty"`
 
 	// Runtime is the registered runtime the case was placed on
 	// (case.placement.target); empty means the deployment's local runtime.
@@ -88,6 +90,21 @@ type Run struct {
 	Provenance *Provenance `json:"provenance,omitempty"`
 	// Attempts counts dispatch attempts (a retried activity adds one).
 	Attempts int `json:"attempts,omitempty"`
+}
+
+// plainRun is Run without its MarshalJSON.
+type plainRun Run
+
+// MarshalJSON writes a scorecard child's trial even when it is 0, so that
+// every child names its (case, trial) slot; a top-level run has no trial.
+func (r Run) MarshalJSON() ([]byte, error) {
+	if r.ParentScorecardID == "" {
+		return json.Marshal(plainRun(r))
+	}
+	return json.Marshal(struct {
+		plainRun
+		Trial int `json:"trial"`
+	}{plainRun(r), r.Trial})
 }
 
 // Origin says who and what a run was started by: Actor is the member a

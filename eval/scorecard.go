@@ -134,6 +134,10 @@ type Progress struct {
 	Passed    int `json:"passed"`
 	Failed    int `json:"failed"` // the case ran and did not pass, or could not be dispatched
 	Cancelled int `json:"cancelled"`
+	// DispatchErrors counts the Failed that never reached a result: the
+	// case could not be dispatched (its harness did not start) or failed
+	// inside the platform.
+	DispatchErrors int `json:"dispatchErrors,omitempty"`
 	// Queued have not started; in a batch that ended early they never will.
 	Queued int `json:"queued"`
 	// Running have started (their child run exists) and not finished.

@@ -2,12 +2,15 @@ package scorecards
 
 import (
 	"bytes"
+	stdcmp "cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -47,6 +50,10 @@ func freshGetWith(ctx context.Context, s *Service, p auth.Principal, id string, 
 	sc.PolicyResolution = &res
 	sc.Scorecard = make([]eval.CaseRow, 0, len(children))
 	sc.CaseRuns = make(map[string]string, len(children))
+	// The table's order: by case, then trial, then run id.
+	slices.SortStableFunc(children, func(a, b eval.Run) int {
+		return stdcmp.Or(strings.Compare(a.CaseID, b.CaseID), stdcmp.Compare(a.Trial, b.Trial), strings.Compare(a.ID, b.ID))
+	})
 	for _, r := range children {
 		sc.Scorecard = append(sc.Scorecard, scoring.CaseRow(policy, r))
 		sc.CaseRuns[CaseRunKey(r.CaseID, r.Trial)] = r.ID

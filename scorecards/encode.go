@@ -175,15 +175,17 @@ const chunkRows = 64
 
 // tableChunk is the JSON of the shown children from first (included) to
 // the next chunk's first (excluded): the rows, comma-separated; nil when
-// to be made anew. The first chunk's first is "", before any id.
+// to be made anew. first is a rowKey; the first chunk's is "", before
+// any key.
 type tableChunk struct {
 	first string
 	json  []byte
 }
 
-// staleChunk marks the chunk of the table that holds id to be made anew.
-func (k *kidSet) staleChunk(id string) {
-	if i := sort.Search(len(k.chunks), func(i int) bool { return k.chunks[i].first > id }) - 1; i >= 0 {
+// staleChunk marks the chunk of the table that holds the row of key (a
+// rowKey) to be made anew.
+func (k *kidSet) staleChunk(key string) {
+	if i := sort.Search(len(k.chunks), func(i int) bool { return k.chunks[i].first > key }) - 1; i >= 0 {
 		k.chunks[i].json = nil
 	}
 }
@@ -218,8 +220,8 @@ func (k *kidSet) tablePieces() ([][]byte, error) {
 		}
 		if c.json == nil {
 			size := 0
-			for _, id := range k.shown[lo:hi] {
-				n := k.byID[id]
+			for _, key := range k.shown[lo:hi] {
+				n := k.byID[runOfKey(key)]
 				if n.json == nil {
 					enc, err := json.Marshal(n.row)
 					if err != nil {
@@ -230,11 +232,11 @@ func (k *kidSet) tablePieces() ([][]byte, error) {
 				size += len(n.json) + 1
 			}
 			b := make([]byte, 0, size)
-			for j, id := range k.shown[lo:hi] {
+			for j, key := range k.shown[lo:hi] {
 				if j > 0 {
 					b = append(b, ',')
 				}
-				b = append(b, k.byID[id].json...)
+				b = append(b, k.byID[runOfKey(key)].json...)
 			}
 			c.json = b
 		}

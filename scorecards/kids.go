@@ -2,8 +2,10 @@ package scorecards
 
 import (
 	"context"
+	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"time"
 
 	"svc/eval"
@@ -19,7 +21,9 @@ import (
 type kidSet struct {
 	valid bool
 	byID  map[string]*kid // every child read, shown or not
-	shown []string        // ids of the shown children (canonical, visible), sorted
+	// shown holds the shown children (canonical, visible) as their
+	// rowKeys, sorted: the table's order, by case, then trial, then run.
+	shown []string
 	// mark is the latest UpdatedAt read; seen is the store's latest at
 	// the last read, and swept when the last read that compared the
 	// states of all the children began (service clock).
@@ -27,7 +31,7 @@ type kidSet struct {
 	seen  time.Time
 	swept time.Time
 
-	rows     []eval.CaseRow // of the shown children, by run id; nil when dirty
+	rows     []eval.CaseRow // of the shown children, in shown's order; nil when dirty
 	caseRuns map[string]string
 	summary  map[string]eval.MetricSummary // of rows; nil until asked for
 	// counts counts the canonical children of every audience, as
@@ -48,6 +52,17 @@ type kidSet struct {
 	// winning, as a fresh read makes it.
 	dupKeys bool
 }
+
+// rowKey is the key a shown child sorts by in the table: its case id,
+// then its trial in numeric order, then its run id. A NUL sorts below
+// every byte an id may hold, so a case id that is a prefix of another
+// sorts first, as in caseRuns' keys.
+func rowKey(caseID string, trial int, runID string) string {
+	return fmt.Sprintf("%s\x00%010d\x00%s", caseID, trial, runID)
+}
+
+// runOfKey is the run id in a rowKey.
+func runOfKey(key string) string { return key[strings.LastIndexByte(key, 0)+1:] }
 
 // kid is one child run: its state, and its case row when shown, with the
 // row's JSON once asked for.
@@ -197,15 +212,16 @@ func (k *kidSet) apply(next []kid) {
 				c.FirstCreatedAt = s.CreatedAt
 			}
 		}
-		if (old != nil && old.shown) || n.shown {
-			k.staleChunk(id)
-		}
-		var oldKey, newKey string
+		var oldKey, newKey, oldRow, newRow string
 		if old != nil && old.shown {
 			oldKey = CaseRunKey(old.row.CaseID, old.row.Trial)
+			oldRow = rowKey(old.row.CaseID, old.row.Trial, id)
+			k.staleChunk(oldRow)
 		}
 		if n.shown {
 			newKey = CaseRunKey(n.row.CaseID, n.row.Trial)
+			newRow = rowKey(n.row.CaseID, n.row.Trial, id)
+			k.staleChunk(newRow)
 		}
 		if oldKey != newKey {
 			if oldKey != "" && caseRuns[oldKey] == id {
@@ -218,12 +234,17 @@ func (k *kidSet) apply(next []kid) {
 				setKey(newKey, id)
 			}
 		}
-		i, found := slices.BinarySearch(k.shown, id)
-		switch {
-		case n.shown && !found:
-			k.shown = slices.Insert(k.shown, i, id)
-		case !n.shown && found:
-			k.shown = slices.Delete(k.shown, i, i+1)
+		if oldRow != newRow {
+			if oldRow != "" {
+				if i, found := slices.BinarySearch(k.shown, oldRow); found {
+					k.shown = slices.Delete(k.shown, i, i+1)
+				}
+			}
+			if newRow != "" {
+				if i, found := slices.BinarySearch(k.shown, newRow); !found {
+					k.shown = slices.Insert(k.shown, i, newRow)
+				}
+			}
 		}
 	}
 	if recount {
@@ -256,11 +277,11 @@ func (k *kidSet) table() []eval.CaseRow {
 		return k.rows
 	}
 	k.rows = make([]eval.CaseRow, 0, len(k.shown))
-	for _, id := range k.shown {
-		k.rows = append(k.rows, k.byID[id].row)
+	for _, key := range k.shown {
+		k.rows = append(k.rows, k.byID[runOfKey(key)].row)
 	}
 	if k.dupKeys {
-		// Sorted by run id, the later run of a key winning.
+		// In table order, the later run (by id) of a key winning.
 		k.caseRuns, k.caseRunsJSON, k.caseKeys = make(map[string]string, len(k.rows)), nil, nil
 		k.dupKeys = false
 		for _, r := range k.rows {

@@ -86,6 +86,24 @@ func (s *Service) GetJSON(ctx context.Context, p auth.Principal, id string) (net
 	return doc, err
 }
 
+// Summary is the light read of a batch (GET /scorecards/:id?view=summary)
+// for those who poll it: the detail read without the per-case table and
+// caseRuns, so its size does not grow with the batch; progress, summary,
+// steps (failed cases among them) and policyResolution stay.
+func (s *Service) Summary(ctx context.Context, p auth.Principal, id string) (eval.Scorecard, error) {
+	sc, _, err := s.detail(ctx, p.Workspace, id, false)
+	if err != nil {
+		return eval.Scorecard{}, err
+	}
+	sc.Scorecard, sc.CaseRuns = nil, nil
+	if sc.Orchestration != nil {
+		o := *sc.Orchestration
+		o.CaseIDs, o.AdhocCase = nil, nil
+		sc.Orchestration = &o
+	}
+	return sc, nil
+}
+
 // CaseRunKey keys caseRuns: "<caseId>#<trial>".
 func CaseRunKey(caseID string, trial int) string { return caseID + "#" + strconv.Itoa(trial) }
 
