@@ -2,6 +2,7 @@ package api
 
 import (
 	"errors"
+	"fmt"
 	"net/http"
 	"strconv"
 
@@ -9,6 +10,7 @@ import (
 
 	"svc/auth"
 	"svc/derrors"
+	"svc/graders"
 	"svc/registry"
 	"svc/registry/service"
 )
@@ -129,6 +131,11 @@ func (s *Server) register(r registryResource) echo.HandlerFunc {
 		if err != nil {
 			return err
 		}
+		if r.kind == registry.Dataset {
+			if err := checkDatasetGraders(body); err != nil {
+				return registryError(err)
+			}
+		}
 		var origin []byte
 		if h := c.Request().Header.Get(OriginHeader); h != "" {
 			origin = []byte(h)
@@ -156,8 +163,36 @@ func (s *Server) validateSpec(r registryResource) echo.HandlerFunc {
 		if err != nil {
 			return err
 		}
+		if r.kind == registry.Dataset {
+			gps, more := graders.CheckCases(registry.CaseGraders(body))
+			v.Problems = append(v.Problems, gps...)
+			if more > 0 {
+				v.Problems = append(v.Problems, registry.Problem{Message: fmt.Sprintf("and %d more grader problems", more)})
+			}
+			v.Valid = len(v.Problems) == 0
+		}
 		return c.JSON(http.StatusOK, v)
 	}
+}
+
+// checkDatasetGraders refuses a dataset body whose case graders the grader
+// checker refuses, listing the spec's own problems first so that one 400
+// names every problem. It runs here, beside the registry service, because
+// package registry cannot call the checker (package graders imports it)
+// and must not: stored versions are read with registry.Parse too, and one
+// registered before this check keeps grading leniently (skip scores).
+func checkDatasetGraders(body []byte) error {
+	gps, more := graders.CheckCases(registry.CaseGraders(body))
+	if len(gps) == 0 {
+		return nil
+	}
+	ve := &registry.ValidationError{Kind: registry.Dataset}
+	var spec *registry.ValidationError
+	if _, err := registry.Parse(registry.Dataset, body, true); errors.As(err, &spec) {
+		ve.Problems, ve.Truncated = append(ve.Problems, spec.Problems...), spec.Truncated
+	}
+	ve.Problems, ve.Truncated = append(ve.Problems, gps...), ve.Truncated+more
+	return ve
 }
 
 func (s *Server) listEntities(r registryResource) echo.HandlerFunc {

@@ -32,7 +32,7 @@ func datasetSpec(id, version string, cases ...string) string {
 	}
 	var cs []string
 	for _, c := range cases {
-		cs = append(cs, fmt.Sprintf(`{"id":%q,"task":"do %s","graders":[{"id":"g"}]}`, c, c))
+		cs = append(cs, fmt.Sprintf(`{"id":%q,"task":"do %s","graders":[{"id":"g","kind":"exit_code"}]}`, c, c))
 	}
 	return fmt.Sprintf(`{"id":%q,"version":%q,"cases":[%s]}`, id, version, strings.Join(cs, ","))
 }
@@ -522,7 +522,7 @@ func TestDiffs(t *testing.T) {
 	e := newEnv(t)
 	a := e.tenant(t, "diff")
 	e.register(t, a.key, "/datasets", datasetSpec("qa", "1.0.0", "a", "b"), http.StatusCreated)
-	e.register(t, a.key, "/datasets", `{"id":"qa","version":"1.1.0","cases":[{"id":"a","task":"do a","graders":[{"id":"g"}]},{"id":"b","task":"changed","graders":[{"id":"g"}]},{"id":"c","task":"new"}]}`, http.StatusCreated)
+	e.register(t, a.key, "/datasets", `{"id":"qa","version":"1.1.0","cases":[{"id":"a","task":"do a","graders":[{"id":"g","kind":"exit_code"}]},{"id":"b","task":"changed","graders":[{"id":"g","kind":"exit_code"}]},{"id":"c","task":"new"}]}`, http.StatusCreated)
 	res := e.do(t, http.MethodGet, "/datasets/qa/diff?base=1.0.0&candidate=latest", "", bearer(a.key))
 	want(t, res, http.StatusOK, "dataset diff")
 	var dd registry.DatasetDiff

@@ -70,8 +70,11 @@ const (
 	ChangeRemoved      = "removed"
 )
 
-// Metric changes. A metric without pass verdicts has no known direction,
-// so it is changed or unchanged, never a regression or an improvement.
+// Metric changes, read from the paired interval: regressed, improved or
+// changed only when the interval excludes 0, else unchanged, even when the
+// delta is not 0 (see MetricDelta.NotSignificant). A metric without pass
+// verdicts has no known direction, so it is changed or unchanged, never a
+// regression or an improvement.
 const (
 	MetricRegressed = "regressed"
 	MetricImproved  = "improved"
@@ -165,9 +168,12 @@ type MetricDelta struct {
 	// rows for casePass).
 	BaselineCount  int `json:"baselineCount"`
 	CandidateCount int `json:"candidateCount"`
-	// Basis is what Change compares: passRate or mean; empty when the
+	// Basis is the quantity compared: passRate or mean; empty when the
 	// metric is on one side only.
-	Basis  string `json:"basis,omitempty"`
+	Basis string `json:"basis,omitempty"`
+	// Change is regressed, improved or changed only when CI excludes 0;
+	// unchanged otherwise (NotSignificant tells a delta from none); added
+	// or removed when the metric is on one side only.
 	Change string `json:"change"`
 	// PairedCases counts the cases with a value on both sides; PairedDelta
 	// is the mean of their per-case differences of the basis quantity, and
@@ -479,24 +485,11 @@ func metricDeltas(b, c *side) []MetricDelta {
 			continue
 		}
 		md.Delta = md.Candidate - md.Baseline
+		md.Basis = BasisMean
 		if md.BaselinePassRate != nil && md.CandidatePassRate != nil {
 			md.Basis = BasisPassRate
 			prd := *md.CandidatePassRate - *md.BaselinePassRate
 			md.PassRateDelta = &prd
-			switch {
-			case prd < -eps:
-				md.Change = MetricRegressed
-			case prd > eps:
-				md.Change = MetricImproved
-			default:
-				md.Change = MetricUnchanged
-			}
-		} else {
-			md.Basis = BasisMean
-			md.Change = MetricUnchanged
-			if math.Abs(md.Delta) > eps {
-				md.Change = MetricChanged
-			}
 		}
 		var deltas []float64
 		for _, id := range ids {
@@ -517,9 +510,42 @@ func metricDeltas(b, c *side) []MetricDelta {
 			ci := PairedBootstrap(deltas, BootstrapResamples, BootstrapLevel, bootstrapSeed(b.sc.ID, c.sc.ID, name))
 			md.CI = &ci
 		}
+		md.Change = metricChange(md.Basis, md.CI)
 		out = append(out, md)
 	}
 	return out
+}
+
+// metricChange classifies a metric measured on both sides by its paired
+// interval: a move only when the interval excludes 0, so that a drop one
+// flaky case could explain is not called a regression. Without an
+// interval (no paired case) nothing is shown to have moved.
+func metricChange(basis string, ci *Interval) string {
+	switch {
+	case ci == nil || ci.Resamples == 0:
+		return MetricUnchanged
+	case ci.Hi < -eps && basis == BasisPassRate:
+		return MetricRegressed
+	case ci.Lo > eps && basis == BasisPassRate:
+		return MetricImproved
+	case ci.Hi < -eps || ci.Lo > eps:
+		return MetricChanged
+	}
+	return MetricUnchanged
+}
+
+// NotSignificant reports whether a metric measured on both sides is
+// unchanged although its delta (of the basis quantity, or paired) is not
+// 0: its interval includes 0, "unchanged (n.s.)" in svc gate's table.
+func (m MetricDelta) NotSignificant() bool {
+	if m.Change != MetricUnchanged {
+		return false
+	}
+	moved := math.Abs(m.Delta) > eps
+	if m.Basis == BasisPassRate && m.PassRateDelta != nil {
+		moved = math.Abs(*m.PassRateDelta) > eps
+	}
+	return moved || (m.PairedDelta != nil && math.Abs(*m.PairedDelta) > eps)
 }
 
 func boolInt(b bool) int {

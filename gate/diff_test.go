@@ -3,6 +3,7 @@ package gate
 import (
 	"encoding/json"
 	"errors"
+	"maps"
 	"strings"
 	"testing"
 
@@ -246,6 +247,7 @@ func TestDiffMetrics(t *testing.T) {
 	}
 	type row struct {
 		Metric, Basis, Change string
+		NotSignificant        bool
 		Baseline, Candidate   float64
 		PassRateDelta         *float64
 		PairedCases           int
@@ -253,7 +255,7 @@ func TestDiffMetrics(t *testing.T) {
 	}
 	var got []row
 	for _, m := range d.Metrics {
-		got = append(got, row{m.Metric, m.Basis, m.Change, m.Baseline, m.Candidate, m.PassRateDelta, m.PairedCases, m.PairedDelta})
+		got = append(got, row{m.Metric, m.Basis, m.Change, m.NotSignificant(), m.Baseline, m.Candidate, m.PassRateDelta, m.PairedCases, m.PairedDelta})
 		if (m.CI != nil) != (m.PairedCases > 0) {
 			t.Errorf("%s: CI %v with %d paired cases", m.Metric, m.CI, m.PairedCases)
 		}
@@ -261,30 +263,89 @@ func TestDiffMetrics(t *testing.T) {
 			t.Errorf("%s: CI %+v does not hold the paired delta %v at level %v", m.Metric, *m.CI, *m.PairedDelta, BootstrapLevel)
 		}
 	}
+	// Two of four cases broke: a resample of the other two is as likely
+	// as 1 in 16, so the interval of casePass includes 0 and the drop is
+	// not called a regression. Every case's usd fell by 0.25: changed.
 	want := []row{
-		{"casePass", BasisPassRate, MetricRegressed, 0.75, 0.25, ptr(-0.5), 4, ptr(-0.5)},
-		{"exact", BasisPassRate, MetricRegressed, 0.75, 0.25, ptr(-0.5), 4, ptr(-0.5)},
-		{"legacy", "", MetricRemoved, 1, 0, nil, 0, nil},
-		{"tone", "", MetricAdded, 0, 1, nil, 0, nil},
-		{"usd", BasisMean, MetricChanged, 0.5, 0.25, nil, 4, ptr(-0.25)},
+		{"casePass", BasisPassRate, MetricUnchanged, true, 0.75, 0.25, ptr(-0.5), 4, ptr(-0.5)},
+		{"exact", BasisPassRate, MetricUnchanged, true, 0.75, 0.25, ptr(-0.5), 4, ptr(-0.5)},
+		{"legacy", "", MetricRemoved, false, 1, 0, nil, 0, nil},
+		{"tone", "", MetricAdded, false, 0, 1, nil, 0, nil},
+		{"usd", BasisMean, MetricChanged, false, 0.5, 0.25, nil, 4, ptr(-0.25)},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("metrics (-want +got):\n%s", diff)
 	}
-	var regressed []string
-	for _, m := range d.Regressions {
-		regressed = append(regressed, m.Metric)
+	for _, m := range d.Metrics[:2] {
+		if m.CI.Lo >= 0 || m.CI.Hi < 0 {
+			t.Errorf("%s: interval %+v, want one that includes 0", m.Metric, *m.CI)
+		}
 	}
-	if diff := cmp.Diff([]string{"casePass", "exact"}, regressed); diff != "" {
-		t.Errorf("regressions (-want +got):\n%s", diff)
-	}
-	if len(d.Improvements) != 0 {
-		t.Errorf("improvements %v, want none", d.Improvements)
+	if len(d.Regressions) != 0 || len(d.Improvements) != 0 {
+		t.Errorf("regressions %v, improvements %v; want none: no interval excludes 0", d.Regressions, d.Improvements)
 	}
 	// The same pair always gives the same intervals.
 	again, _ := Diff(base, cand)
 	if diff := cmp.Diff(d, again); diff != "" {
 		t.Errorf("a second diff of the same pair differs (-first +second):\n%s", diff)
+	}
+}
+
+// TestDiffMetricChange: a metric regressed, improved or changed only when
+// its paired interval excludes 0; else unchanged, and NotSignificant when
+// its delta is not 0.
+func TestDiffMetricChange(t *testing.T) {
+	twenty := same(20, "P")
+	halfBroken, halfFixed := maps.Clone(twenty), same(20, "F")
+	for i := range 10 {
+		halfBroken[caseName(i)] = "F"
+		halfFixed[caseName(i)] = "P"
+	}
+	oneBroken := with(twenty, "caa", "F")
+	tests := []struct {
+		name           string
+		base, cand     map[string]string
+		change         string
+		notSignificant bool
+	}{
+		{"half of 20 cases broke", twenty, halfBroken, MetricRegressed, false},
+		{"half of 20 cases fixed", same(20, "F"), halfFixed, MetricImproved, false},
+		{"one of 20 cases broke: the interval includes 0", twenty, oneBroken, MetricUnchanged, true},
+		{"nothing moved", twenty, twenty, MetricUnchanged, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d, err := Diff(card("b", tt.base), card("c", tt.cand, harness2))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, m := range d.Metrics { // casePass and exact agree here
+				if m.Change != tt.change || m.NotSignificant() != tt.notSignificant {
+					t.Errorf("%s: change %s, not significant %v, want %s, %v (interval %+v)", m.Metric, m.Change, m.NotSignificant(), tt.change, tt.notSignificant, m.CI)
+				}
+			}
+			want := 0
+			if tt.change == MetricRegressed {
+				want = 2
+			}
+			if len(d.Regressions) != want {
+				t.Errorf("%d regressions, want %d", len(d.Regressions), want)
+			}
+		})
+	}
+	// A metric without verdicts whose mean moves in one case of twenty.
+	d, err := Diff(card("b", twenty, func(sc *eval.Scorecard) { addScore(sc, "usd", 1, nil) }),
+		card("c", twenty, harness2, func(sc *eval.Scorecard) {
+			addScore(sc, "usd", 1, nil)
+			sc.Scorecard[0].Outcomes["usd"] = eval.Score{Metric: "usd", Value: 3}
+		}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range d.Metrics {
+		if m.Metric == "usd" && (m.Change != MetricUnchanged || !m.NotSignificant()) {
+			t.Errorf("usd: change %s, not significant %v, want unchanged (n.s.)", m.Change, m.NotSignificant())
+		}
 	}
 }
 

@@ -49,7 +49,10 @@
 // per-case difference of the compared quantity (the case's pass fraction,
 // or its mean value), with a percentile bootstrap of BootstrapResamples
 // resamples at BootstrapLevel, seeded from the two scorecard ids and the
-// metric so a diff is reproducible.
+// metric so a diff is reproducible. The change reads the interval: a
+// metric is regressed, improved or changed only when its interval excludes
+// 0, else unchanged even when its delta is not 0 (NotSignificant: shown as
+// "unchanged (n.s.)"); without paired cases it is unchanged.
 //
 // # Gate decision rules
 //
@@ -63,8 +66,9 @@
 //     on both sides (no_common_cases), or the gate metric absent on a side
 //     or without paired cases (metric_missing): not_comparable.
 //  3. A case decided in the baseline but not in the candidate: blocked_missing
-//     (reason missing_case, one per case) unless allow_partial; a missing
-//     critical case (critical_case_missing) is blocked_missing even then.
+//     (reason missing_case, one per case) unless allowPartial (alias
+//     allow_partial); a missing critical case (critical_case_missing) is
+//     blocked_missing even then.
 //  4. Per case decided on both sides, the table [[baseline passes, baseline
 //     fails], [candidate passes, candidate fails]] gets Fisher's exact test,
 //     one-sided for "the candidate passes less often" (FisherExact's
@@ -86,8 +90,22 @@
 //
 // Outcome precedence is therefore not_comparable, blocked_missing, block,
 // pass. Notes record what did not decide the outcome: unverified axes,
-// allowed confounds, tolerated missing cases or regressions, case tests
-// that cannot reach alpha with their trial counts (one trial a side gives
-// at best p = 0.5), and rows whose score plane differs from the pinned
-// scoring revision.
+// allowed confounds, tolerated missing cases or regressions, underpowered
+// case tests, and rows whose score plane differs from the pinned scoring
+// revision.
+//
+// # Power
+//
+// A gate never fails open silently. A case's smallest reachable p-value is
+// MinPValue of its trial counts (the test itself on the most extreme
+// table: 0.5 for one trial a side, 0.05 for three). A lone regression
+// among m case tests needs p <= alpha and, with fdrAlpha, m * p <= fdrAlpha
+// (its q-value at Benjamini-Hochberg rank 1), within relErr as above. A
+// case test that cannot meet that is underpowered; when any is, the
+// decision carries an underpowered note naming the smallest reachable p,
+// the level needed, the trials per side that would reach it (TrialsNeeded)
+// and, with fdrAlpha, how many cases breaking together could still be
+// significant (JointRegressions). Decision.Power holds the same numbers
+// whenever a case was tested. The analysis is held to the decision: a lone
+// broken case is significant exactly when it is not underpowered.
 package gate

@@ -1,6 +1,9 @@
 package gate
 
 import (
+	"bytes"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -65,10 +68,46 @@ type GatePolicy struct {
 	// runtime) that may differ between the sides.
 	AllowConfounds []string `json:"allowConfounds,omitempty"`
 	// AllowPartial lets baseline cases be missing from the candidate
-	// (critical cases excepted).
-	AllowPartial bool `json:"allow_partial,omitempty"`
+	// (critical cases excepted). UnmarshalJSON also reads allow_partial,
+	// the spec's spelling.
+	AllowPartial bool `json:"allowPartial,omitempty"`
 	// Metric is the gate metric; default casePass.
 	Metric string `json:"metric,omitempty"`
+}
+
+// UnmarshalJSON decodes a policy strictly: an unknown field is refused
+// (json's "unknown field" error), so a typo cannot silently loosen a gate
+// even where the caller's decoder would not check. allowPartial, camelCase
+// like every other field, is the name; allow_partial is kept as an alias,
+// and both given with different values is ErrInvalid.
+func (p *GatePolicy) UnmarshalJSON(b []byte) error {
+	type fields GatePolicy // the same fields, without this method
+	var in struct {
+		fields
+		AllowPartial      *bool `json:"allowPartial"` // shadows fields.AllowPartial, to tell absent from false
+		AllowPartialAlias *bool `json:"allow_partial"`
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&in); err != nil {
+		// Name a mistyped field as the client wrote it (alpha, not
+		// fields.alpha); an enclosing decoder prefixes its own path.
+		var typ *json.UnmarshalTypeError
+		if errors.As(err, &typ) {
+			typ.Struct, typ.Field = "GatePolicy", strings.TrimPrefix(typ.Field, "fields.")
+		}
+		return err
+	}
+	*p = GatePolicy(in.fields)
+	switch a, alias := in.AllowPartial, in.AllowPartialAlias; {
+	case a != nil && alias != nil && *a != *alias:
+		return derrors.Invalidf("gate policy: allowPartial %t and its alias allow_partial %t disagree; send allowPartial alone", *a, *alias)
+	case a != nil:
+		p.AllowPartial = *a
+	case alias != nil:
+		p.AllowPartial = *alias
+	}
+	return nil
 }
 
 // Validate reports every problem of a policy at once, as ErrInvalid.
@@ -134,7 +173,11 @@ type Decision struct {
 	// Regressions counts the significant case regressions.
 	Regressions int `json:"regressions"`
 	// Metric is the gate metric's comparison, with its paired interval.
-	Metric           *MetricDelta      `json:"metric,omitempty"`
+	Metric *MetricDelta `json:"metric,omitempty"`
+	// Power is what the case tests can detect under the policy; absent
+	// when no case was tested. Underpowered > 0 comes with an underpowered
+	// note.
+	Power            *Power            `json:"power,omitempty"`
 	Comparability    string            `json:"comparability"`
 	Experiment       map[string]string `json:"experiment"`
 	Baseline         SideRef           `json:"baseline"`
@@ -262,7 +305,7 @@ func (g *gating) decide(b, c *side, d ScorecardDiff) {
 			missing = true
 		case g.p.AllowPartial:
 			g.note(Reason{Code: ReasonMissingCase, CaseID: t.CaseID,
-				Message: fmt.Sprintf("case %s has no decided trial in the candidate; allowed by allow_partial", t.CaseID)})
+				Message: fmt.Sprintf("case %s has no decided trial in the candidate; allowed by allowPartial", t.CaseID)})
 		default:
 			g.reason(Reason{Code: ReasonMissingCase, CaseID: t.CaseID,
 				Message: fmt.Sprintf("case %s has no decided trial in the candidate", t.CaseID)})
@@ -378,7 +421,6 @@ func (g *gating) caseTests(d ScorecardDiff) bool {
 	}
 	blocked := false
 	var regressed []Reason
-	underpowered := 0
 	for i := range g.dec.Tests {
 		t := &g.dec.Tests[i]
 		if qs != nil {
@@ -387,9 +429,6 @@ func (g *gating) caseTests(d ScorecardDiff) bool {
 		}
 		worse := t.CandidatePasses*t.BaselineTrials < t.BaselinePasses*t.CandidateTrials
 		t.Significant = worse && atMost(t.PValue, g.p.Alpha) && (t.QValue == nil || atMost(*t.QValue, *g.p.FDRAlpha))
-		if minOneSidedP(t.BaselineTrials, t.CandidateTrials) > g.p.Alpha*relErr {
-			underpowered++
-		}
 		if t.Critical && worse && (t.Change == ChangeBroke || t.BaselinePasses == t.BaselineTrials) {
 			g.reason(Reason{Code: ReasonCriticalCaseBroke, CaseID: t.CaseID,
 				Message: fmt.Sprintf("critical case %s passed %d of %d baseline trials and %d of %d candidate trials",
@@ -398,10 +437,10 @@ func (g *gating) caseTests(d ScorecardDiff) bool {
 		}
 		if t.Significant {
 			g.dec.Regressions++
-			msg := fmt.Sprintf("case %s passed %d of %d baseline trials and %d of %d candidate trials (p = %.4g",
-				t.CaseID, t.BaselinePasses, t.BaselineTrials, t.CandidatePasses, t.CandidateTrials, t.PValue)
+			msg := fmt.Sprintf("case %s passed %d of %d baseline trials and %d of %d candidate trials (p = %s",
+				t.CaseID, t.BaselinePasses, t.BaselineTrials, t.CandidatePasses, t.CandidateTrials, num(t.PValue))
 			if t.QValue != nil {
-				msg += fmt.Sprintf(", q = %.4g", *t.QValue)
+				msg += ", q = " + num(*t.QValue)
 			}
 			regressed = append(regressed, Reason{Code: ReasonCaseRegression, CaseID: t.CaseID, Message: msg + ")"})
 		}
@@ -419,10 +458,11 @@ func (g *gating) caseTests(d ScorecardDiff) bool {
 			g.note(r)
 		}
 	}
-	if underpowered > 0 {
-		g.note(Reason{Code: NoteUnderpowered,
-			Message: fmt.Sprintf("%d of %d case tests cannot reach p <= %g with their trial counts (one trial a side gives at best p = 0.5); only critical cases and the metric rule can block them",
-				underpowered, len(g.dec.Tests), g.p.Alpha)})
+	// The gate must not fail open silently: say when the policy's levels
+	// are out of the case tests' reach.
+	g.dec.Power = power(g.dec.Tests, g.p)
+	if pw := g.dec.Power; pw != nil && pw.Underpowered > 0 {
+		g.note(Reason{Code: NoteUnderpowered, Message: pw.message(g.p)})
 	}
 	return blocked
 }
@@ -438,8 +478,8 @@ func (g *gating) metricRegressed(m *MetricDelta) bool {
 	}
 	if *m.PairedDelta < -g.p.MinDelta-eps && m.CI.Hi < -eps {
 		g.reason(Reason{Code: ReasonMetricRegression,
-			Message: fmt.Sprintf("metric %s fell by %.4g over %d paired cases (%g%% interval %.4g to %.4g), beyond minDelta %g",
-				m.Metric, -*m.PairedDelta, m.PairedCases, m.CI.Level*100, m.CI.Lo, m.CI.Hi, g.p.MinDelta)})
+			Message: fmt.Sprintf("metric %s fell by %s over %d paired cases (%s%% interval %s to %s), beyond minDelta %s",
+				m.Metric, num(-*m.PairedDelta), m.PairedCases, num(m.CI.Level*100), num(m.CI.Lo), num(m.CI.Hi), num(g.p.MinDelta))})
 		return true
 	}
 	return false

@@ -159,10 +159,11 @@ func TestGateOutcomes(t *testing.T) {
 			outcome: OutcomePass, reasons: []string{}, notes: []string{"underpowered"},
 		},
 		{
-			// Ten tests, one at p = 0.05: q = 0.5.
+			// Ten tests, one at p = 0.05: q = 0.5. No case could reach 0.1
+			// (10 * 0.05 > 0.1), and the decision says so.
 			name: "the regression does not survive the FDR control", base: card("b", ten), cand: card("c", with(ten, "cac", "FFF"), harness2),
 			policy:  GatePolicy{FDRAlpha: ptr(0.1)},
-			outcome: OutcomePass, reasons: []string{}, notes: []string{},
+			outcome: OutcomePass, reasons: []string{}, notes: []string{"underpowered"},
 		},
 		{
 			name: "half the cases broke on one trial each: the metric rule", base: card("b", one), cand: card("c", brokeHalf, harness2),

@@ -144,11 +144,3 @@ func PairedBootstrap(deltas []float64, resamples int, level float64, seed uint64
 		Resamples: resamples,
 	}
 }
-
-// minOneSidedP is the smallest one-sided p-value Fisher's test can give a
-// case with n1 baseline and n2 candidate trials: 1/C(n1+n2, n1), reached
-// when every baseline trial passed and every candidate trial failed. One
-// trial a side can never do better than 0.5.
-func minOneSidedP(n1, n2 int) float64 {
-	return math.Exp(-combin.LogGeneralizedBinomial(float64(n1+n2), float64(n1)))
-}

@@ -229,20 +229,6 @@ func TestPairedBootstrapCoverage(t *testing.T) {
 	}
 }
 
-func TestMinOneSidedP(t *testing.T) {
-	for _, tt := range []struct {
-		n1, n2 int
-		want   float64
-	}{{1, 1, 0.5}, {2, 2, 1.0 / 6}, {3, 3, 0.05}, {5, 5, 1.0 / 252}} {
-		if got := minOneSidedP(tt.n1, tt.n2); !near(got, tt.want, 1e-12) {
-			t.Errorf("minOneSidedP(%d, %d) = %v, want %v", tt.n1, tt.n2, got, tt.want)
-		}
-		if _, _, g := FisherExact(tt.n1, 0, 0, tt.n2); !near(g, tt.want, 1e-12) {
-			t.Errorf("FisherExact(%d, 0, 0, %d) greater = %v, want the minimum %v", tt.n1, tt.n2, g, tt.want)
-		}
-	}
-}
-
 // BenchmarkDiff measures a diff of two 2,000-case batches of three trials
 // with three metrics: the bootstrap dominates.
 func BenchmarkDiff(b *testing.B) {

@@ -22,7 +22,7 @@ func Example() {
 			{"id": "calc-used", "kind": "tool_calls", "name": "calculator"},
 			{"id": "budget", "kind": "usd", "max": 0.01}
 		]}`), &c)
-	if err := graders.Check(c.Graders); err != nil {
+	if err := graders.Check("graders", c.Graders); err != nil {
 		fmt.Println(err)
 		return
 	}

@@ -57,7 +57,7 @@ func FuzzGrade(f *testing.F) {
 		_, u := eval.Extract(trace, answer)
 		in.Usage = u
 
-		checkErr := Check(gs)
+		checkErr := Check("graders", gs)
 		scores := Grade(gs, in)
 		if len(scores) != len(gs) {
 			t.Fatalf("Grade gave %d scores for %d graders", len(scores), len(gs))

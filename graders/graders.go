@@ -4,10 +4,13 @@
 //
 // A case attaches graders as `graders: [{id, kind?, ...params}]`. The kind
 // is params["kind"] (or "type"), else the grader's id, so `{"id":"exit_code"}`
-// works on its own. Check validates the params when a case is submitted;
-// Grade scores a finished case and never drops a grader: an unknown kind or
-// unusable params become a visible skip score (value 0, pass false, detail
-// beginning "skipped:"). docs/graders.md is the user's reference.
+// works on its own. Check and CheckCases validate graders wherever they are
+// declared (a dataset case at registration and validation, a run's case and
+// a scorecard's override at submit) and refuse unknown kinds, bad params and
+// unknown members. Grade scores a finished case and never drops a grader:
+// an unknown kind or unusable params (in a dataset registered before the
+// check) become a visible skip score (value 0, pass false, detail beginning
+// "skipped:"). docs/graders.md is the user's reference.
 package graders
 
 import (
@@ -18,7 +21,6 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"svc/derrors"
 	"svc/eval"
 	"svc/registry"
 )
@@ -130,58 +132,6 @@ func kindOf(g registry.Grader) (string, error) {
 // unknownKind is the message for a kind that is not built in.
 func unknownKind(kind string) string {
 	return fmt.Sprintf("unknown grader kind %q (built-in kinds: %s)", clip(kind, 60), strings.Join(Kinds(), ", "))
-}
-
-// Check validates graders' params before a case is accepted. The error
-// wraps derrors.ErrInvalid (callers answer 400) and names, for each
-// problem, the grader's id and position and the field to fix. Unlike
-// Grade, Check also refuses members a kind does not know, since a
-// misspelt limit would otherwise never be applied.
-func Check(gs []registry.Grader) error {
-	var problems []string
-	for i, g := range gs {
-		if err := check(g); err != nil {
-			problems = append(problems, fmt.Sprintf("grader %q (graders[%d]): %v", clip(g.ID, 60), i, err))
-		}
-	}
-	if len(problems) == 0 {
-		return nil
-	}
-	return derrors.Invalidf("%s", strings.Join(problems, "; "))
-}
-
-// check validates one grader.
-func check(g registry.Grader) error {
-	if g.ID == "" {
-		return &paramError{"id", "a grader needs an id (it names the grader's score)"}
-	}
-	kind, err := kindOf(g)
-	if err != nil {
-		return err
-	}
-	def, ok := kinds[kind]
-	if !ok {
-		_, hasKind := g.Params["kind"]
-		_, hasType := g.Params["type"]
-		switch {
-		case hasKind:
-			return &paramError{"kind", unknownKind(kind)}
-		case hasType:
-			return &paramError{"type", unknownKind(kind)}
-		}
-		return &paramError{"kind", unknownKind(kind) + "; with no kind given, the id names the kind"}
-	}
-	p := newParams(g.Params)
-	if _, err := def.parse(p); err != nil {
-		return err
-	}
-	allowed := append(slices.Clone(commonParams), def.params...)
-	for _, k := range p.keys() {
-		if !slices.Contains(allowed, k) {
-			return &paramError{k, fmt.Sprintf("is not a parameter of %s graders (they take %s)", kind, strings.Join(def.params, ", "))}
-		}
-	}
-	return nil
 }
 
 // Grade scores one finished case with each grader, in grader order. Every

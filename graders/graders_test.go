@@ -2,7 +2,6 @@ package graders
 
 import (
 	"encoding/json"
-	"errors"
 	"math"
 	"strings"
 	"testing"
@@ -10,7 +9,6 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"svc/derrors"
 	"svc/eval"
 	"svc/registry"
 )
@@ -58,88 +56,6 @@ func TestKindOf(t *testing.T) {
 	}
 }
 
-func TestCheck(t *testing.T) {
-	for _, tc := range []struct {
-		name string
-		docs []string
-		want []string // substrings of the error; none means valid
-	}{
-		{name: "no graders"},
-		{name: "every kind, minimal", docs: []string{
-			`{"id":"exit_code"}`, `{"id":"tool_calls"}`, `{"id":"usd"}`, `{"id":"s","kind":"span","name":"plan"}`,
-			`{"id":"contains"}`, `{"id":"r","kind":"regex","pattern":"x"}`, `{"id":"exact"}`, `{"id":"json_match"}`,
-		}},
-		{name: "every param", docs: []string{
-			`{"id":"e","kind":"exit_code","expect":3,"description":"fails on purpose"}`,
-			`{"id":"t","kind":"tool_calls","name":"search","min":1,"max":3,"expect":["search","answer"]}`,
-			`{"id":"u","type":"usd","max":0.25}`,
-			`{"id":"s","kind":"span","name":"db","attributes":{"rows":3}}`,
-			`{"id":"c","kind":"contains","values":["a","b"],"ignoreCase":true}`,
-			`{"id":"x","kind":"exact","value":"4","trim":false,"ignoreCase":true}`,
-			`{"id":"j","kind":"json_match","path":"a.b.0","value":null}`,
-		}},
-		{name: "unknown kind by id", docs: []string{`{"id":"tests"}`}, want: []string{`grader "tests" (graders[0]): kind: unknown grader kind "tests" (built-in kinds: contains, exact`, "; with no kind given, the id names the kind"}},
-		{name: "unknown kind by kind", docs: []string{`{"id":"a","kind":"llm"}`}, want: []string{`grader "a" (graders[0]): kind: unknown grader kind "llm"`}},
-		{name: "unknown kind by type", docs: []string{`{"id":"a","type":"llm"}`}, want: []string{`type: unknown grader kind "llm"`}},
-		{name: "kind not a string", docs: []string{`{"id":"a","kind":["exact"]}`}, want: []string{"kind: must be a string naming the grader kind, not a list"}},
-		{name: "kind and type disagree", docs: []string{`{"id":"a","kind":"exact","type":"regex"}`}, want: []string{`kind: "exact" disagrees with type "regex"`}},
-		{name: "missing id", docs: []string{`{"kind":"exact","value":"x"}`}, want: []string{"id: a grader needs an id"}},
-		{name: "misspelt param", docs: []string{`{"id":"t","kind":"tool_calls","mx":3}`}, want: []string{`grader "t" (graders[0]): mx: is not a parameter of tool_calls graders (they take name, min, max, expect)`}},
-		{name: "min above max", docs: []string{`{"id":"t","kind":"tool_calls","min":4,"max":3}`}, want: []string{"min: 4 is above max 3"}},
-		{name: "negative min", docs: []string{`{"id":"t","kind":"tool_calls","min":-1}`}, want: []string{"min: must be between 0 and"}},
-		{name: "fractional max", docs: []string{`{"id":"t","kind":"tool_calls","max":1.5}`}, want: []string{"max: must be a whole number, not a number"}},
-		{name: "max as string", docs: []string{`{"id":"t","kind":"tool_calls","max":"3"}`}, want: []string{"max: must be a whole number, not a string"}},
-		{name: "empty expect", docs: []string{`{"id":"t","kind":"tool_calls","expect":[]}`}, want: []string{"expect: must list at least one string"}},
-		{name: "bad expect item", docs: []string{`{"id":"t","kind":"tool_calls","expect":["a",2]}`}, want: []string{"expect[1]: must be a non-empty string, not a number"}},
-		{name: "empty tool name", docs: []string{`{"id":"t","kind":"tool_calls","name":""}`}, want: []string{"name: must not be empty"}},
-		{name: "negative usd max", docs: []string{`{"id":"u","kind":"usd","max":-0.01}`}, want: []string{"max: must be at least 0, not -0.01"}},
-		{name: "usd max not a number", docs: []string{`{"id":"u","kind":"usd","max":true}`}, want: []string{"max: must be a number, not a boolean"}},
-		{name: "span without name", docs: []string{`{"id":"s","kind":"span"}`}, want: []string{"name: is required"}},
-		{name: "span attributes not an object", docs: []string{`{"id":"s","kind":"span","name":"a","attributes":["x"]}`}, want: []string{"attributes: must be an object"}},
-		{name: "exit expect fractional", docs: []string{`{"id":"e","kind":"exit_code","expect":0.5}`}, want: []string{"expect: must be a whole number"}},
-		{name: "exit expect huge", docs: []string{`{"id":"e","kind":"exit_code","expect":1e12}`}, want: []string{"expect: must be between"}},
-		{name: "contains both", docs: []string{`{"id":"c","kind":"contains","value":"a","values":["b"]}`}, want: []string{"values: give value or values, not both"}},
-		{name: "contains empty value", docs: []string{`{"id":"c","kind":"contains","value":""}`}, want: []string{"value: must not be empty"}},
-		{name: "contains object value", docs: []string{`{"id":"c","kind":"contains","value":{"a":1}}`}, want: []string{"value: must be a string, not an object"}},
-		{name: "contains values not a list", docs: []string{`{"id":"c","kind":"contains","values":"ab"}`}, want: []string{"values: must be a list of strings, not a string"}},
-		{name: "ignoreCase not a bool", docs: []string{`{"id":"c","kind":"contains","value":"a","ignoreCase":"yes"}`}, want: []string{"ignoreCase: must be true or false, not a string"}},
-		{name: "regex without pattern", docs: []string{`{"id":"r","kind":"regex"}`}, want: []string{"pattern: is required"}},
-		{name: "regex bad pattern", docs: []string{`{"id":"r","kind":"regex","pattern":"a(b"}`}, want: []string{"pattern: is not a valid Go regular expression: error parsing regexp: missing closing )"}},
-		{name: "regex lookahead unsupported", docs: []string{`{"id":"r","kind":"regex","pattern":"(?=x)"}`}, want: []string{"pattern: is not a valid Go regular expression"}},
-		{name: "exact trim not a bool", docs: []string{`{"id":"x","kind":"exact","value":"a","trim":0}`}, want: []string{"trim: must be true or false, not a number"}},
-		{name: "exact array value", docs: []string{`{"id":"x","kind":"exact","value":["a"]}`}, want: []string{"value: must be a string, not a list"}},
-		{name: "json path empty segment", docs: []string{`{"id":"j","kind":"json_match","path":"a..b","value":1}`}, want: []string{`path: "a..b" must be a dot path`}},
-		{name: "json path not a string", docs: []string{`{"id":"j","kind":"json_match","path":3,"value":1}`}, want: []string{"path: must be a string, not a number"}},
-		{name: "every problem is reported", docs: []string{`{"id":"ok","kind":"exact","value":"a"}`, `{"id":"r","kind":"regex","pattern":"("}`, `{"id":"nope"}`},
-			want: []string{`grader "r" (graders[1]): pattern:`, `; grader "nope" (graders[2]): kind: unknown grader kind`}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			var gs []registry.Grader
-			for _, d := range tc.docs {
-				gs = append(gs, grader(t, d))
-			}
-			err := Check(gs)
-			if len(tc.want) == 0 {
-				if err != nil {
-					t.Fatalf("Check() = %v, want nil", err)
-				}
-				return
-			}
-			if err == nil {
-				t.Fatalf("Check() = nil, want an error containing %q", tc.want)
-			}
-			if !errors.Is(err, derrors.ErrInvalid) {
-				t.Errorf("Check() = %v, which is not ErrInvalid", err)
-			}
-			for _, w := range tc.want {
-				if !strings.Contains(err.Error(), w) {
-					t.Errorf("Check() = %q\nwant it to contain %q", err, w)
-				}
-			}
-		})
-	}
-}
-
 func TestGradeOrderAndSkips(t *testing.T) {
 	gs := []registry.Grader{
 		grader(t, `{"id":"exit_code"}`),
@@ -183,7 +99,7 @@ func TestNumberForms(t *testing.T) {
 	in := Input{Trace: calls("a", "b", "c")}
 	for _, v := range []any{json.Number("2"), json.Number("2.0"), json.Number("2e0"), float64(2), float32(2), 2, int8(2), int64(2), uint(2), uint64(2)} {
 		g := registry.Grader{ID: "t", Params: map[string]any{"kind": "tool_calls", "max": v}}
-		if err := Check([]registry.Grader{g}); err != nil {
+		if err := Check("graders", []registry.Grader{g}); err != nil {
 			t.Errorf("Check(max %T %v) = %v", v, v, err)
 		}
 		s := Grade([]registry.Grader{g}, in)[0]
@@ -193,7 +109,7 @@ func TestNumberForms(t *testing.T) {
 	}
 	for _, v := range []any{json.Number("2.5"), 2.5, json.Number("1e400"), math.Inf(1), math.NaN(), "2", uint64(math.MaxUint64)} {
 		g := registry.Grader{ID: "t", Params: map[string]any{"kind": "tool_calls", "max": v}}
-		if err := Check([]registry.Grader{g}); err == nil {
+		if err := Check("graders", []registry.Grader{g}); err == nil {
 			t.Errorf("Check(max %T %v) = nil, want an error", v, v)
 		}
 	}
@@ -206,7 +122,7 @@ func TestGoBuiltParams(t *testing.T) {
 		{ID: "t", Params: map[string]any{"kind": "tool_calls", "expect": []string{"x"}}},
 		{ID: "j", Params: map[string]any{"kind": "json_match", "value": map[string]int{"n": 1}}},
 	}
-	if err := Check(gs); err != nil {
+	if err := Check("graders", gs); err != nil {
 		t.Fatalf("Check = %v", err)
 	}
 	for _, s := range Grade(gs, Input{FinalAnswer: `a b {"n": 1.0}`, Trace: calls("x")}) {

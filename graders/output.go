@@ -110,6 +110,9 @@ func parseRegex(p *params) (gradeFunc, error) {
 	}
 	re, err := regexp.Compile(pat)
 	if err != nil {
+		if hint := re2Hint(err); hint != "" {
+			return nil, &paramError{"pattern", "is not a valid Go regular expression: " + hint}
+		}
 		return nil, &paramError{"pattern", "is not a valid Go regular expression: " + err.Error()}
 	}
 	return answerGrader(func(in *Input) outcome {

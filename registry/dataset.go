@@ -122,6 +122,41 @@ func (*Grader) checkShape(v any, p string, pr *problems) {
 	}
 }
 
+// CaseGraders reads the id and graders of each case of a dataset document
+// leniently, so that a checker outside this package (package graders, which
+// imports this one) can list its problems beside Parse's. It never fails:
+// what does not decode (a body that is not JSON, a case or grader that is
+// not an object, an id that is not a string) is left empty, for Parse to
+// report. Cases and graders keep their positions in the document, so
+// problem paths agree with Parse's.
+func CaseGraders(raw []byte) []EvalCase {
+	var doc struct {
+		Cases []json.RawMessage `json:"cases"`
+	}
+	if json.Unmarshal(raw, &doc) != nil {
+		return nil
+	}
+	cases := make([]EvalCase, len(doc.Cases))
+	for i, rc := range doc.Cases {
+		var c struct {
+			ID      any               `json:"id"`
+			Graders []json.RawMessage `json:"graders"`
+		}
+		if json.Unmarshal(rc, &c) != nil {
+			continue
+		}
+		cases[i].ID, _ = c.ID.(string)
+		cases[i].Graders = make([]Grader, len(c.Graders))
+		for j, rg := range c.Graders {
+			var g Grader
+			if json.Unmarshal(rg, &g) == nil {
+				cases[i].Graders[j] = g
+			}
+		}
+	}
+	return cases
+}
+
 // Placement says where a case runs.
 type Placement struct {
 	// Target is the id of the registered runtime to run on.

@@ -71,16 +71,9 @@ func (r *SubmitRequest) Validate() error {
 			}
 		}
 	}
-	var builtin []registry.Grader
-	for _, g := range r.Graders {
-		if slices.Contains(graders.Kinds(), graders.KindOf(g)) {
-			builtin = append(builtin, g)
-		}
-	}
-	if err := graders.Check(builtin); err != nil {
-		return fmt.Errorf("graders: %w", err)
-	}
-	return nil
+	// The override replaces every case's graders, so it is checked as a
+	// dataset's are: every grader, in the position it was sent.
+	return graders.Check("graders", r.Graders)
 }
 
 func checkRef(field string, r registry.Ref) error {
@@ -152,6 +145,8 @@ type plan struct {
 	policy      eval.VerdictPolicy
 	concurrency int
 	trials      int
+	// notes are info steps recorded with the submit step (graderNotes).
+	notes []store.ScorecardStep
 }
 
 // Submit resolves, seals and records a scorecard, then starts its workflow.
@@ -174,6 +169,10 @@ func (s *Service) Submit(ctx context.Context, p auth.Principal, req SubmitReques
 	all := pl.dataset.Spec.Dataset().Cases
 	if pl.cases, pl.subset, err = selectCases(all, req.Cases); err != nil {
 		return eval.Scorecard{}, err
+	}
+	if len(req.Graders) == 0 {
+		// The cases grade with their own graders (an override replaces them).
+		pl.notes = graderNotes(pl.cases)
 	}
 	if pl.policy, err = scoring.ComposePolicy(scoring.DefaultPolicy(), req.CriticalCases); err != nil {
 		return eval.Scorecard{}, fmt.Errorf("criticalCases: %w", err)
@@ -340,8 +339,13 @@ func (s *Service) record(ctx context.Context, p auth.Principal, pl plan, source 
 	if _, err := s.o.Store.CreateScorecard(ctx, row); err != nil {
 		return eval.Scorecard{}, err
 	}
-	_ = s.o.Store.AppendScorecardSteps(ctx, []store.ScorecardStep{{Workspace: sc.Tenant, ScorecardID: sc.ID, Key: "submit",
-		TS: now, Phase: "submit", Status: "succeeded", Message: fmt.Sprintf("%d cases x %d trials, concurrency %d", len(cases), pl.trials, pl.concurrency)}})
+	steps := []store.ScorecardStep{{Workspace: sc.Tenant, ScorecardID: sc.ID, Key: "submit",
+		TS: now, Phase: "submit", Status: "succeeded", Message: fmt.Sprintf("%d cases x %d trials, concurrency %d", len(cases), pl.trials, pl.concurrency)}}
+	for _, n := range pl.notes {
+		n.Workspace, n.ScorecardID, n.TS = sc.Tenant, sc.ID, now
+		steps = append(steps, n)
+	}
+	_ = s.o.Store.AppendScorecardSteps(ctx, steps)
 	err = s.o.Orchestrator.StartScorecard(ctx, workflows.ScorecardInput{
 		Workspace: sc.Tenant, ScorecardID: sc.ID, Total: sc.Progress.Total, Trials: pl.trials,
 		Concurrency: pl.concurrency, Judged: len(pl.judges) > 0,
@@ -356,6 +360,42 @@ func (s *Service) record(ctx context.Context, p auth.Principal, pl plan, source 
 		return eval.Scorecard{}, errors.Join(derrors.Unavailablef("the batch %s was recorded but its workflow could not be started; it is marked failed, submit it again", sc.ID), err)
 	}
 	return summaryView(sc), nil
+}
+
+// maxGraderNotes bounds the grader notes of one submit, as the checker
+// bounds its problems.
+const maxGraderNotes = 20
+
+// graderNotes returns an info step for each problem the grader checker
+// finds in the cases' stored graders. A dataset version registered before
+// registration ran the checker keeps its graders and grades leniently (a
+// grader of an unknown kind or with a bad parameter scores as a skip, a
+// member the kind does not know is ignored); the notes tell the reader of
+// the batch's detail why, and how to fix it. At most maxGraderNotes, then
+// one counting the rest.
+func graderNotes(cases []registry.EvalCase) []store.ScorecardStep {
+	var notes []store.ScorecardStep
+	more := 0
+	for _, c := range cases {
+		for _, p := range graders.Problems(c.Graders) {
+			if len(notes) == maxGraderNotes {
+				more++
+				continue
+			}
+			effect := "grading ignores this member"
+			if p.Skips {
+				effect = "the grader scores as a skip, failing the case,"
+			}
+			notes = append(notes, store.ScorecardStep{Key: fmt.Sprintf("submit:graders:%d", len(notes)), Phase: "submit", Status: "info", CaseID: c.ID,
+				Message: fmt.Sprintf("case %q graders[%d]: %s (the dataset version was registered before graders were checked: %s until a fixed version is registered; POST /datasets/validate lists every problem)",
+					c.ID, p.Index, p, effect)})
+		}
+	}
+	if more > 0 {
+		notes = append(notes, store.ScorecardStep{Key: "submit:graders:more", Phase: "submit", Status: "info",
+			Message: fmt.Sprintf("and %d more grader problems in this dataset version's cases; POST the version's spec to /datasets/validate to list them all", more)})
+	}
+	return notes
 }
 
 func judgeModels(js []manifest.Judge) []string {

@@ -18,14 +18,18 @@ import (
 	"svc/scorecards"
 )
 
-const gateSynopsis = `usage: svc gate --baseline <id> --candidate <id> [--policy file.json] [policy flags] [--json] [--url URL]
+const gateSynopsis = `usage: svc gate --baseline <id> --candidate <id> [--policy file.json] [policy flags] [--strict] [--json] [--url URL]
 
 Decides whether the candidate scorecard may replace the baseline (POST /scorecards/gate;
 rules in docs/gate.md) and prints the decision: the outcome, its reasons, the cases that
 pass less often with their p- and q-values, the transitions, the metric deltas with their
 bootstrap intervals, the experiment axes and the notes. Policy flags override the file.
+When the policy's levels are out of the case tests' reach (an underpowered note: too few
+trials for alpha, or for fdrAlpha over this many cases), a warning on stderr says how many
+trials would do; --strict then exits 2 whatever the outcome.
 
-Exit codes: 0 pass; 1 block, blocked_missing or not_comparable; 2 usage or service error.`
+Exit codes: 0 pass; 1 block, blocked_missing or not_comparable; 2 usage or service error,
+or an underpowered decision with --strict.`
 
 // runGate is `svc gate`.
 func runGate(ctx context.Context, x *cli, args []string) (int, error) {
@@ -34,13 +38,14 @@ func runGate(ctx context.Context, x *cli, args []string) (int, error) {
 	cf.register(fs, x.getenv)
 	var (
 		baseline, candidate, policyFile string
-		asJSON                          bool
+		asJSON, strict                  bool
 		pf                              policyFlags
 	)
 	fs.StringVar(&baseline, "baseline", "", "id of the baseline scorecard (required)")
 	fs.StringVar(&candidate, "candidate", "", "id of the candidate scorecard (required)")
 	fs.StringVar(&policyFile, "policy", "", "JSON `file` holding a gate policy (docs/gate.md); the policy flags override its fields")
 	fs.BoolVar(&asJSON, "json", false, "print the decision as the service's JSON instead of the table")
+	fs.BoolVar(&strict, "strict", false, "exit 2 when the decision is underpowered: no case regression can be significant with these trials under this policy")
 	pf.register(fs)
 	pos, err := parseArgs(fs, args)
 	if err != nil {
@@ -85,6 +90,19 @@ func runGate(ctx context.Context, x *cli, args []string) (int, error) {
 			diff = &d
 		}
 		renderGate(x.stdout, dec, diff)
+	}
+	// Said on stderr in both modes, so that a CI log shows it even when
+	// stdout is the JSON or is kept in a file.
+	underpowered := false
+	for _, n := range dec.Notes {
+		if n.Code == gate.NoteUnderpowered {
+			underpowered = true
+			fmt.Fprintf(x.stderr, "svc gate: warning: underpowered: %s\n", n.Message)
+		}
+	}
+	if strict && underpowered {
+		fmt.Fprintf(x.stderr, "svc gate: --strict: the policy cannot reach its levels with these trials (outcome %s); exit 2\n", dec.Outcome)
+		return exitProblem, nil
 	}
 	switch dec.Outcome {
 	case gate.OutcomePass:
@@ -139,8 +157,9 @@ func (pf *policyFlags) apply(fs *flag.FlagSet, p *gate.GatePolicy) {
 	})
 }
 
-// readPolicy reads a policy file; an unknown field is refused, so a typo
-// (allowPartial for allow_partial) cannot silently loosen the gate.
+// readPolicy reads a policy file; an unknown field is refused (by
+// GatePolicy's own decoding), so a typo (allowPartail) cannot silently
+// loosen the gate. allow_partial is read as allowPartial.
 func readPolicy(path string) (gate.GatePolicy, error) {
 	var p gate.GatePolicy
 	if path == "" {
@@ -273,7 +292,7 @@ func policyText(p gate.GatePolicy) string {
 		parts = append(parts, "allowConfounds "+strings.Join(p.AllowConfounds, ","))
 	}
 	if p.AllowPartial {
-		parts = append(parts, "allow_partial")
+		parts = append(parts, "allowPartial")
 	}
 	return strings.Join(parts, ", ")
 }
@@ -369,8 +388,9 @@ func writeTransitions(w io.Writer, dec gate.Decision, diff *gate.ScorecardDiff) 
 }
 
 // writeMetrics writes every metric of the diff (else the gate metric):
-// the sides' pass rates (or means), the deltas and the paired bootstrap
-// interval.
+// the sides' pass rates (or means), the deltas, the paired bootstrap
+// interval and the change, "unchanged (n.s.)" when the metric moved but
+// its interval includes 0.
 func writeMetrics(w io.Writer, dec gate.Decision, diff *gate.ScorecardDiff) {
 	var ms []gate.MetricDelta
 	switch {
@@ -418,7 +438,11 @@ func writeMetrics(w io.Writer, dec gate.Decision, diff *gate.ScorecardDiff) {
 		if basis == "" {
 			basis = "-"
 		}
-		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", name, basis, b, c, d, paired, interval, m.Change)
+		change := m.Change
+		if m.NotSignificant() {
+			change += " (n.s.)"
+		}
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", name, basis, b, c, d, paired, interval, change)
 	}
 	tw.Flush()
 }

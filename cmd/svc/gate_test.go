@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -34,7 +35,7 @@ func blockDecision() gate.Decision {
 			{Code: gate.ReasonCaseRegression, CaseID: "billing/refund", Message: "case billing/refund passed 5 of 5 baseline trials and 0 of 5 candidate trials (p = 0.003968, q = 0.01984)"},
 		},
 		Notes: []gate.Reason{
-			{Code: gate.ReasonMissingCase, CaseID: "login-2", Message: "case login-2 has no decided trial in the candidate; allowed by allow_partial"},
+			{Code: gate.ReasonMissingCase, CaseID: "login-2", Message: "case login-2 has no decided trial in the candidate; allowed by allowPartial"},
 			{Code: gate.NoteConfoundAllowed, Axis: gate.AxisRuntime, Message: "runtime: runtime_changed, allowed by allowConfounds"},
 		},
 		Tests: []gate.CaseTest{
@@ -45,7 +46,7 @@ func blockDecision() gate.Decision {
 		},
 		Regressions: 2,
 		Metric: &gate.MetricDelta{Metric: "casePass", Baseline: 0.875, Candidate: 0.4167, Delta: -0.4583, BaselinePassRate: ptr(0.875), CandidatePassRate: ptr(0.4167), PassRateDelta: ptr(-0.4583),
-			Basis: gate.BasisPassRate, Change: gate.MetricRegressed, PairedCases: 4, PairedDelta: ptr(-0.4167), CI: &gate.Interval{Lo: -0.9167, Hi: 0.1667, Level: 0.95, Resamples: 2000}},
+			Basis: gate.BasisPassRate, Change: gate.MetricUnchanged, PairedCases: 4, PairedDelta: ptr(-0.4167), CI: &gate.Interval{Lo: -0.9167, Hi: 0.1667, Level: 0.95, Resamples: 2000}},
 		Comparability: gate.ComparabilityPartial,
 		Experiment: map[string]string{gate.AxisDataset: gate.Held, gate.AxisHarness: gate.Treatment, gate.AxisGrading: gate.Held,
 			gate.AxisJudges: gate.Unverified, gate.AxisPolicy: gate.Held, gate.AxisRuntime: gate.ConfoundRuntimeChanged},
@@ -55,6 +56,42 @@ func blockDecision() gate.Decision {
 		CandidateScoring: gate.ScoringPin{Revision: 2, ScorePlaneDigest: "sha256:6851"},
 		Policy:           gate.GatePolicy{MaxRegressions: ptr(0), Alpha: 0.05, FDRAlpha: ptr(0.1), AllowConfounds: []string{"runtime"}, AllowPartial: true, Metric: "casePass"},
 	}
+}
+
+// newcomerMessage is the underpowered note of the issue's pair, as the
+// gate writes it (gate.TestPowerNewcomerScenario holds the same text).
+const newcomerMessage = "with 3 trials per side the smallest p-value a case can reach is 0.05; over 30 cases fdrAlpha 0.1 needs p <= 0.003333: " +
+	"no case regression can be significant on its own (15 cases failing every trial together could be). " +
+	"Use at least 6 trials per side, or gate on alpha 0.05 without fdrAlpha. " +
+	"Until then only critical cases and the metric rule (casePass, minDelta 0.2) can block."
+
+// underpoweredDecision is the issue's pair under a policy that cannot
+// reach its levels: 30 cases of 3 trials, 5 broken (p = 0.05, q = 0.3),
+// fdrAlpha 0.1 and a minDelta above the drop. It passes, with the note.
+func underpoweredDecision() gate.Decision {
+	d := blockDecision()
+	d.Outcome, d.Reasons, d.Regressions, d.Comparability = gate.OutcomePass, []gate.Reason{}, 0, gate.ComparabilityFull
+	d.Experiment[gate.AxisRuntime], d.Experiment[gate.AxisJudges] = gate.Held, gate.Held
+	d.Baseline.Cases, d.Candidate.Cases = 30, 30
+	d.Notes = []gate.Reason{{Code: gate.NoteUnderpowered, Message: newcomerMessage}}
+	d.Tests = nil
+	for i := range 30 {
+		ct := gate.CaseTest{CaseID: fmt.Sprintf("case-%02d", i+1), BaselinePasses: 3, BaselineTrials: 3, CandidatePasses: 3, CandidateTrials: 3,
+			PValue: 1, QValue: ptr(1.0), Change: gate.ChangeStillPassing}
+		if i < 5 {
+			// The q-value as Benjamini-Hochberg computes it: 30/5 * 0.05.
+			ct.CandidatePasses, ct.PValue, ct.QValue, ct.Change = 0, 0.05000000000000001, ptr(0.30000000000000004), gate.ChangeBroke
+		}
+		d.Tests = append(d.Tests, ct)
+	}
+	d.Metric = &gate.MetricDelta{Metric: "casePass", Baseline: 1, Candidate: 0.8333333333333334, Delta: -0.16666666666666663,
+		BaselinePassRate: ptr(1.0), CandidatePassRate: ptr(0.8333333333333334), PassRateDelta: ptr(-0.16666666666666663),
+		Basis: gate.BasisPassRate, Change: gate.MetricRegressed, PairedCases: 30, PairedDelta: ptr(-0.16666666666666666),
+		CI: &gate.Interval{Lo: -0.30000000000000004, Hi: -0.03333333333333333, Level: 0.95, Resamples: 2000}}
+	d.Power = &gate.Power{CaseTests: 30, TrialsPerSide: 3, MinPValue: 0.05000000000000001, RequiredPValue: 0.0033333333333333335,
+		Underpowered: 30, TrialsNeeded: 6, JointRegressions: 15}
+	d.Policy = gate.GatePolicy{MaxRegressions: ptr(0), MinDelta: 0.2, Alpha: 0.05, FDRAlpha: ptr(0.1), Metric: "casePass"}
+	return d
 }
 
 // blockDiff is the diff of the same pair.
@@ -97,6 +134,7 @@ func TestRenderGate(t *testing.T) {
 		{"gate_block.golden", blockDecision(), &diff},
 		{"gate_block_nodiff.golden", blockDecision(), nil},
 		{"gate_pass.golden", pass, nil},
+		{"gate_underpowered.golden", underpoweredDecision(), nil},
 	} {
 		t.Run(tc.file, func(t *testing.T) {
 			var b strings.Builder
@@ -111,7 +149,11 @@ func TestRenderGate(t *testing.T) {
 func TestGatePolicyFlags(t *testing.T) {
 	dir := t.TempDir()
 	file := filepath.Join(dir, "policy.json")
-	if err := os.WriteFile(file, []byte(`{"maxRegressions": 1, "alpha": 0.01, "fdrAlpha": 0.2, "allowConfounds": ["runtime"], "allow_partial": true, "metric": "exact"}`), 0o644); err != nil {
+	if err := os.WriteFile(file, []byte(`{"maxRegressions": 1, "alpha": 0.01, "fdrAlpha": 0.2, "allowConfounds": ["runtime"], "allowPartial": true, "metric": "exact"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	alias := filepath.Join(dir, "alias.json") // the spec's spelling, kept as an alias
+	if err := os.WriteFile(alias, []byte(`{"allow_partial": true}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	api := newFakeAPI(t, map[string]http.HandlerFunc{
@@ -129,6 +171,7 @@ func TestGatePolicyFlags(t *testing.T) {
 			gate.GatePolicy{Alpha: 0.01, FDRAlpha: ptr(0.2), MaxRegressions: ptr(1), AllowConfounds: []string{"runtime"}, AllowPartial: true, Metric: "exact"}},
 		{"flags override the file", []string{"--policy", file, "--max-regressions", "0", "--allow-partial=false", "--allow-confounds", ""},
 			gate.GatePolicy{Alpha: 0.01, FDRAlpha: ptr(0.2), MaxRegressions: ptr(0), Metric: "exact"}},
+		{"allow_partial in the file", []string{"--policy", alias}, gate.GatePolicy{AllowPartial: true}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			args := append([]string{"--baseline", "sc_a", "--candidate", "sc_b", "--json"}, tc.args...)
@@ -153,9 +196,17 @@ func TestGatePolicyFlags(t *testing.T) {
 func TestGateExitCodes(t *testing.T) {
 	dir := t.TempDir()
 	typo := filepath.Join(dir, "typo.json")
-	if err := os.WriteFile(typo, []byte(`{"allowPartial": true}`), 0o644); err != nil {
+	if err := os.WriteFile(typo, []byte(`{"allowPartail": true}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	disagree := filepath.Join(dir, "disagree.json")
+	if err := os.WriteFile(disagree, []byte(`{"allowPartial": true, "allow_partial": false}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	underpowered := func(outcome string) gate.Decision {
+		return gate.Decision{Outcome: outcome, Notes: []gate.Reason{{Code: gate.NoteUnderpowered, Message: newcomerMessage}}}
+	}
+	warning := "svc gate: warning: underpowered: " + newcomerMessage + "\n"
 	base := []string{"--baseline", "sc_a", "--candidate", "sc_b"}
 	for _, tc := range []struct {
 		name        string
@@ -178,7 +229,14 @@ func TestGateExitCodes(t *testing.T) {
 		{"no candidate", 0, nil, []string{"--baseline", "sc_a"}, exitProblem, false, "", "--baseline and --candidate are both required"},
 		{"bad alpha", 0, nil, append([]string{"--alpha", "1.5"}, base...), exitProblem, false, "", "alpha: 1.5 must be in (0, 1)"},
 		{"harness confound", 0, nil, append([]string{"--allow-confounds", "harness"}, base...), exitProblem, false, "", "harness is the treatment"},
-		{"unknown policy field", 0, nil, append([]string{"--policy", typo}, base...), exitProblem, false, "", `unknown field "allowPartial"`},
+		{"unknown policy field", 0, nil, append([]string{"--policy", typo}, base...), exitProblem, false, "", `unknown field "allowPartail"`},
+		{"allowPartial and its alias disagree", 0, nil, append([]string{"--policy", disagree}, base...), exitProblem, false, "", "allowPartial true and its alias allow_partial false disagree"},
+		{"underpowered pass warns", 200, underpowered(gate.OutcomePass), base, exitOK, true, "PASS: candidate", warning},
+		{"underpowered pass warns with --json", 200, underpowered(gate.OutcomePass), append([]string{"--json"}, base...), exitOK, true, `{"outcome":"pass"`, warning},
+		{"underpowered pass with --strict", 200, underpowered(gate.OutcomePass), append([]string{"--strict"}, base...), exitProblem, true, "PASS: candidate",
+			warning + "svc gate: --strict: the policy cannot reach its levels with these trials (outcome pass); exit 2\n"},
+		{"underpowered block with --strict", 200, underpowered(gate.OutcomeBlock), append([]string{"--strict"}, base...), exitProblem, true, "BLOCK: candidate", "--strict"},
+		{"--strict and enough power", 200, gate.Decision{Outcome: gate.OutcomePass}, append([]string{"--strict"}, base...), exitOK, true, "PASS: candidate", ""},
 		{"missing policy file", 0, nil, append([]string{"--policy", filepath.Join(dir, "none.json")}, base...), exitProblem, false, "", "no such file"},
 		{"unknown flag", 0, nil, append([]string{"--alpah", "0.1"}, base...), exitProblem, false, "", "flag provided but not defined: -alpah"},
 		{"positional", 0, nil, append([]string{"sc_c"}, base...), exitProblem, false, "", "unexpected arguments"},
@@ -197,8 +255,8 @@ func TestGateExitCodes(t *testing.T) {
 			if !strings.HasPrefix(out, tc.wantOut) {
 				t.Errorf("stdout %q, want it to start %q", out, tc.wantOut)
 			}
-			if !strings.Contains(errOut, tc.wantErr) {
-				t.Errorf("stderr %q lacks %q", errOut, tc.wantErr)
+			if !strings.Contains(errOut, tc.wantErr) || (tc.wantErr == "" && errOut != "") {
+				t.Errorf("stderr %q, want %q in it (nothing when empty)", errOut, tc.wantErr)
 			}
 			if got := len(api.requests()) > 0; got != tc.wantRequest {
 				t.Errorf("sent a request: %v, want %v", got, tc.wantRequest)
