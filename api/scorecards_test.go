@@ -429,6 +429,9 @@ func TestGetScorecardDetail(t *testing.T) {
 			t.Errorf("?view=summary has %s", k)
 		}
 	}
+	if got := string(light["failedCases"]); got != `["c2"]` {
+		t.Errorf("?view=summary failedCases = %s, want [\"c2\"]", got)
+	}
 	for _, k := range []string{"progress", "summary", "steps", "policyResolution"} {
 		if _, ok := light[k]; !ok {
 			t.Errorf("?view=summary lacks %s", k)

@@ -91,7 +91,11 @@ type Scorecard struct {
 	ScoringInFlight string `json:"scoringInFlight,omitempty"`
 
 	// Detail-read fields (spec §2.3).
-	CaseRuns         map[string]string `json:"caseRuns,omitempty"` // "<caseId>#<trial>" -> canonical child run id
+	CaseRuns map[string]string `json:"caseRuns,omitempty"` // "<caseId>#<trial>" -> canonical child run id
+	// FailedCases is the light read's (view=summary) stand-in for the
+	// table: the cases with a trial that failed or erred, at most
+	// MaxFailedCases, so that a poller can name failures as they happen.
+	FailedCases      []string          `json:"failedCases,omitempty"`
 	PolicyResolution *PolicyResolution `json:"policyResolution,omitempty"`
 }
 
@@ -125,6 +129,9 @@ type Subset struct {
 	Tags     []string `json:"tags,omitempty"`
 	Limit    int      `json:"limit,omitempty"`
 }
+
+// MaxFailedCases bounds Scorecard.FailedCases.
+const MaxFailedCases = 200
 
 // Progress counts a batch's case-trials: Queued + Running + Done = Total,
 // and Passed + Failed + Cancelled = Done.

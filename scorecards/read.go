@@ -14,6 +14,7 @@ import (
 	"svc/auth"
 	"svc/derrors"
 	"svc/eval"
+	"svc/scoring"
 	"svc/store"
 )
 
@@ -89,11 +90,22 @@ func (s *Service) GetJSON(ctx context.Context, p auth.Principal, id string) (net
 // Summary is the light read of a batch (GET /scorecards/:id?view=summary)
 // for those who poll it: the detail read without the per-case table and
 // caseRuns, so its size does not grow with the batch; progress, summary,
-// steps (failed cases among them) and policyResolution stay.
+// steps (failed cases among them) and policyResolution stay, and
+// failedCases names the cases that did not pass (at most MaxFailedCases).
 func (s *Service) Summary(ctx context.Context, p auth.Principal, id string) (eval.Scorecard, error) {
 	sc, _, err := s.detail(ctx, p.Workspace, id, false)
 	if err != nil {
 		return eval.Scorecard{}, err
+	}
+	for _, r := range sc.Scorecard { // sorted by case, then trial
+		if r.Verdict != scoring.VerdictFail && r.Verdict != scoring.VerdictError {
+			continue
+		}
+		if n := len(sc.FailedCases); n == eval.MaxFailedCases {
+			break
+		} else if n == 0 || sc.FailedCases[n-1] != r.CaseID {
+			sc.FailedCases = append(sc.FailedCases, r.CaseID)
+		}
 	}
 	sc.Scorecard, sc.CaseRuns = nil, nil
 	if sc.Orchestration != nil {

@@ -127,6 +127,36 @@ type apiError struct {
 	Code      string
 	Message   string
 	RequestID string
+	// Details is the error body's details, as sent: a registry's refusal
+	// lists its problems there ({problems: [{path, message}]}).
+	Details json.RawMessage
+}
+
+// problems returns the {path, message} problems an invalid spec was
+// refused with, one "path: message" each; none for other errors.
+func problems(err error) []string {
+	var ae *apiError
+	if !errors.As(err, &ae) || len(ae.Details) == 0 {
+		return nil
+	}
+	var d struct {
+		Problems []struct {
+			Path    string `json:"path"`
+			Message string `json:"message"`
+		} `json:"problems"`
+	}
+	if json.Unmarshal(ae.Details, &d) != nil {
+		return nil
+	}
+	var out []string
+	for _, p := range d.Problems {
+		if p.Path == "" {
+			out = append(out, p.Message)
+		} else {
+			out = append(out, p.Path+": "+p.Message)
+		}
+	}
+	return out
 }
 
 // Error reads "<message> (request <id>)": what a user quotes when reporting.
@@ -177,17 +207,24 @@ func transient(err error) bool {
 // the raw 2xx answer, decoded into out when out is not nil. A non-2xx
 // answer is an *apiError; no answer at all is a *transportError.
 func (c *apiClient) do(ctx context.Context, method, path string, body, out any) ([]byte, error) {
+	raw, _, err := c.doHeader(ctx, method, path, body, out)
+	return raw, err
+}
+
+// doHeader is do that also returns the answer's headers: the registries
+// and the paginated lists say things there (X-Svc-Next-Cursor, X-Svc-Digest).
+func (c *apiClient) doHeader(ctx context.Context, method, path string, body, out any) ([]byte, http.Header, error) {
 	var rd io.Reader
 	if body != nil {
 		b, err := json.Marshal(body)
 		if err != nil {
-			return nil, fmt.Errorf("encoding the request: %w", err)
+			return nil, nil, fmt.Errorf("encoding the request: %w", err)
 		}
 		rd = bytes.NewReader(b)
 	}
 	req, err := http.NewRequestWithContext(ctx, method, c.base+path, rd)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", errUsage, err)
+		return nil, nil, fmt.Errorf("%w: %v", errUsage, err)
 	}
 	req.Header.Set("Accept", "application/json")
 	if body != nil {
@@ -206,22 +243,22 @@ func (c *apiClient) do(ctx context.Context, method, path string, body, out any) 
 		if errors.As(err, &ue) {
 			err = ue.Err
 		}
-		return nil, &transportError{url: c.base, err: err}
+		return nil, nil, &transportError{url: c.base, err: err}
 	}
 	defer resp.Body.Close()
 	raw, err := io.ReadAll(resp.Body)
 	if err != nil {
-		return nil, &transportError{url: c.base, err: fmt.Errorf("reading the answer to %s %s: %w", method, path, err)}
+		return nil, nil, &transportError{url: c.base, err: fmt.Errorf("reading the answer to %s %s: %w", method, path, err)}
 	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return nil, c.errorOf(resp, raw)
+		return nil, resp.Header, c.errorOf(resp, raw)
 	}
 	if out != nil {
 		if err := json.Unmarshal(raw, out); err != nil {
-			return nil, fmt.Errorf("%s %s answered %d with a body that is not the expected JSON: %v", method, path, resp.StatusCode, err)
+			return nil, resp.Header, fmt.Errorf("%s %s answered %d with a body that is not the expected JSON: %v", method, path, resp.StatusCode, err)
 		}
 	}
-	return raw, nil
+	return raw, resp.Header, nil
 }
 
 // errorOf reads the service's error body, or describes an answer that has
@@ -229,14 +266,15 @@ func (c *apiClient) do(ctx context.Context, method, path string, body, out any) 
 func (c *apiClient) errorOf(resp *http.Response, raw []byte) *apiError {
 	var body struct {
 		Error struct {
-			Code      string `json:"code"`
-			Message   string `json:"message"`
-			RequestID string `json:"requestId"`
+			Code      string          `json:"code"`
+			Message   string          `json:"message"`
+			RequestID string          `json:"requestId"`
+			Details   json.RawMessage `json:"details"`
 		} `json:"error"`
 	}
 	e := &apiError{Status: resp.StatusCode, RequestID: resp.Header.Get("X-Request-Id")}
 	if json.Unmarshal(raw, &body) == nil && body.Error.Message != "" {
-		e.Code, e.Message = body.Error.Code, body.Error.Message
+		e.Code, e.Message, e.Details = body.Error.Code, body.Error.Message, body.Error.Details
 		if body.Error.RequestID != "" {
 			e.RequestID = body.Error.RequestID
 		}
@@ -326,4 +364,34 @@ func flagsErr(err error) error {
 func writeJSON(w io.Writer, raw []byte) {
 	w.Write(bytes.TrimRight(raw, "\n"))
 	io.WriteString(w, "\n")
+}
+
+// sub is one subcommand of a client command (svc scorecard list).
+type sub struct {
+	name string
+	run  clientCommand
+}
+
+// subcommand runs the subcommand args[0] names, or prints the synopsis
+// for help.
+func subcommand(ctx context.Context, x *cli, synopsis string, subs []sub, args []string) (int, error) {
+	names := make([]string, len(subs))
+	for i, s := range subs {
+		names[i] = s.name
+	}
+	list := strings.Join(names, ", ")
+	if len(args) == 0 {
+		return 0, fmt.Errorf("%w: name a subcommand: %s", errUsage, list)
+	}
+	switch args[0] {
+	case "-h", "-help", "--help", "help":
+		fmt.Fprintln(x.stderr, synopsis)
+		return 0, flag.ErrHelp
+	}
+	for _, s := range subs {
+		if s.name == args[0] {
+			return s.run(ctx, x, args[1:])
+		}
+	}
+	return 0, fmt.Errorf("%w: unknown subcommand %q: want one of %s", errUsage, args[0], list)
 }

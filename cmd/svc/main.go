@@ -1,8 +1,8 @@
 // Command svc is the evaluation control plane: one binary with the roles
 // dev (everything in one process), serve (API), worker (Temporal worker),
 // migrate and version, and the client commands CI uses against a running
-// service (gate, verify, scorecard). `svc help` lists the commands and
-// every setting.
+// service (scorecard, dataset, harness, judge, runs, diff, eval, gate,
+// verify; docs/cli.md). `svc help` lists the commands and every setting.
 package main
 
 import (
@@ -37,7 +37,13 @@ func commands() []command {
 		{"version", "print the version and build information", runVersion, nil},
 		{"gate", "decide whether a candidate scorecard may replace a baseline (exit 0 pass, 1 block, 2 error)", nil, runGate},
 		{"verify", "check a scorecard's sealed manifest against the registries now (exit 0 verified, 1 drift)", nil, runVerify},
-		{"scorecard", "run a scorecard (--wait shows progress until it is over) or get one", nil, runScorecard},
+		{"scorecard", "run, wait for, list, show, re-score or cancel scorecards", nil, runScorecard},
+		{"diff", "compare two scorecards: cases that broke or were fixed, with both answers", nil, runDiff},
+		{"dataset", "push a dataset from JSON, JSONL or CSV; diff or list datasets", nil, runDataset},
+		{"harness", "register a harness from a JSON or YAML file; list harnesses", nil, runHarness},
+		{"judge", "register a code judge from its source file; list judges", nil, runJudge},
+		{"runs", "print a run's logs or its trajectory", nil, runRuns},
+		{"eval", "run an eval file: push, run, wait and gate in one command (CI)", nil, runEval},
 	}
 }
 
@@ -106,7 +112,7 @@ func printHelp(w io.Writer) {
 		}
 	}
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, "Client commands, against a running svc (docs/ci.md):")
+	fmt.Fprintln(w, "Client commands, against a running svc (docs/cli.md; `svc <command> -h` for each):")
 	for _, c := range commands() {
 		if c.client != nil {
 			fmt.Fprintf(w, "  %-10s %s\n", c.name, c.short)
@@ -114,6 +120,7 @@ func printHelp(w io.Writer) {
 	}
 	fmt.Fprintf(w, "  Connection: --url or %s (default %s); --workspace or %s;\n", envURL, defaultURL, envWorkspace)
 	fmt.Fprintf(w, "  a bearer token from %s (environment only, never printed).\n", envToken)
+	fmt.Fprintln(w, "  Output: a table by default, --json for the service's JSON, --format csv|jsonl|md where there are rows.")
 	fmt.Fprintln(w, "  Exit codes: 0 ok, 1 a verdict against (block, drift, a failed batch), 2 usage or service error.")
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "Settings of the server commands (flag, environment variable, default):")

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/http"
 	"net/url"
 	"slices"
 	"strings"
@@ -17,44 +18,49 @@ import (
 )
 
 const scorecardSynopsis = `usage: svc scorecard run --dataset id@version --harness id@version [flags] [--wait] [--json]
-       svc scorecard wait <id> [--timeout d] [--json]
+       svc scorecard wait <id> [--timeout d] [--fail-on-dispatch-errors] [--json]
+       svc scorecard list [--status s] [--dataset id] [--harness id] [--limit n] [--format f] [--json]
+       svc scorecard show <id> [--failed] [--format table|csv|jsonl|md] [--json]
        svc scorecard get <id> [--json]
+       svc scorecard score <id> --judge id[@version]... [--wait] [--json]
+       svc scorecard cancel <id> [--json]
 
 run submits a scorecard (POST /scorecards, docs/scorecards.md) and prints its id on stdout.
-With --wait it then reads the batch every second, shows its progress on stderr, and prints
-the id once the batch is over, so that ID=$(svc scorecard run ... --wait) works in a script.
---json prints the record instead of the id (with --wait, the final detail read).
-A version may be omitted (id alone) to mean latest; the batch records the exact version.
+With --wait it then reads the batch's progress every second (a light read, not the per-case
+table), shows it on stderr with each failing case as it happens, and prints the id once the
+batch is over, so that ID=$(svc scorecard run ... --wait) works in a script. --json prints the
+record instead of the id (with --wait, the final detail read). A version may be omitted (id
+alone) to mean latest; the batch records the exact version.
 
-wait waits for a scorecard submitted earlier, as run --wait does (submit two batches,
-then wait for both).
+wait waits for a scorecard submitted earlier, as run --wait does.
+list lists the workspace's scorecards, newest first.
+show prints one scorecard case by case: the trials of each case as a string (P pass, F fail,
+E error, C cancelled, . pending) and why the first trial that did not pass failed; --failed keeps the cases
+with a trial that did not pass.
+get prints one scorecard's status, progress and summary.
+score starts a re-scoring pass with the judges named (their verdicts are replaced, the others
+kept); --wait waits for it. cancel stops a batch that is not over.
 
-get prints one scorecard: its status, progress and summary.
-
-Exit codes: 0 submitted, or succeeded with --wait and wait; 1 the batch failed or was
-cancelled (with --wait and wait); 2 usage or service error, or --timeout passed.`
+Exit codes: 0 done (submitted; succeeded with --wait and wait; a scoring pass that added a
+revision); 1 the batch failed, was cancelled or superseded, the scoring pass failed, or some
+case-trials could not be dispatched with --fail-on-dispatch-errors; 2 usage or service error,
+or --timeout passed.`
 
 // retryFor is how long --wait keeps reading through a service that does
 // not answer (a restart, a proxy hiccup) before it gives up.
 const retryFor = time.Minute
 
-// runScorecard is `svc scorecard`: run or get.
+// runScorecard is `svc scorecard`: one subcommand per verb.
 func runScorecard(ctx context.Context, x *cli, args []string) (int, error) {
-	if len(args) == 0 {
-		return 0, fmt.Errorf("%w: name a subcommand: run, wait or get", errUsage)
-	}
-	switch args[0] {
-	case "run":
-		return runScorecardRun(ctx, x, args[1:])
-	case "wait":
-		return runScorecardWait(ctx, x, args[1:])
-	case "get":
-		return runScorecardGet(ctx, x, args[1:])
-	case "-h", "-help", "--help", "help":
-		fmt.Fprintln(x.stderr, scorecardSynopsis)
-		return 0, flag.ErrHelp
-	}
-	return 0, fmt.Errorf("%w: unknown subcommand %q: want run, wait or get", errUsage, args[0])
+	return subcommand(ctx, x, scorecardSynopsis, []sub{
+		{"run", runScorecardRun},
+		{"wait", runScorecardWait},
+		{"list", runScorecardList},
+		{"show", runScorecardShow},
+		{"get", runScorecardGet},
+		{"score", runScorecardScore},
+		{"cancel", runScorecardCancel},
+	}, args)
 }
 
 // listFlag collects a repeatable flag; each value may also be a comma list.
@@ -76,7 +82,7 @@ func runScorecardRun(ctx context.Context, x *cli, args []string) (int, error) {
 		dataset, harness, runtime           string
 		judges, tags, ids, critical, prefix listFlag
 		concurrency, trials, limit          int
-		wait, asJSON                        bool
+		wait, asJSON, failOnDispatch        bool
 		timeout                             time.Duration
 	)
 	fs.StringVar(&dataset, "dataset", "", "dataset as id@version (required)")
@@ -92,6 +98,7 @@ func runScorecardRun(ctx context.Context, x *cli, args []string) (int, error) {
 	fs.Var(&prefix, "critical-prefix", "mark every case whose id starts with `prefix` critical; repeatable")
 	fs.BoolVar(&wait, "wait", false, "wait until the batch is over, showing progress on stderr")
 	fs.DurationVar(&timeout, "timeout", 0, "with --wait, give up after this long (the batch keeps running); 0 waits for ever")
+	fs.BoolVar(&failOnDispatch, "fail-on-dispatch-errors", false, "with --wait, exit 1 when any case-trial could not be dispatched, even if the batch succeeded")
 	fs.BoolVar(&asJSON, "json", false, "print the record as JSON instead of the id")
 	pos, err := parseArgs(fs, args)
 	if err != nil {
@@ -137,6 +144,9 @@ func runScorecardRun(ctx context.Context, x *cli, args []string) (int, error) {
 	if timeout < 0 || (timeout > 0 && !wait) {
 		return 0, fmt.Errorf("%w: --timeout is a positive duration and goes with --wait", errUsage)
 	}
+	if failOnDispatch && !wait {
+		return 0, fmt.Errorf("%w: --fail-on-dispatch-errors goes with --wait", errUsage)
+	}
 	c, err := cf.client(x.getenv)
 	if err != nil {
 		return 0, err
@@ -158,32 +168,48 @@ func runScorecardRun(ctx context.Context, x *cli, args []string) (int, error) {
 		}
 		return exitOK, nil
 	}
-	if sc, raw, err = waitScorecard(ctx, x, c, sc.ID, timeout); err != nil {
+	if sc, raw, err = waitScorecard(ctx, x, c, sc.ID, timeout, asJSON); err != nil {
 		return 0, err
 	}
-	return finished(x, sc, raw, asJSON), nil
+	return finished(x, sc, raw, asJSON, failOnDispatch), nil
 }
 
 // finished prints a batch that is over (its id, or its record as JSON) and
-// returns the exit code of its status.
-func finished(x *cli, sc eval.Scorecard, raw []byte, asJSON bool) int {
+// returns the exit code of its status: 1 unless it succeeded, and with
+// failOnDispatch also when case-trials could not be dispatched. Failing
+// cases get a hint on stderr naming the command that lists them.
+func finished(x *cli, sc eval.Scorecard, raw []byte, asJSON, failOnDispatch bool) int {
 	if asJSON {
 		writeJSON(x.stdout, raw)
 	} else {
 		fmt.Fprintln(x.stdout, sc.ID)
 	}
-	if sc.Status == eval.ScorecardSucceeded {
-		return exitOK
-	}
-	msg := fmt.Sprintf("svc scorecard: %s %s", sc.ID, sc.Status)
-	if sc.Error != nil {
-		if sc.Error.Phase != "" {
-			msg += " in phase " + sc.Error.Phase
+	code := exitOK
+	if sc.Status != eval.ScorecardSucceeded {
+		msg := fmt.Sprintf("svc scorecard: %s %s", sc.ID, sc.Status)
+		if sc.Error != nil {
+			if sc.Error.Phase != "" {
+				msg += " in phase " + sc.Error.Phase
+			}
+			msg += ": " + sc.Error.Message
 		}
-		msg += ": " + sc.Error.Message
+		fmt.Fprintln(x.stderr, msg)
+		code = exitVerdict
 	}
-	fmt.Fprintln(x.stderr, msg)
-	return exitVerdict
+	p := sc.Progress
+	switch {
+	case p.DispatchErrors > 0:
+		msg := fmt.Sprintf("svc scorecard: %s: %d of %d case-trials could not be dispatched; they count as failed (svc scorecard show %s --failed)",
+			sc.ID, p.DispatchErrors, p.Total, sc.ID)
+		if failOnDispatch {
+			msg += "; exit 1 for --fail-on-dispatch-errors"
+			code = exitVerdict
+		}
+		fmt.Fprintln(x.stderr, msg)
+	case p.Failed > 0:
+		fmt.Fprintf(x.stderr, "svc scorecard: %s: %d of %d case-trials failed (svc scorecard show %s --failed)\n", sc.ID, p.Failed, p.Total, sc.ID)
+	}
+	return code
 }
 
 // runScorecardWait is `svc scorecard wait`.
@@ -192,6 +218,7 @@ func runScorecardWait(ctx context.Context, x *cli, args []string) (int, error) {
 	var cf clientFlags
 	cf.register(fs, x.getenv)
 	timeout := fs.Duration("timeout", 0, "give up after this long (the batch keeps running); 0 waits for ever")
+	failOnDispatch := fs.Bool("fail-on-dispatch-errors", false, "exit 1 when any case-trial could not be dispatched, even if the batch succeeded")
 	asJSON := fs.Bool("json", false, "print the final record as JSON instead of the id")
 	pos, err := parseArgs(fs, args)
 	if err != nil {
@@ -207,11 +234,11 @@ func runScorecardWait(ctx context.Context, x *cli, args []string) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	sc, raw, err := waitScorecard(ctx, x, c, pos[0], *timeout)
+	sc, raw, err := waitScorecard(ctx, x, c, pos[0], *timeout, *asJSON)
 	if err != nil {
 		return 0, err
 	}
-	return finished(x, sc, raw, *asJSON), nil
+	return finished(x, sc, raw, *asJSON, *failOnDispatch), nil
 }
 
 // parseRef reads id[@version]; no version means latest.
@@ -229,31 +256,99 @@ func parseRef(flagName, v string) (registry.Ref, error) {
 	return registry.Ref{ID: id, Version: version}, nil
 }
 
-// waitScorecard reads the batch every x.poll until it is over and returns
-// its final detail read. Reads that fail transiently are retried for
-// retryFor; an interrupt or the timeout leaves the batch running and says
-// how to find it.
-func waitScorecard(ctx context.Context, x *cli, c *apiClient, id string, timeout time.Duration) (eval.Scorecard, []byte, error) {
+// waitScorecard polls the batch's light read every x.poll until it is
+// over, showing its progress and each failing case, and returns the final
+// reading: with detail, the final detail read (the per-case table that
+// --json prints).
+func waitScorecard(ctx context.Context, x *cli, c *apiClient, id string, timeout time.Duration, detail bool) (eval.Scorecard, []byte, error) {
+	r := &batchReader{c: c, id: id}
+	pr := &progress{x: x}
+	defer pr.end()
+	sc, raw, err := poll(ctx, x, r, timeout, pr, func(sc eval.Scorecard) bool { return eval.ScorecardTerminal(sc.Status) })
+	if err != nil || !detail || r.plain {
+		return sc, raw, err
+	}
+	return r.retry(ctx, x, pr, r.detail)
+}
+
+// batchReader reads one batch: the light read while polling (progress,
+// summary and steps, without the per-case table, so a poll costs the same
+// whatever the batch's size), falling back for good to the detail read on
+// a service that refuses ?view=summary.
+type batchReader struct {
+	c     *apiClient
+	id    string
+	plain bool // the service does not know the light read
+}
+
+func (r *batchReader) path() string { return "/scorecards/" + url.PathEscape(r.id) }
+
+// light is GET /scorecards/:id?view=summary.
+func (r *batchReader) light(ctx context.Context) (eval.Scorecard, []byte, error) {
+	if !r.plain {
+		var sc eval.Scorecard
+		raw, err := r.c.do(ctx, "GET", r.path()+"?view=summary", nil, &sc)
+		var ae *apiError
+		if !errors.As(err, &ae) || ae.Status != http.StatusBadRequest {
+			return sc, raw, err
+		}
+		r.plain = true
+	}
+	return r.detail(ctx)
+}
+
+// detail is GET /scorecards/:id: the record with its per-case table.
+func (r *batchReader) detail(ctx context.Context) (eval.Scorecard, []byte, error) {
+	var sc eval.Scorecard // fresh: decoding does not clear absent fields
+	raw, err := r.c.do(ctx, "GET", r.path(), nil, &sc)
+	return sc, raw, err
+}
+
+// retry calls read until it answers, retrying transient errors every
+// x.poll for retryFor.
+func (r *batchReader) retry(ctx context.Context, x *cli, pr *progress, read func(context.Context) (eval.Scorecard, []byte, error)) (eval.Scorecard, []byte, error) {
+	var failingSince time.Time
+	for {
+		sc, raw, err := read(ctx)
+		switch {
+		case err == nil || !transient(err) || ctx.Err() != nil:
+			return sc, raw, err
+		case failingSince.IsZero():
+			failingSince = time.Now()
+			pr.note(fmt.Sprintf("%v; retrying for up to %s", err, retryFor))
+		case time.Since(failingSince) > retryFor:
+			return sc, raw, fmt.Errorf("%v; gave up after %s", err, retryFor)
+		}
+		select {
+		case <-ctx.Done():
+			return sc, raw, ctx.Err()
+		case <-time.After(x.poll):
+		}
+	}
+}
+
+// poll reads the batch's light read every x.poll until done says so, and
+// returns that reading; pr shows each reading. Reads that fail
+// transiently are retried for retryFor; an interrupt or the timeout leaves
+// the batch running and says how to find it.
+func poll(ctx context.Context, x *cli, r *batchReader, timeout time.Duration, pr *progress, done func(eval.Scorecard) bool) (eval.Scorecard, []byte, error) {
 	var none eval.Scorecard
 	if timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, timeout)
 		defer cancel()
 	}
-	pr := &progress{x: x}
-	defer pr.end()
 	tick := time.NewTicker(x.poll)
 	defer tick.Stop()
 	var failingSince time.Time
 	for {
-		var cur eval.Scorecard // fresh: decoding does not clear absent fields
-		raw, err := c.do(ctx, "GET", "/scorecards/"+url.PathEscape(id), nil, &cur)
+		cur, raw, err := r.light(ctx)
 		switch {
 		case ctx.Err() != nil:
 		case err == nil:
 			failingSince = time.Time{}
-			pr.show(cur)
-			if eval.ScorecardTerminal(cur.Status) {
+			pr.read(cur)
+			if done(cur) {
 				return cur, raw, nil
 			}
 		case !transient(err):
@@ -262,14 +357,14 @@ func waitScorecard(ctx context.Context, x *cli, c *apiClient, id string, timeout
 			failingSince = time.Now()
 			pr.note(fmt.Sprintf("%v; retrying for up to %s", err, retryFor))
 		case time.Since(failingSince) > retryFor:
-			return none, nil, fmt.Errorf("%v; gave up after %s: the batch keeps running (svc scorecard get %s)", err, retryFor, id)
+			return none, nil, fmt.Errorf("%v; gave up after %s: the batch keeps running (svc scorecard get %s)", err, retryFor, r.id)
 		}
 		select {
 		case <-ctx.Done():
 			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-				return none, nil, fmt.Errorf("%s is not over after --timeout %s; it keeps running (svc scorecard get %s)", id, timeout, id)
+				return none, nil, fmt.Errorf("%s is not over after --timeout %s; it keeps running (svc scorecard get %s)", r.id, timeout, r.id)
 			}
-			return none, nil, fmt.Errorf("interrupted; %s keeps running (svc scorecard get %s)", id, id)
+			return none, nil, fmt.Errorf("interrupted; %s keeps running (svc scorecard get %s)", r.id, r.id)
 		case <-tick.C:
 		}
 	}
@@ -287,6 +382,9 @@ func progressLine(sc eval.Scorecard) string {
 		pct = p.Done * 100 / p.Total
 	}
 	s := fmt.Sprintf("%s %s %d/%d (%d%%) %d passed, %d failed", sc.ID, sc.Status, p.Done, p.Total, pct, p.Passed, p.Failed)
+	if p.DispatchErrors > 0 {
+		s += fmt.Sprintf(" (%d not dispatched)", p.DispatchErrors)
+	}
 	if p.Cancelled > 0 {
 		s += fmt.Sprintf(", %d cancelled", p.Cancelled)
 	}
@@ -327,7 +425,9 @@ func clock(d time.Duration) string {
 // one line with every new reading. Elsewhere (a CI log) it writes a line
 // for the first reading, each change of status (so the final one too),
 // and each further tenth of the batch done: a long batch logs a dozen
-// lines, not one a second.
+// lines, not one a second. Each case that fails with an error gets a line
+// of its own as soon as a reading shows it (above the rewritten line on a
+// terminal).
 type progress struct {
 	x     *cli
 	last  string
@@ -336,6 +436,59 @@ type progress struct {
 	logged bool
 	status eval.Status
 	tenth  int
+	// silent shows no progress line, only notes (a scoring pass).
+	silent bool
+	// failed are the cases whose failure has been shown.
+	failed map[string]bool
+}
+
+// stepPhaseCase and stepFailed mark a timeline entry of a case that
+// failed (the run ended in error, or could not be dispatched).
+const (
+	stepPhaseCase = "case"
+	stepFailed    = "failed"
+)
+
+// read shows one reading: the cases that failed since the last one, then
+// the progress line.
+func (p *progress) read(sc eval.Scorecard) {
+	if p.silent {
+		return
+	}
+	for _, st := range sc.Steps {
+		if st.Phase != stepPhaseCase || st.Status != stepFailed || st.CaseID == "" || p.failed[st.CaseID] {
+			continue
+		}
+		if p.failed == nil {
+			p.failed = map[string]bool{}
+		}
+		p.failed[st.CaseID] = true
+		p.event(fmt.Sprintf("%s case %s failed: %s", sc.ID, st.CaseID, clipText(singleLine(st.Message), 300)))
+	}
+	// The cases that ran and did not pass their graders (the light read
+	// names them; the timeline has only the runs that failed).
+	for _, id := range sc.FailedCases {
+		if p.failed[id] {
+			continue
+		}
+		if p.failed == nil {
+			p.failed = map[string]bool{}
+		}
+		p.failed[id] = true
+		p.event(fmt.Sprintf("%s case %s did not pass (svc scorecard show %s --failed)", sc.ID, id, sc.ID))
+	}
+	p.show(sc)
+}
+
+// event writes a line of its own: on a terminal above the progress line,
+// which is drawn again below it.
+func (p *progress) event(line string) {
+	if !p.drawn {
+		fmt.Fprintln(p.x.stderr, line)
+		return
+	}
+	fmt.Fprintf(p.x.stderr, "\r%s\x1b[K\n", line)
+	p.draw(p.last)
 }
 
 func (p *progress) show(sc eval.Scorecard) {
@@ -350,6 +503,11 @@ func (p *progress) show(sc eval.Scorecard) {
 		return
 	}
 	p.last = line
+	p.draw(line)
+}
+
+// draw rewrites the terminal's progress line with line.
+func (p *progress) draw(line string) {
 	if p.x.width != nil {
 		// One column short: a line that fills the last column wraps on
 		// some terminals.
@@ -406,16 +564,20 @@ func runScorecardGet(ctx context.Context, x *cli, args []string) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	var sc eval.Scorecard
-	raw, err := c.do(ctx, "GET", "/scorecards/"+url.PathEscape(pos[0]), nil, &sc)
+	r := &batchReader{c: c, id: pos[0]}
+	if *asJSON {
+		_, raw, err := r.detail(ctx)
+		if err != nil {
+			return 0, err
+		}
+		writeJSON(x.stdout, raw)
+		return exitOK, nil
+	}
+	sc, _, err := r.light(ctx)
 	if err != nil {
 		return 0, err
 	}
-	if *asJSON {
-		writeJSON(x.stdout, raw)
-	} else {
-		renderScorecard(x.stdout, sc)
-	}
+	renderScorecard(x.stdout, sc)
 	return exitOK, nil
 }
 

@@ -169,7 +169,7 @@ func TestScorecardUsage(t *testing.T) {
 		args    []string
 		wantErr string
 	}{
-		{"no subcommand", nil, "name a subcommand: run, wait or get"},
+		{"no subcommand", nil, "name a subcommand: run, wait, list, show, get, score, cancel"},
 		{"unknown subcommand", []string{"start"}, `unknown subcommand "start"`},
 		{"no harness", []string{"run", "--dataset", "qa@1"}, "--harness is required"},
 		{"bad dataset", []string{"run", "--dataset", "@1", "--harness", "h@1"}, `--dataset "@1": want id@version`},
