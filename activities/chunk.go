@@ -11,8 +11,8 @@ import (
 
 	"svc/derrors"
 	"svc/eval"
+	"svc/records"
 	"svc/registry"
-	"svc/runs"
 	"svc/store"
 )
 
@@ -172,7 +172,7 @@ func (a *Activities) chunkCases(ctx context.Context, sc eval.Scorecard, items []
 
 // runItem runs one item of a chunk and returns its run's final status.
 func (a *Activities) runItem(ctx context.Context, sc eval.Scorecard, item CaseItem, cases map[string]registry.EvalCase, memo *harnessMemo, judged bool) (string, error) {
-	id := ChildRunID(item.Workspace, item.ScorecardID, item.CaseID, item.Trial)
+	id := records.ChildRunID(item.Workspace, item.ScorecardID, item.CaseID, item.Trial)
 	var (
 		run   eval.Run
 		fresh bool
@@ -194,7 +194,7 @@ func (a *Activities) runItem(ctx context.Context, sc eval.Scorecard, item CaseIt
 		case err != nil:
 			return "", err
 		}
-		if run, err = runs.FromRow(row); err != nil {
+		if run, err = records.FromRow(row); err != nil {
 			return "", err
 		}
 	}

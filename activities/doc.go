@@ -21,6 +21,7 @@ import (
 
 	"svc/drivers"
 	"svc/judges"
+	"svc/records"
 	"svc/registry/service"
 	"svc/secrets"
 	"svc/store"
@@ -49,7 +50,7 @@ type Activities struct {
 	Logger *slog.Logger
 	Now    func() time.Time
 
-	plans planCache // decoded batch records, see batchPlan
+	plans records.PlanCache // decoded batch records, see batchPlan
 }
 
 // Register adds a's activity methods to r.

@@ -16,10 +16,10 @@ import (
 	"svc/drivers"
 	"svc/drivers/local"
 	"svc/eval"
+	"svc/records"
 	"svc/redact"
 	"svc/registry"
 	"svc/registry/service"
-	"svc/runs"
 	"svc/secrets"
 	"svc/store"
 	"svc/store/sqlite/sqlitetest"
@@ -84,7 +84,7 @@ func TestSecretsMaskedInStoredRun(t *testing.T) {
 		Status: eval.StatusQueued, Kind: eval.KindEval, Trigger: eval.TriggerAPI, CreatedBy: member,
 		CreatedAt: now, UpdatedAt: now, Case: &registry.EvalCase{ID: "c1", Task: "leak it", TimeoutSec: 30},
 	}
-	row, err := runs.Row(run)
+	row, err := records.Row(run)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,7 +129,7 @@ func TestSecretsMaskedInStoredRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	noSecret("the stored run record", string(stored.Doc))
-	got, err := runs.FromRow(stored)
+	got, err := records.FromRow(stored)
 	if err != nil {
 		t.Fatal(err)
 	}

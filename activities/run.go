@@ -17,11 +17,12 @@ import (
 	"svc/derrors"
 	"svc/drivers"
 	"svc/eval"
+	"svc/records"
 	"svc/redact"
 	"svc/registry"
 	"svc/registry/service"
-	"svc/runs"
 	"svc/store"
+	"svc/traces"
 )
 
 // RunRef names a run.
@@ -135,7 +136,7 @@ func (a *Activities) dispatchFrom(ctx context.Context, run eval.Run, g grading, 
 			if err != nil {
 				return err
 			}
-			cur, err := runs.FromRow(row)
+			cur, err := records.FromRow(row)
 			if err != nil {
 				return err
 			}
@@ -150,7 +151,7 @@ func (a *Activities) dispatchFrom(ctx context.Context, run eval.Run, g grading, 
 				cur.StartedAt = &now
 			}
 			cur.UpdatedAt = now
-			next, err := runs.Row(cur)
+			next, err := records.Row(cur)
 			if err != nil {
 				return err
 			}
@@ -195,8 +196,17 @@ func (a *Activities) dispatchFrom(ctx context.Context, run eval.Run, g grading, 
 		a.storeLogs(context.WithoutCancel(ctx), ref, tail)
 		return RunStatus{}, fmt.Errorf("run %s stopped with its activity (%v); the next attempt runs it again", run.ID, context.Cause(ctx))
 	}
-	result, runErr := BuildResult(run, plan, res, perr, a.Host)
+	result, runErr := traces.BuildResult(run, plan.Dispatch, jobOutput(res), perr, a.Host)
 	return a.finish(context.WithoutCancel(ctx), run, result, runErr, tail...)
+}
+
+// jobOutput is what the driver reported, as traces.BuildResult reads it.
+func jobOutput(res drivers.Result) traces.JobOutput {
+	return traces.JobOutput{
+		ExitCode: res.ExitCode, Duration: res.Duration,
+		Stdout: res.Stdout, StdoutTail: res.StdoutTail, StderrTail: res.StderrTail, Trace: res.Trace,
+		TimedOut: res.TimedOut, Cancelled: res.Cancelled, OS: res.OS, Driver: res.Driver, Image: res.Image,
+	}
 }
 
 // cancelRequested reports whether ctx ended because the workflow asked
@@ -220,17 +230,11 @@ func isCaseProblem(err error) bool {
 	return errors.As(err, &cp)
 }
 
-// Plan is what dispatch resolved: the harness version that ran and the
-// digests provenance records.
+// Plan is what dispatch resolved: what the result records (the harness
+// version that ran, the digests provenance records, the grading) and the
+// secrets the job is given.
 type Plan struct {
-	Harness       registry.Ref
-	HarnessDigest string
-	CaseDigest    string
-	Runtime       string
-	// Graders, when set, grade instead of the case's own; Ungraded
-	// grades nothing (an experiment's cases carry no scores).
-	Graders  []registry.Grader
-	Ungraded bool
+	traces.Dispatch
 	// Secrets are the names of the workspace secrets the job is given
 	// (sorted); Unmasked those among them too short to be masked in its
 	// output (see redact.MinLen).
@@ -241,7 +245,7 @@ type Plan struct {
 // plan resolves the harness (`latest` now, spec §9.2) and its secrets as
 // the run's creator sees them, and builds the job.
 func (a *Activities) plan(ctx context.Context, run eval.Run, memo *harnessMemo) (drivers.Job, Plan, error) {
-	p := Plan{Harness: run.Harness, Runtime: run.Runtime}
+	p := Plan{Dispatch: traces.Dispatch{Harness: run.Harness, Runtime: run.Runtime}}
 	if run.Case == nil {
 		return drivers.Job{}, p, caseErr("the run has no case to dispatch")
 	}
@@ -601,13 +605,13 @@ func (a *Activities) finish(ctx context.Context, run eval.Run, result *eval.Case
 			out = RunStatus{Status: cur.Status, WebhookURL: run.WebhookURL}
 			return nil
 		}
-		if stored, err := runs.FromRow(cur); err == nil && stored.Attempts > run.Attempts {
+		if stored, err := records.FromRow(cur); err == nil && stored.Attempts > run.Attempts {
 			// A later attempt marked the run since this one read it: the
 			// count stays the stored one.
 			run.Attempts = stored.Attempts
 		}
 		if result != nil {
-			events, digest, err := SealEvents(result.Trace)
+			events, digest, err := traces.SealEvents(result.Trace)
 			if err != nil {
 				return err
 			}
@@ -631,7 +635,7 @@ func (a *Activities) finish(ctx context.Context, run eval.Run, result *eval.Case
 			run.Status = eval.StatusFailed
 		}
 		run.FinishedAt, run.UpdatedAt = &now, now
-		row, err := runs.Row(run)
+		row, err := records.Row(run)
 		if err != nil {
 			return err
 		}
@@ -642,19 +646,6 @@ func (a *Activities) finish(ctx context.Context, run eval.Run, result *eval.Case
 		return nil
 	})
 	return out, err
-}
-
-// SealEvents is the canonical JSON of a trace and its sha256 digest, as
-// the ledger seals them.
-func SealEvents(events []eval.TraceEvent) ([]byte, string, error) {
-	if events == nil {
-		events = []eval.TraceEvent{}
-	}
-	canonical, err := registry.CanonicalJSON(events)
-	if err != nil {
-		return nil, "", fmt.Errorf("sealing the trace: %w", err)
-	}
-	return canonical, registry.Digest(canonical), nil
 }
 
 // FailRun records a run whose dispatch gave up (or was cancelled) as
@@ -668,8 +659,8 @@ func (a *Activities) FailRun(ctx context.Context, in FailInput) (RunStatus, erro
 	if run.Status.Terminal() {
 		return RunStatus{Status: string(run.Status), WebhookURL: run.WebhookURL}, nil
 	}
-	plan := Plan{Harness: run.Harness, Runtime: run.Runtime}
-	result, runErr := BuildResult(run, plan, drivers.Result{}, caseErr("%s", in.Message), a.Host)
+	plan := traces.Dispatch{Harness: run.Harness, Runtime: run.Runtime}
+	result, runErr := traces.BuildResult(run, plan, traces.JobOutput{}, caseErr("%s", in.Message), a.Host)
 	runErr.Code = in.Code
 	return a.finish(ctx, run, result, runErr)
 }
@@ -720,7 +711,7 @@ func (a *Activities) loadRun(ctx context.Context, ref RunRef) (eval.Run, error) 
 	if err != nil {
 		return eval.Run{}, err
 	}
-	return runs.FromRow(row)
+	return records.FromRow(row)
 }
 
 func clip(s string, n int) string {

@@ -2,15 +2,10 @@ package activities
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sort"
-	"strconv"
 	"strings"
-	"sync"
 
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
@@ -18,11 +13,13 @@ import (
 	"svc/auth"
 	"svc/derrors"
 	"svc/eval"
+	"svc/flows"
 	"svc/judges"
+	"svc/records"
 	"svc/registry"
-	"svc/runs"
 	"svc/scoring"
 	"svc/store"
+	"svc/traces"
 )
 
 // ScorecardRef names a batch.
@@ -48,17 +45,11 @@ type CasePageInput struct {
 	Limit int `json:"limit"`
 }
 
-// JudgeUse is one judge of a pass, at its exact version.
-type JudgeUse struct {
-	ID      string `json:"id"`
-	Version string `json:"version"`
-}
-
 // JudgeInput judges one case.
 type JudgeInput struct {
 	CaseItem
 	// Judges are the judges to run; nil means the batch's own.
-	Judges []JudgeUse `json:"judges,omitempty"`
+	Judges []flows.JudgeUse `json:"judges,omitempty"`
 	// Replace re-runs a judge that already has verdicts on the case (a
 	// detached pass); without it a judge already judged is skipped, which
 	// makes a retried activity cheap and idempotent.
@@ -89,78 +80,15 @@ type ChildPage struct {
 // FinishScoreInput ends a detached scoring pass.
 type FinishScoreInput struct {
 	ScorecardRef
-	Pass      string     `json:"pass"`
-	Judges    []JudgeUse `json:"judges"`
-	CreatedBy string     `json:"createdBy,omitempty"`
-	Aborted   bool       `json:"aborted,omitempty"`
-	Message   string     `json:"message,omitempty"`
-}
-
-// ChildRunID is the id of a batch's child run for (case, trial): derived,
-// so that a retried case activity finds the run a previous attempt made
-// and there is exactly one canonical run per (case, trial).
-func ChildRunID(workspace, scorecardID, caseID string, trial int) string {
-	sum := sha256.Sum256([]byte(workspace + "\x00" + scorecardID + "\x00" + caseID + "\x00" + strconv.Itoa(trial)))
-	return "run_" + hex.EncodeToString(sum[:12])
-}
-
-// LoadScorecard reads a batch's record.
-func LoadScorecard(ctx context.Context, st store.Tx, ws, id string) (eval.Scorecard, store.Scorecard, error) {
-	row, err := st.GetScorecard(ctx, ws, id)
-	if err != nil {
-		return eval.Scorecard{}, store.Scorecard{}, err
-	}
-	var sc eval.Scorecard
-	if err := json.Unmarshal(row.Doc, &sc); err != nil {
-		return eval.Scorecard{}, row, fmt.Errorf("stored scorecard %s does not decode: %w", id, err)
-	}
-	sc.CreatedAt, sc.UpdatedAt = row.CreatedAt, row.UpdatedAt
-	return sc, row, nil
-}
-
-// ScorecardRow is the stored form of sc, at the version it was read.
-func ScorecardRow(sc eval.Scorecard, version int64) (store.Scorecard, error) {
-	doc, err := json.Marshal(sc)
-	if err != nil {
-		return store.Scorecard{}, fmt.Errorf("encoding scorecard %s: %w", sc.ID, err)
-	}
-	return store.Scorecard{
-		ID: sc.ID, Workspace: sc.Tenant, Kind: sc.Kind, Status: string(sc.Status),
-		DatasetID: sc.Dataset.ID, HarnessID: sc.Harness.ID, CreatedBy: sc.CreatedBy,
-		Doc: doc, Version: version, CreatedAt: sc.CreatedAt, UpdatedAt: sc.UpdatedAt,
-	}, nil
-}
-
-// UpdateScorecard applies fn to the batch's record and stores it, retrying
-// when another writer got there first (optimistic concurrency).
-func UpdateScorecard(ctx context.Context, st store.Store, ws, id string, fn func(sc *eval.Scorecard) error) (eval.Scorecard, error) {
-	for attempt := 0; ; attempt++ {
-		sc, row, err := LoadScorecard(ctx, st, ws, id)
-		if err != nil {
-			return eval.Scorecard{}, err
-		}
-		if err := fn(&sc); err != nil {
-			return sc, err
-		}
-		next, err := ScorecardRow(sc, row.Version)
-		if err != nil {
-			return eval.Scorecard{}, err
-		}
-		next.UpdatedAt = sc.UpdatedAt
-		stored, err := st.PutScorecard(ctx, next)
-		if errors.Is(err, derrors.ErrConflict) && attempt < 20 {
-			continue
-		}
-		if err != nil {
-			return eval.Scorecard{}, err
-		}
-		sc.UpdatedAt = stored.UpdatedAt
-		return sc, nil
-	}
+	Pass      string           `json:"pass"`
+	Judges    []flows.JudgeUse `json:"judges"`
+	CreatedBy string           `json:"createdBy,omitempty"`
+	Aborted   bool             `json:"aborted,omitempty"`
+	Message   string           `json:"message,omitempty"`
 }
 
 func (a *Activities) update(ctx context.Context, ref ScorecardRef, fn func(sc *eval.Scorecard) error) (eval.Scorecard, error) {
-	return UpdateScorecard(ctx, a.Store, ref.Workspace, ref.ScorecardID, func(sc *eval.Scorecard) error {
+	return records.UpdateScorecard(ctx, a.Store, ref.Workspace, ref.ScorecardID, func(sc *eval.Scorecard) error {
 		if err := fn(sc); err != nil {
 			return err
 		}
@@ -176,56 +104,10 @@ func (a *Activities) step(ctx context.Context, ref ScorecardRef, key, phase, sta
 	}})
 }
 
-// planCache keeps decoded batch records by workspace, id and version. Every
-// case activity of a batch reads the same record, which changes only at
-// start, cancel, finish and scoring; decoding it per case (it holds the
-// selection and the manifest, hundreds of KB for a large batch) would make
-// a batch cost quadratic time.
-type planCache struct {
-	mu sync.Mutex
-	m  map[string]cachedPlan
-}
-
-type cachedPlan struct {
-	version int64
-	sc      eval.Scorecard
-}
-
-const planCacheSize = 256
-
 // batchPlan returns the batch's record, decoded once per version. Callers must
 // not modify what it returns.
 func (a *Activities) batchPlan(ctx context.Context, ws, id string) (eval.Scorecard, error) {
-	// The record holds the selection and the manifest (hundreds of KB for
-	// a large batch): read only its version while the cached plan is
-	// current.
-	version, err := a.Store.ScorecardVersion(ctx, ws, id)
-	if err != nil {
-		return eval.Scorecard{}, err
-	}
-	key := ws + "\x00" + id
-	a.plans.mu.Lock()
-	c, ok := a.plans.m[key]
-	a.plans.mu.Unlock()
-	if ok && c.version == version {
-		return c.sc, nil
-	}
-	row, err := a.Store.GetScorecard(ctx, ws, id)
-	if err != nil {
-		return eval.Scorecard{}, err
-	}
-	var sc eval.Scorecard
-	if err := json.Unmarshal(row.Doc, &sc); err != nil {
-		return eval.Scorecard{}, fmt.Errorf("stored scorecard %s does not decode: %w", id, err)
-	}
-	sc.CreatedAt, sc.UpdatedAt = row.CreatedAt, row.UpdatedAt
-	a.plans.mu.Lock()
-	if a.plans.m == nil || len(a.plans.m) >= planCacheSize {
-		a.plans.m = map[string]cachedPlan{}
-	}
-	a.plans.m[key] = cachedPlan{version: row.Version, sc: sc}
-	a.plans.mu.Unlock()
-	return sc, nil
+	return a.plans.Plan(ctx, a.Store, ws, id)
 }
 
 // errStop is returned by an update function that decided to change nothing.
@@ -269,12 +151,12 @@ func (a *Activities) RunCase(ctx context.Context, item CaseItem) (RunStatus, err
 	if err != nil {
 		return RunStatus{}, err
 	}
-	id := ChildRunID(item.Workspace, item.ScorecardID, item.CaseID, item.Trial)
+	id := records.ChildRunID(item.Workspace, item.ScorecardID, item.CaseID, item.Trial)
 	row, err := a.Store.GetRun(ctx, item.Workspace, id)
 	var run eval.Run
 	switch {
 	case err == nil:
-		if run, err = runs.FromRow(row); err != nil {
+		if run, err = records.FromRow(row); err != nil {
 			return RunStatus{}, err
 		}
 	case errors.Is(err, derrors.ErrNotFound):
@@ -357,7 +239,7 @@ func (a *Activities) createChild(ctx context.Context, sc eval.Scorecard, item Ca
 	if running {
 		run.Status, run.Attempts, run.StartedAt = eval.StatusRunning, 1, &now
 	}
-	row, err := runs.Row(run)
+	row, err := records.Row(run)
 	if err != nil {
 		return eval.Run{}, false, err
 	}
@@ -373,7 +255,7 @@ func (a *Activities) createChild(ctx context.Context, sc eval.Scorecard, item Ca
 	default:
 		fresh = running
 	}
-	run, err = runs.FromRow(stored)
+	run, err = records.FromRow(stored)
 	return run, fresh, err
 }
 
@@ -388,7 +270,7 @@ func (a *Activities) JudgeCase(ctx context.Context, in JudgeInput) error {
 	uses := in.Judges
 	if uses == nil && sc.Orchestration != nil {
 		for _, j := range sc.Orchestration.Judges {
-			uses = append(uses, JudgeUse{ID: j.ID, Version: j.Resolved})
+			uses = append(uses, flows.JudgeUse{ID: j.ID, Version: j.Resolved})
 		}
 	}
 	if len(uses) == 0 {
@@ -396,7 +278,7 @@ func (a *Activities) JudgeCase(ctx context.Context, in JudgeInput) error {
 	}
 	id := in.RunID
 	if id == "" {
-		id = ChildRunID(in.Workspace, in.ScorecardID, in.CaseID, in.Trial)
+		id = records.ChildRunID(in.Workspace, in.ScorecardID, in.CaseID, in.Trial)
 	}
 	run, err := a.loadRun(ctx, RunRef{Workspace: in.Workspace, RunID: id})
 	if err != nil {
@@ -442,7 +324,7 @@ func (a *Activities) JudgeCase(ctx context.Context, in JudgeInput) error {
 		if err != nil {
 			return err
 		}
-		cur, err := runs.FromRow(row)
+		cur, err := records.FromRow(row)
 		if err != nil {
 			return err
 		}
@@ -458,7 +340,7 @@ func (a *Activities) JudgeCase(ctx context.Context, in JudgeInput) error {
 		cur.Result.Scores = append(kept, fresh...)
 		cur.Result.Pass = cur.Error == nil && passes(cur.Result.Scores)
 		cur.UpdatedAt = a.now()
-		next, err := runs.Row(cur)
+		next, err := records.Row(cur)
 		if err != nil {
 			return err
 		}
@@ -501,7 +383,7 @@ func judgedBy(metric string, prefixes []string) bool {
 // ChildRunPage returns a page of the batch's canonical child runs that have
 // results, in run-id order, after in.After.
 func (a *Activities) ChildRunPage(ctx context.Context, in ChildPageInput) (ChildPage, error) {
-	rows, err := ListChildren(ctx, a.Store, in.Workspace, in.ScorecardID)
+	rows, err := records.ListChildren(ctx, a.Store, in.Workspace, in.ScorecardID)
 	if err != nil {
 		return ChildPage{}, err
 	}
@@ -519,46 +401,6 @@ func (a *Activities) ChildRunPage(ctx context.Context, in ChildPageInput) (Child
 	return out, nil
 }
 
-// ListChildren returns every canonical child run of a batch, ordered by run
-// id.
-func ListChildren(ctx context.Context, st store.Tx, ws, scorecardID string) ([]eval.Run, error) {
-	return ListChildrenWith(ctx, st, ws, scorecardID, runs.FromRow)
-}
-
-// ListChildrenWith is ListChildren decoding each stored run with decode
-// (a runs.DecodeCache's, for reads that repeat).
-func ListChildrenWith(ctx context.Context, st store.Tx, ws, scorecardID string, decode func(store.Run) (eval.Run, error)) ([]eval.Run, error) {
-	var out []eval.Run
-	f := store.RunFilter{Workspace: ws, ScorecardID: scorecardID, Viewer: "svc:system", Limit: 1000}
-	for {
-		rows, err := st.ListRuns(ctx, f)
-		if err != nil {
-			return nil, err
-		}
-		for _, r := range rows {
-			if !r.Canonical {
-				continue
-			}
-			run, err := decode(r)
-			if err != nil {
-				return nil, err
-			}
-			out = append(out, run)
-		}
-		if len(rows) < f.Limit {
-			break
-		}
-		last := rows[len(rows)-1]
-		f.BeforeTime, f.BeforeID = last.CreatedAt, last.ID
-	}
-	sortRuns(out)
-	return out, nil
-}
-
-func sortRuns(rs []eval.Run) {
-	sort.Slice(rs, func(i, j int) bool { return rs[i].ID < rs[j].ID })
-}
-
 // FinishScorecard ends a batch: it rebuilds the per-case table from the
 // child runs, computes the summary, appends scoring revision 1 (for a
 // scorecard that finished), writes the terminal status with the final
@@ -566,7 +408,7 @@ func sortRuns(rs []eval.Run) {
 // (scorecard_completed or scorecard_failed; a cancelled batch notifies no
 // one).
 func (a *Activities) FinishScorecard(ctx context.Context, in FinishInput) error {
-	children, err := ListChildren(ctx, a.Store, in.Workspace, in.ScorecardID)
+	children, err := records.ListChildren(ctx, a.Store, in.Workspace, in.ScorecardID)
 	if err != nil {
 		return err
 	}
@@ -590,7 +432,7 @@ func (a *Activities) FinishScorecard(ctx context.Context, in FinishInput) error 
 		now := a.now()
 		sc.FinishedAt = &now
 		// The final counts and pace, so lists show them without counting.
-		sc.Progress = CountProgress(sc.Progress.Total, countChildren(children), now)
+		sc.Progress = records.CountProgress(sc.Progress.Total, records.CountChildren(children), now)
 		switch {
 		case sc.Status == eval.ScorecardCancelled || sc.Status == eval.ScorecardSuperseded:
 			// Stopped through the API: the status is already written.
@@ -611,9 +453,9 @@ func (a *Activities) FinishScorecard(ctx context.Context, in FinishInput) error 
 			if sc.Kind == eval.KindScorecard && len(sc.Scoring) == 0 {
 				sc.Scoring = append(sc.Scoring, eval.ScoringRevision{
 					Revision: 1, Kind: "initial", Judges: sealedJudges(sc), ScorePlaneDigest: scoring.ScorePlaneDigest(rows),
-					AnalysisRef: AnalysisRef(sc.ID, 1), CreatedAt: now, CreatedBy: sc.CreatedBy,
+					AnalysisRef: records.AnalysisRef(sc.ID, 1), CreatedAt: now, CreatedBy: sc.CreatedBy,
 				})
-				sc.AnalysisRef = AnalysisRef(sc.ID, 1)
+				sc.AnalysisRef = records.AnalysisRef(sc.ID, 1)
 			}
 		}
 		sc.Publication = &eval.Publication{State: "published", Artifacts: []string{}, Exports: []string{}}
@@ -627,7 +469,7 @@ func (a *Activities) FinishScorecard(ctx context.Context, in FinishInput) error 
 		return err
 	}
 	if !changed {
-		if final, _, err = LoadScorecard(ctx, a.Store, in.Workspace, in.ScorecardID); err != nil {
+		if final, _, err = records.LoadScorecard(ctx, a.Store, in.Workspace, in.ScorecardID); err != nil {
 			return err
 		}
 	}
@@ -661,11 +503,6 @@ func caseRows(sc eval.Scorecard, children []eval.Run) []eval.CaseRow {
 		rows = append(rows, scoring.CaseRow(policy, r))
 	}
 	return rows
-}
-
-// AnalysisRef names the analysis bundle a scoring revision freezes.
-func AnalysisRef(scorecardID string, revision int) string {
-	return fmt.Sprintf("analysis:%s@%d", scorecardID, revision)
 }
 
 func sealedJudges(sc *eval.Scorecard) []eval.SealedJudge {
@@ -719,12 +556,12 @@ func (a *Activities) announce(ctx context.Context, sc eval.Scorecard) error {
 // scorecard.scored; an aborted pass adds no revision. Either way the batch
 // is released for the next pass.
 func (a *Activities) FinishScore(ctx context.Context, in FinishScoreInput) error {
-	children, err := ListChildren(ctx, a.Store, in.Workspace, in.ScorecardID)
+	children, err := records.ListChildren(ctx, a.Store, in.Workspace, in.ScorecardID)
 	if err != nil {
 		return err
 	}
 	// Seal the judges as they resolve now: their spec digests.
-	cur, _, err := LoadScorecard(ctx, a.Store, in.Workspace, in.ScorecardID)
+	cur, _, err := records.LoadScorecard(ctx, a.Store, in.Workspace, in.ScorecardID)
 	if err != nil {
 		return err
 	}
@@ -744,7 +581,7 @@ func (a *Activities) FinishScore(ctx context.Context, in FinishScoreInput) error
 		}
 		sc.ScoringInFlight = ""
 		// Judges may have turned verdicts, even in a pass that aborted.
-		sc.Progress = Recount(sc.Progress, countChildren(children))
+		sc.Progress = records.Recount(sc.Progress, records.CountChildren(children))
 		if in.Aborted {
 			revision = 0
 			return nil
@@ -761,8 +598,8 @@ func (a *Activities) FinishScore(ctx context.Context, in FinishScoreInput) error
 		}
 		revision = len(sc.Scoring) + 1
 		sc.Scoring = append(sc.Scoring, eval.ScoringRevision{Revision: revision, Kind: kind, Judges: sealed, JudgeRun: in.Pass,
-			ScorePlaneDigest: scoring.ScorePlaneDigest(rows), AnalysisRef: AnalysisRef(sc.ID, revision), CreatedAt: a.now(), CreatedBy: in.CreatedBy})
-		sc.AnalysisRef = AnalysisRef(sc.ID, revision)
+			ScorePlaneDigest: scoring.ScorePlaneDigest(rows), AnalysisRef: records.AnalysisRef(sc.ID, revision), CreatedAt: a.now(), CreatedBy: in.CreatedBy})
+		sc.AnalysisRef = records.AnalysisRef(sc.ID, revision)
 		sc.Kind = eval.KindScorecard
 		return nil
 	})
@@ -787,5 +624,20 @@ func (a *Activities) FinishScore(ctx context.Context, in FinishScoreInput) error
 	data, _ := json.Marshal(map[string]any{"scorecardId": sc.ID, "revision": revision, "pass": in.Pass, "judges": in.Judges})
 	_, err = a.Store.AppendEvent(ctx, store.Event{ID: "scorecard.scored:" + in.Pass, Workspace: sc.Tenant, Type: "scorecard.scored",
 		Subject: "scorecard:" + sc.ID, Actor: in.CreatedBy, Data: data})
+	return err
+}
+
+// freezeAnalysis stores the bundle of the batch's last revision, once.
+func (a *Activities) freezeAnalysis(ctx context.Context, sc eval.Scorecard, rows []eval.CaseRow) error {
+	if len(sc.Scoring) == 0 {
+		return nil
+	}
+	rev := sc.Scoring[len(sc.Scoring)-1]
+	doc, digest, err := traces.BuildAnalysis(sc, rows, rev)
+	if err != nil {
+		return err
+	}
+	_, _, err = a.Store.PutAnalysis(ctx, store.Analysis{Workspace: sc.Tenant, ScorecardID: sc.ID, Revision: rev.Revision,
+		Digest: digest, Doc: doc, CreatedAt: rev.CreatedAt})
 	return err
 }

@@ -9,7 +9,7 @@ import (
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 
-	"svc/runs"
+	"svc/records"
 	"svc/store"
 	"svc/webhooks"
 )
@@ -51,9 +51,9 @@ func (a *Activities) DeliverWebhook(ctx context.Context, ref RunRef) error {
 		}
 		return temporal.NewNonRetryableApplicationError("webhook destination refused: "+err.Error(), ErrTypeWebhookRefused, nil)
 	}
-	var secret runs.WebhookSecret
+	var secret records.WebhookSecret
 	if err := a.Store.Transact(ctx, func(tx store.Tx) (err error) {
-		secret, err = runs.EnsureWebhookSecret(ctx, tx, a.Sealer, run.Tenant, run.CreatedBy, a.now)
+		secret, err = records.EnsureWebhookSecret(ctx, tx, a.Sealer, run.Tenant, run.CreatedBy, a.now)
 		return err
 	}); err != nil {
 		return err

@@ -16,6 +16,7 @@ import (
 
 	"svc/auth"
 	"svc/derrors"
+	"svc/identity"
 	"svc/store"
 )
 
@@ -28,7 +29,7 @@ const retryAfterSeconds = 60
 // interfaces (auth.KeyLookup, auth.Memberships), so auth never imports store.
 type identityAdapter struct {
 	st  store.Store
-	now func() time.Time
+	ids *identity.Service
 }
 
 var (
@@ -92,51 +93,10 @@ func (a identityAdapter) Membership(ctx context.Context, workspace, subject stri
 	return auth.Role(m.Role), true, nil
 }
 
-// EnsureMembership implements auth.Memberships. It also creates the
-// workspace record when absent (lazy promotion of a token's workspace
-// claim), so that every workspace a principal acts in is listed. A subject
-// removed from the workspace is not added back (member is false): only an
-// invite re-admits them.
-func (a identityAdapter) EnsureMembership(ctx context.Context, workspace, subject string, role auth.Role) (member bool, err error) {
-	err = a.st.Transact(ctx, func(tx store.Tx) error {
-		_, err := tx.GetMemberRemoval(ctx, workspace, subject)
-		switch {
-		case err == nil:
-			member = false
-			return nil
-		case !errors.Is(err, derrors.ErrNotFound):
-			return err
-		}
-		member = true
-		return ensureMember(ctx, tx, store.Member{Workspace: workspace, Subject: subject, Role: string(role), AddedAt: a.now()}, subject)
-	})
-	return member, err
-}
-
-// ensureWorkspace creates the workspace record unless it exists.
-func ensureWorkspace(ctx context.Context, tx store.Tx, id, createdBy string, now time.Time) error {
-	_, err := tx.GetWorkspace(ctx, id)
-	if err == nil {
-		return nil
-	}
-	if !errors.Is(err, derrors.ErrNotFound) {
-		return err
-	}
-	_, err = tx.CreateWorkspace(ctx, store.Workspace{ID: id, Name: id, CreatedBy: createdBy, CreatedAt: now})
-	if errors.Is(err, derrors.ErrConflict) {
-		return nil // created by a concurrent request outside this transaction's view
-	}
-	return err
-}
-
-// ensureMember creates m.Workspace when absent and adds m unless the subject
-// is already a member (whose role is then left alone).
-func ensureMember(ctx context.Context, tx store.Tx, m store.Member, createdBy string) error {
-	if err := ensureWorkspace(ctx, tx, m.Workspace, createdBy, m.AddedAt); err != nil {
-		return err
-	}
-	_, err := tx.EnsureMember(ctx, m)
-	return err
+// EnsureMembership implements auth.Memberships: the lazy promotion of a
+// token's workspace claim, which the identity service owns.
+func (a identityAdapter) EnsureMembership(ctx context.Context, workspace, subject string, role auth.Role) (bool, error) {
+	return a.ids.EnsureMembership(ctx, workspace, subject, role)
 }
 
 // devWorkspaces remembers the workspaces whose record and dev admin
@@ -161,7 +121,7 @@ func (s *Server) ensureDev(ctx context.Context, workspace string) error {
 		return nil
 	}
 	m := store.Member{Workspace: workspace, Subject: devSubject, Role: string(auth.RoleAdmin), AddedAt: s.now()}
-	if err := s.store.Transact(ctx, func(tx store.Tx) error { return ensureMember(ctx, tx, m, devSubject) }); err != nil {
+	if err := s.identityService().EnsureMember(ctx, m, devSubject); err != nil {
 		return fmt.Errorf("api: ensuring the dev workspace %q: %w", workspace, err)
 	}
 	s.dev.mu.Lock()
@@ -188,7 +148,7 @@ func newResolver(o Options, now func() time.Time) (*auth.Resolver, error) {
 		FailLimit:   o.Config.AuthFailLimit,
 	}
 	if o.Store != nil {
-		a := identityAdapter{st: o.Store, now: now}
+		a := identityAdapter{st: o.Store, ids: identity.New(identity.Options{Store: o.Store, Now: now})}
 		rc.Keys, rc.Memberships = a, a
 	}
 	rv, err := auth.NewResolver(rc)

@@ -1,11 +1,9 @@
 package api
 
 import (
-	"crypto/rand"
+	"errors"
 	"net/http"
 	"net/url"
-	"regexp"
-	"slices"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -14,6 +12,7 @@ import (
 
 	"svc/auth"
 	"svc/derrors"
+	"svc/identity"
 )
 
 func (s *Server) identityRoutes() []Route {
@@ -33,74 +32,23 @@ func (s *Server) getMe(c echo.Context) error {
 	return c.JSON(http.StatusOK, p)
 }
 
-// maxLabelLen bounds the free-text names people give keys, workspaces and
-// teams: long enough for a sentence, short enough for a table cell.
-const maxLabelLen = 100
+// checkTeamID vets a team id named in a body; the rule is the identity
+// service's, where teams are made.
+func checkTeamID(id string) error { return identity.CheckTeamID(id) }
 
-// checkLabel vets a free-text field: at most maxLabelLen characters of
-// valid UTF-8 with no control characters (they would corrupt terminals and
-// log lines that show it).
-func checkLabel(field, v string) error {
-	if !utf8.ValidString(v) {
-		return derrors.Invalidf("%s must be valid UTF-8", field)
-	}
-	if n := utf8.RuneCountInString(v); n > maxLabelLen {
-		return derrors.Invalidf("%s is %d characters long; the limit is %d", field, n, maxLabelLen)
-	}
-	if strings.IndexFunc(v, unicode.IsControl) >= 0 {
-		return derrors.Invalidf("%s must not contain control characters such as newlines or tabs", field)
-	}
-	return nil
-}
+// identityService is the service behind the identity routes (keys,
+// members, invites, teams, workspaces), built in NewServer.
+func (s *Server) identityService() *identity.Service { return s.identity }
 
-// parseRole validates a role named in a body; it is required.
-func parseRole(v string) (auth.Role, error) {
-	if v == "" {
-		return "", derrors.Invalidf("role is required: one of viewer, member, admin")
+// identityError gives a refusal of the identity service its place in the
+// one error shape: its message and details as written, the status of its
+// sentinel. Other errors pass through unchanged.
+func identityError(err error) error {
+	var ie *identity.Error
+	if errors.As(err, &ie) {
+		return &DetailedError{Err: err, Message: ie.Msg, Details: ie.Details}
 	}
-	return auth.ParseRole(v)
-}
-
-// parseScopes validates the scopes of a new key and returns them de-duplicated,
-// narrowest first, so that equal sets are stored alike.
-func parseScopes(vs []string) ([]string, error) {
-	var out []auth.Scope
-	for _, v := range vs {
-		sc, err := auth.ParseScope(v)
-		if err != nil {
-			return nil, err
-		}
-		if !slices.Contains(out, sc) {
-			out = append(out, sc)
-		}
-	}
-	order := map[auth.Scope]int{auth.ScopeRead: 1, auth.ScopeWrite: 2, auth.ScopeAdmin: 3}
-	slices.SortFunc(out, func(a, b auth.Scope) int { return order[a] - order[b] })
-	strs := make([]string, 0, len(out))
-	for _, sc := range out {
-		strs = append(strs, string(sc))
-	}
-	return strs, nil
-}
-
-// teamIDPattern is what a team id may be: it appears in paths and in every
-// asset's teamId, so it is kept to URL-safe characters.
-var teamIDPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,62}$`)
-
-// checkTeamID vets the id of a new team.
-func checkTeamID(id string) error {
-	if !teamIDPattern.MatchString(id) {
-		return derrors.Invalidf("team id %q: use 1 to 63 lowercase letters, digits, '.', '_' or '-', starting with a letter or digit", clip(id))
-	}
-	return nil
-}
-
-// checkWorkspaceID vets the id of a workspace named in a body.
-func checkWorkspaceID(id string) error {
-	if !auth.ValidWorkspaceID(id) {
-		return derrors.Invalidf("workspace id %q: use 1 to 128 letters, digits, '.', '_' or '-', starting with a letter or digit", clip(id))
-	}
-	return nil
+	return err
 }
 
 // maxParamLen bounds a path parameter: ids and subjects are far shorter.
@@ -129,10 +77,4 @@ func pathParam(c echo.Context, name string) (string, error) {
 		return "", derrors.Invalidf("path parameter %s must be valid UTF-8 without control characters", name)
 	}
 	return v, nil
-}
-
-// newID returns a fresh random id with a kind prefix ("key_", "inv_id_"),
-// 130 bits from crypto/rand: unguessable, so an id never leaks existence.
-func newID(prefix string) string {
-	return prefix + strings.ToLower(rand.Text())
 }

@@ -405,3 +405,57 @@ func TestPathParamEscaping(t *testing.T) {
 	want(t, e.do(t, http.MethodGet, "/members/%ff%2F", "", bearer(a.key)), http.StatusBadRequest, "invalid UTF-8 subject")
 	want(t, e.do(t, http.MethodGet, "/members/a%00b", "", bearer(a.key)), http.StatusBadRequest, "NUL in subject")
 }
+
+// TestIdentityErrorBodies pins the error body of the identity routes'
+// domain refusals: the message written for the client and its details, as
+// the identity service words them and the one error shape carries them.
+func TestIdentityErrorBodies(t *testing.T) {
+	e := newEnv(t, withOIDC())
+	a := e.tenant(t, "errs")
+	alice := e.join(t, a, "alice", auth.RoleAdmin)
+	asAlice := []header{bearer(alice), selectWorkspace(a.ws)}
+	want(t, e.do(t, http.MethodPost, "/teams", `{"id":"core"}`, bearer(a.key)), http.StatusCreated, "POST /teams")
+	want(t, e.do(t, http.MethodPost, "/workspaces", `{"id":"taken-ws"}`, bearer(alice)), http.StatusCreated, "POST /workspaces")
+
+	tests := []struct {
+		name, method, path, body string
+		hs                       []header
+		status                   int
+		message                  string
+		details                  map[string]any
+	}{
+		{"a non-member", http.MethodGet, "/members/nobody", "", []header{bearer(a.key)}, http.StatusNotFound,
+			`"nobody" is not a member of this workspace; GET /members lists them`, map[string]any{"subject": "nobody"}},
+		{"the last admin", http.MethodPatch, "/members/alice", `{"role":"viewer"}`, []header{bearer(a.key)}, http.StatusConflict,
+			`"alice" is the workspace's last admin; make another member admin first`, map[string]any{"subject": "alice"}},
+		{"an unknown invite", http.MethodDelete, "/invites/nope", "", []header{bearer(a.key)}, http.StatusNotFound,
+			`no invite "nope" in this workspace; GET /invites lists the active ones`, map[string]any{"id": "nope"}},
+		{"not an invite token", http.MethodPost, "/invites/accept", `{"token":"inv_short"}`, []header{bearer(alice)}, http.StatusBadRequest,
+			"token is not an invite token; paste the whole inv_... token of the link", map[string]any{"field": "token"}},
+		{"an existing team", http.MethodPost, "/teams", `{"id":"core"}`, []header{bearer(a.key)}, http.StatusConflict,
+			`team "core" already exists in this workspace; choose another id or PATCH /teams/core`, map[string]any{"id": "core"}},
+		{"an unknown team", http.MethodPatch, "/teams/nope", `{"private":true}`, []header{bearer(a.key)}, http.StatusNotFound,
+			`no team "nope" in this workspace; GET /teams lists the ones you can see`, map[string]any{"id": "nope"}},
+		{"a team member who is not a member", http.MethodPut, "/teams/core/members/olga", "", asAlice, http.StatusNotFound,
+			`"olga" is not a member of this workspace; invite them first (POST /invites)`, map[string]any{"subject": "olga"}},
+		{"an existing workspace", http.MethodPost, "/workspaces", `{"id":"taken-ws"}`, []header{bearer(alice)}, http.StatusConflict,
+			`workspace "taken-ws" already exists; choose another id (ask its admin for an invite to join it)`, map[string]any{"id": "taken-ws"}},
+		{"a key founding a workspace", http.MethodPost, "/workspaces", `not json`, []header{bearer(a.key)}, http.StatusForbidden,
+			"forbidden: this route needs a person's credential, not an API key", nil},
+		{"a key accepting an invite", http.MethodPost, "/invites/accept", `{}`, []header{bearer(a.key)}, http.StatusForbidden,
+			"forbidden: this route needs a person's credential, not an API key", nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			res := e.do(t, tt.method, tt.path, tt.body, tt.hs...)
+			want(t, res, tt.status, tt.method+" "+tt.path)
+			info := res.ErrorInfo(t)
+			if info.Message != tt.message {
+				t.Errorf("message = %q, want %q", info.Message, tt.message)
+			}
+			if diff := cmp.Diff(tt.details, info.Details); diff != "" {
+				t.Errorf("details (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

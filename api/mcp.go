@@ -34,6 +34,12 @@ const (
 )
 
 func (s *Server) mcpRoutes() []Route {
+	if s.e != nil {
+		// Tool calls are served by the routes (mcp_dispatch.go); this tells
+		// a route that it serves one. NewServer builds the table after the
+		// Echo instance and before serving, so the chain is complete in time.
+		s.e.Use(markToolCall)
+	}
 	h := s.serveMCP
 	metadata := s.resourceMetadata
 	return []Route{
@@ -50,15 +56,15 @@ func (s *Server) mcpRoutes() []Route {
 	}
 }
 
-// newMCPHandler builds the MCP server with its tools (mcp_tools.go), each
-// of which mirrors a route.
+// newMCPHandler builds the MCP server. Its tools (mcp_tools.go), one per
+// authenticated route, are generated from the route table, which NewServer
+// builds after this and then registers them (registerMCPTools).
 func (s *Server) newMCPHandler() http.Handler {
 	srv := mcp.NewServer(&mcp.Implementation{Name: "svc", Title: "svc evaluation control plane", Version: s.version}, &mcp.ServerOptions{
 		Logger:       s.logger,
 		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}},
 	})
 	s.mcpServer = srv
-	s.registerMCPTools()
 	stream := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, &mcp.StreamableHTTPOptions{
 		Logger:              s.logger,
 		SessionTimeout:      mcpSessionIdle,

@@ -8,407 +8,311 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"reflect"
-	"strconv"
+	"regexp"
 	"strings"
 	"unicode"
-	"unicode/utf8"
 
-	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/labstack/echo/v4"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"svc/auth"
-	"svc/derrors"
-	"svc/query"
-	"svc/registry"
-	"svc/registry/service"
-	"svc/runs"
-	"svc/scorecards"
 )
 
-// The agent tools (spec §4.11). Each tool mirrors one route: it needs that
-// route's action, calls the service method the route's handler calls, and
-// answers the JSON the route answers (as structured content and as text),
-// or a tool error carrying the route's error body. docs/mcp.md lists them.
+// The agent tools (spec §4.11): one per authenticated route, generated from
+// the route table joined with the route's operation in openapi.json. A tool
+// call is served by the route itself (mcp_dispatch.go), so authentication,
+// role and scope gates, workspace scoping, validation and the service call
+// are the route's, not a second implementation. docs/mcp.md explains the
+// names, arguments and answers.
 
 // mcpSource is origin.source of everything submitted through a tool.
 const mcpSource = "mcp"
 
 // Keys of a tool's _meta: the route it mirrors and the action it needs, so a
 // client (and the test that holds tools and routes together) can see both.
+// A result's _meta has the route's status and its X-Svc-* headers.
 const (
-	metaRoute  = "svc/route"
-	metaAction = "svc/action"
+	metaRoute   = "svc/route"
+	metaAction  = "svc/action"
+	metaStatus  = "svc/status"
+	metaHeaders = "svc/headers"
 )
 
-// toolDef is one tool: its name, the route it mirrors and that route's action.
-type toolDef struct {
-	name        string
-	route       string      // "POST /scorecards", as in the route table
-	action      auth.Action // the route's action; TestMCPToolsMirrorRoutes holds them equal
-	readOnly    bool        // the route changes nothing
-	destructive bool        // the route stops or discards work
-	description string
+// Argument names a tool adds to the route's path and query parameters.
+const (
+	argBody   = "body"   // the route's JSON request body
+	argOrigin = "origin" // the x-svc-origin header of a registration, as an object
+)
+
+// specToolNames are the names spec §4.11 gives, by route. A name listed for
+// a route the table does not have (yet) is simply unused;
+// TestMCPEveryRouteIsATool checks the others are used.
+var specToolNames = map[string]string{
+	"POST /scorecards":                     "run_scorecard",
+	"POST /groups":                         "run_experiment",
+	"POST /groups/:id/score":               "score_group",
+	"POST /scorecards/:id/cancel":          "cancel_scorecard",
+	"POST /judges":                         "create_judge",
+	"POST /judges/validate":                "validate_judge",
+	"GET /judges":                          "list_judges",
+	"GET /judges/:id/versions/:version":    "get_judge",
+	"POST /rubrics":                        "create_rubric",
+	"POST /runtimes":                       "create_runtime",
+	"POST /runtimes/probe":                 "probe_runtime",
+	"POST /sandboxes":                      "create_sandbox",
+	"POST /sandboxes/:id/snapshot":         "snapshot_sandbox",
+	"POST /sandboxes/:id/exec":             "sandbox_exec",
+	"POST /sandboxes/:id/git/push":         "sandbox_git_push",
+	"GET /notifications":                   "list_notifications",
+	"POST /notifications/read":             "read_notifications",
+	"POST /judges/preview":                 "preview_judge",
+	"POST /judges/try":                     "try_judge",
+	"POST /scorecards/:id/verify-manifest": "verify_scorecard_manifest",
+	"POST /scorecards/query":               "query_scorecards",
+	"GET /scorecards/:id/analysis":         "get_scorecard_analysis",
+	"GET /workspace/pulse":                 "get_workspace_pulse",
 }
 
-// idInput names the record a tool acts on: the route's :id.
-type idInput struct {
-	ID string `json:"id" jsonschema:"the record's id"`
+// toolExclusions are the authenticated routes that are not tools, each
+// with the reason. TestMCPEveryRouteIsATool fails on an entry that names
+// no route, so the list cannot go stale.
+var toolExclusions = map[string]string{
+	"POST " + mcpPath:   "the MCP endpoint itself: a tool cannot send MCP messages",
+	"GET " + mcpPath:    "the MCP endpoint's server-to-client event stream",
+	"DELETE " + mcpPath: "ends the MCP session the call runs in",
 }
 
-// Validate refuses an id the route's path could not carry.
-func (in *idInput) Validate() error { return checkArg("id", in.ID) }
-
-// scoreInput is the :id of the scorecard or experiment to score and the
-// route's body.
-type scoreInput struct {
-	ID string `json:"id" jsonschema:"the scorecard's or experiment's id"`
-	scorecards.ScoreRequest
-}
-
-// Validate checks the id, then the body as the route does.
-func (in *scoreInput) Validate() error {
-	if err := checkArg("id", in.ID); err != nil {
-		return err
+// isToolRoute reports whether a route becomes a tool: it is authenticated
+// (not public, not the operator's x-internal-token door) and not excluded.
+func isToolRoute(r Route) bool {
+	if r.Action == auth.Public || r.Action == auth.Internal {
+		return false
 	}
-	return in.ScoreRequest.Validate()
+	_, excluded := toolExclusions[r.Method+" "+r.Path]
+	return !excluded
 }
 
-// listRunsInput is GET /runs's query.
-type listRunsInput struct {
-	ScorecardID string `json:"scorecardId,omitempty" jsonschema:"only the child runs of this scorecard"`
-	Scope       string `json:"scope,omitempty" jsonschema:"\"all\" also lists the child runs of scorecards"`
-	Cursor      string `json:"cursor,omitempty" jsonschema:"nextCursor of the previous page"`
-	Limit       int    `json:"limit,omitempty" jsonschema:"page size, 1 to 500 (default 50)"`
-}
+// Name patterns the spec gives with a wildcard, and their analogues.
+var (
+	// set_*_version_tags: PUT /<resource>/:id/versions/:version/tags.
+	putTagsOp = regexp.MustCompile(`^put([A-Z]\w*)Tags$`)
+	// move_<resource>: POST /<resource>/:id/team.
+	moveOp = regexp.MustCompile(`^move([A-Z]\w*)$`)
+	// create_judge, create_rubric, create_runtime name registrations; the
+	// other registries follow them (create_dataset, create_harness, ...).
+	registerOp = regexp.MustCompile(`^register([A-Z]\w*)$`)
+	// get_judge names GET /judges/:id/versions/:version; the other
+	// registries follow it (get_dataset, get_runtime, ...).
+	getVersionOp = regexp.MustCompile(`^get([A-Z]\w*)Version$`)
+)
 
-// Validate checks what the route checks of its query.
-func (in *listRunsInput) Validate() error {
-	if in.Scope != "" && in.Scope != "all" {
-		return derrors.Invalidf("scope=%q: the only scope is \"all\" (children of scorecards included)", clip(in.Scope))
+// toolName is the spec's name of the route's tool, a name by one of the
+// spec's patterns, or the operationId in snake case (getRun: get_run).
+func toolName(r Route, operationID string) string {
+	if n, ok := specToolNames[r.Method+" "+r.Path]; ok {
+		return n
 	}
-	return checkRange("limit", int64(in.Limit), 1, runs.MaxPage)
-}
-
-// runLogsInput is GET /runs/:id/logs's id and query.
-type runLogsInput struct {
-	ID    string `json:"id" jsonschema:"the run's id"`
-	After int64  `json:"after,omitempty" jsonschema:"only chunks after this sequence number (lastSeq of the previous answer)"`
-	Limit int    `json:"limit,omitempty" jsonschema:"at most this many chunks, 1 to 5000"`
-}
-
-// Validate checks what the route checks of its path and query.
-func (in *runLogsInput) Validate() error {
-	if err := checkArg("id", in.ID); err != nil {
-		return err
+	switch {
+	case r.Method == http.MethodPut && strings.HasSuffix(r.Path, "/versions/:version/tags") && putTagsOp.MatchString(operationID):
+		return "set_" + snakeCase(putTagsOp.FindStringSubmatch(operationID)[1]) + "_version_tags"
+	case r.Method == http.MethodPost && strings.HasSuffix(r.Path, "/:id/team") && moveOp.MatchString(operationID):
+		return "move_" + snakeCase(moveOp.FindStringSubmatch(operationID)[1])
+	case r.Method == http.MethodPost && registerOp.MatchString(operationID):
+		return "create_" + snakeCase(registerOp.FindStringSubmatch(operationID)[1])
+	case r.Method == http.MethodGet && strings.HasSuffix(r.Path, "/versions/:version") && getVersionOp.MatchString(operationID):
+		return "get_" + snakeCase(getVersionOp.FindStringSubmatch(operationID)[1])
 	}
-	if err := checkRange("after", in.After, 0, 1<<62); err != nil {
-		return err
+	return snakeCase(operationID)
+}
+
+// snakeCase turns an operationId into a tool name: getRunLogs is
+// get_run_logs, getOpenAPI get_open_api, listRunWebhookDeliveries
+// list_run_webhook_deliveries.
+func snakeCase(s string) string {
+	rs := []rune(s)
+	var b strings.Builder
+	for i, r := range rs {
+		if unicode.IsUpper(r) && i > 0 {
+			prev := rs[i-1]
+			nextLower := i+1 < len(rs) && unicode.IsLower(rs[i+1])
+			if unicode.IsLower(prev) || unicode.IsDigit(prev) || (unicode.IsUpper(prev) && nextLower) {
+				b.WriteByte('_')
+			}
+		}
+		b.WriteRune(unicode.ToLower(r))
 	}
-	return checkRange("limit", int64(in.Limit), 1, 5000)
+	return b.String()
 }
 
-// listScorecardsInput is GET /scorecards's query.
-type listScorecardsInput struct {
-	Kind      string `json:"kind,omitempty" jsonschema:"scorecard or experiment"`
-	Status    string `json:"status,omitempty" jsonschema:"comma-separated statuses, e.g. running,succeeded"`
-	DatasetID string `json:"datasetId,omitempty" jsonschema:"only batches of this dataset"`
-	HarnessID string `json:"harnessId,omitempty" jsonschema:"only batches of this harness"`
-	Cursor    string `json:"cursor,omitempty" jsonschema:"nextCursor of the previous page"`
-	Limit     int    `json:"limit,omitempty" jsonschema:"page size, 1 to 500 (default 50)"`
+// routeTool is one generated tool: the route it calls and how its
+// arguments map onto that route's request.
+type routeTool struct {
+	route  Route
+	name   string
+	path   []string          // the path parameters, in the order of the path
+	query  []string          // the query parameters
+	header map[string]string // argument name to header name (x-svc-origin is argOrigin)
+	body   bool              // the route takes a JSON body (argBody)
 }
 
-// Validate checks what the route checks of its query.
-func (in *listScorecardsInput) Validate() error {
-	return checkRange("limit", int64(in.Limit), 1, 500)
-}
-
-// analysisInput is GET /scorecards/:id/analysis's id and query.
-type analysisInput struct {
-	ID       string `json:"id" jsonschema:"the scorecard's id"`
-	Revision int    `json:"revision,omitempty" jsonschema:"the scoring revision whose analysis to read (default: the latest)"`
-}
-
-// Validate checks what the route checks of its path and query.
-func (in *analysisInput) Validate() error {
-	if err := checkArg("id", in.ID); err != nil {
-		return err
-	}
-	return checkRange("revision", int64(in.Revision), 1, 1<<30)
-}
-
-// diffInput is GET /scorecards/diff's query; the service checks it.
-type diffInput struct {
-	Baseline  string `json:"baseline" jsonschema:"the baseline scorecard's id"`
-	Candidate string `json:"candidate" jsonschema:"the candidate scorecard's id"`
-}
-
-// listNotificationsInput is GET /notifications's query.
-type listNotificationsInput struct {
-	Unread bool `json:"unread,omitempty" jsonschema:"only unread notifications"`
-	Limit  int  `json:"limit,omitempty" jsonschema:"at most this many, 1 to 200"`
-}
-
-// Validate checks what the route checks of its query.
-func (in *listNotificationsInput) Validate() error {
-	return checkRange("limit", int64(in.Limit), 1, runs.MaxNotificationPage)
-}
-
-// versionInput is GET /judges/:id/versions/:version's path.
-type versionInput struct {
-	ID      string `json:"id" jsonschema:"the judge's id"`
-	Version string `json:"version" jsonschema:"an exact version or \"latest\""`
-}
-
-// Validate refuses what the route's path could not carry.
-func (in *versionInput) Validate() error {
-	if err := checkArg("id", in.ID); err != nil {
-		return err
-	}
-	return checkArg("version", in.Version)
-}
-
-// registerInput is a registration: the spec the route takes as its body and
-// the CapabilityOrigin it takes in the x-svc-origin header.
-type registerInput struct {
-	Spec   json.RawMessage            `json:"spec" jsonschema:"the judge spec, as POST /judges takes it"`
-	Origin *registry.CapabilityOrigin `json:"origin,omitempty" jsonschema:"where the version came from (the route's x-svc-origin header); via defaults to mcp"`
-}
-
-// Validate requires the spec.
-func (in *registerInput) Validate() error { return requireSpec(in.Spec) }
-
-// specInput is the spec a dry run checks.
-type specInput struct {
-	Spec json.RawMessage `json:"spec" jsonschema:"the judge spec to check, as POST /judges/validate takes it"`
-}
-
-// Validate requires the spec.
-func (in *specInput) Validate() error { return requireSpec(in.Spec) }
-
-// mcpOrigin is the origin a registration through a tool stamps: the
-// caller's, through the mcp door unless it names another, or just the door.
-func mcpOrigin(o *registry.CapabilityOrigin) ([]byte, error) {
-	if o == nil {
-		o = &registry.CapabilityOrigin{}
-	}
-	if o.Via == "" {
-		o.Via = registry.ViaMCP
-	}
-	b, err := json.Marshal(o)
+// buildTools generates the tool of every tool route, in table order. It
+// fails when a route has no operation in openapi.json, or when two routes
+// would give the same name: both are bugs every test run finds.
+func buildTools(routes []Route) ([]*mcp.Tool, []*routeTool, error) {
+	ops, err := openapiOperations()
 	if err != nil {
-		return nil, fmt.Errorf("api: encoding the origin: %w", err)
+		return nil, nil, err
 	}
-	return b, nil
+	var tools []*mcp.Tool
+	var rts []*routeTool
+	names := map[string]string{}
+	for _, r := range routes {
+		if !isToolRoute(r) {
+			continue
+		}
+		key := r.Method + " " + r.Path
+		op, ok := ops[key]
+		if !ok {
+			return nil, nil, fmt.Errorf("api: route %s has no operation in openapi.json, so no tool", key)
+		}
+		t, rt, err := toolFor(r, op)
+		if err != nil {
+			return nil, nil, fmt.Errorf("api: the tool of %s: %w", key, err)
+		}
+		if other, dup := names[t.Name]; dup {
+			return nil, nil, fmt.Errorf("api: routes %s and %s both give the tool name %q: add one to specToolNames", other, key, t.Name)
+		}
+		names[t.Name] = key
+		tools = append(tools, t)
+		rts = append(rts, rt)
+	}
+	return tools, rts, nil
 }
 
-func requireSpec(spec json.RawMessage) error {
-	if len(spec) == 0 || string(spec) == "null" {
-		return derrors.Invalidf("spec is required: the judge spec as a JSON object")
+// toolFor builds the tool of route r from its operation op.
+func toolFor(r Route, op openapiOperation) (*mcp.Tool, *routeTool, error) {
+	rt := &routeTool{route: r, name: toolName(r, op.ID), header: map[string]string{}}
+	props := map[string]any{}
+	var required []string
+	add := func(name string, schema map[string]any, doc string, req bool) error {
+		if _, dup := props[name]; dup {
+			return fmt.Errorf("two inputs are named %q", name)
+		}
+		s := map[string]any{}
+		for k, v := range schema {
+			s[k] = v
+		}
+		if doc != "" {
+			s["description"] = doc
+		}
+		props[name] = s
+		if req {
+			required = append(required, name)
+		}
+		return nil
+	}
+	for _, seg := range strings.Split(r.Path, "/") {
+		if name, ok := strings.CutPrefix(seg, ":"); ok {
+			rt.path = append(rt.path, name)
+		}
+	}
+	documented := map[string]bool{}
+	for _, p := range op.Params {
+		var err error
+		switch {
+		case p.In == "path":
+			documented[p.Name] = true
+			err = add(p.Name, p.Schema, p.Description, true)
+		case p.In == "query":
+			rt.query = append(rt.query, p.Name)
+			err = add(p.Name, p.Schema, p.Description, p.Required)
+		case p.In == "header" && strings.EqualFold(p.Name, auth.WorkspaceHeader):
+			// The call carries the MCP request's own x-svc-workspace.
+		case p.In == "header" && strings.EqualFold(p.Name, OriginHeader):
+			rt.header[argOrigin] = OriginHeader
+			err = add(argOrigin, capabilityOriginSchema(), "Where the version came from (the route's "+OriginHeader+
+				" header, as an object); via defaults to mcp.", false)
+		case p.In == "header":
+			rt.header[p.Name] = p.Name
+			err = add(p.Name, p.Schema, p.Description, p.Required)
+		default:
+			err = fmt.Errorf("parameter %s in %s: a tool cannot send it", p.Name, p.In)
+		}
+		if err != nil {
+			return nil, nil, err
+		}
+	}
+	for _, name := range rt.path {
+		if !documented[name] {
+			return nil, nil, fmt.Errorf("path parameter %s is not in openapi.json", name)
+		}
+	}
+	if op.Body != nil {
+		rt.body = true
+		doc := op.BodyDoc
+		if doc == "" {
+			doc = "The route's JSON request body."
+		}
+		if err := add(argBody, op.Body, doc, op.BodyNeeded); err != nil {
+			return nil, nil, err
+		}
+	}
+	schema := map[string]any{"type": "object", "properties": props, "additionalProperties": false}
+	if len(required) > 0 {
+		schema["required"] = required
+	}
+	if len(op.Defs) > 0 {
+		schema["$defs"] = op.Defs
+	}
+	readOnly := r.Method == http.MethodGet || strings.HasSuffix(string(r.Action), ":read")
+	destructive := r.Method == http.MethodDelete || strings.HasSuffix(r.Path, "/cancel") || strings.HasSuffix(r.Path, "/rotate")
+	idempotent := readOnly || r.Method == http.MethodPut || r.Method == http.MethodDelete
+	desc := op.Summary
+	if op.Description != "" {
+		desc = strings.TrimRight(desc, ".") + ". " + op.Description
+	}
+	t := &mcp.Tool{
+		Name:        rt.name,
+		Title:       op.Summary,
+		Description: fmt.Sprintf("%s\n\nMirrors %s %s; needs %s.", desc, r.Method, r.Path, actionText(r.Action)),
+		InputSchema: schema,
+		Annotations: &mcp.ToolAnnotations{Title: op.Summary, ReadOnlyHint: readOnly, DestructiveHint: &destructive,
+			IdempotentHint: idempotent, OpenWorldHint: new(bool)},
+		Meta: mcp.Meta{metaRoute: r.Method + " " + r.Path, metaAction: string(r.Action)},
+	}
+	return t, rt, nil
+}
+
+// capabilityOriginSchema is components.schemas.CapabilityOrigin, inlined.
+func capabilityOriginSchema() map[string]any {
+	var d struct {
+		Components map[string]map[string]any `json:"components"`
+	}
+	if err := json.Unmarshal(openapiJSON, &d); err == nil {
+		in := &inliner{components: d.Components, defs: map[string]any{}}
+		if s, err := in.schema(map[string]any{"$ref": "#/components/schemas/CapabilityOrigin"}); err == nil && len(in.defs) == 0 {
+			return s
+		}
+	}
+	return map[string]any{"type": "object"}
+}
+
+// registerMCPTools adds the tool of every tool route to the MCP server.
+// An error is a mismatch between the route table and the embedded
+// openapi.json: a bug that every test run finds (TestMCPEveryRouteIsATool),
+// and NewServer refuses to start with it.
+func (s *Server) registerMCPTools(routes []Route) error {
+	tools, rts, err := buildTools(routes)
+	if err != nil {
+		return fmt.Errorf("api: generating the MCP tools: %w", err)
+	}
+	for i, t := range tools {
+		rt := rts[i]
+		s.mcpServer.AddTool(t, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return s.callRoute(ctx, req, rt), nil
+		})
 	}
 	return nil
-}
-
-// listResult is a list tool's answer: the route's array, and the cursor
-// the route sends in X-Svc-Next-Cursor. A tool result has no headers, and
-// MCP wants structured content to be an object, hence the wrapper.
-type listResult[T any] struct {
-	Items      []T    `json:"items"`
-	NextCursor string `json:"nextCursor,omitempty"`
-}
-
-// page turns a service's list answer into a list tool's.
-func page[T any](items []T, next string, err error) (any, error) {
-	if err != nil {
-		return nil, err
-	}
-	if items == nil {
-		items = []T{}
-	}
-	return listResult[T]{Items: items, NextCursor: next}, nil
-}
-
-// versionResult is a version read: the spec the route answers as its body,
-// with the identity it answers in X-Svc-Owner, X-Svc-Version, X-Svc-Digest.
-type versionResult struct {
-	Owner   string          `json:"owner"`
-	ID      string          `json:"id"`
-	Version string          `json:"version"`
-	Digest  string          `json:"digest"`
-	Spec    json.RawMessage `json:"spec"`
-}
-
-// registerMCPTools adds every tool to the MCP server.
-func (s *Server) registerMCPTools() {
-	addTool(s, toolDef{name: "submit_run", route: "POST /runs", action: auth.RunsSubmit,
-		description: "Submit a single eval run: a registered harness ({id, version or \"latest\"}) on one eval case, optionally on a registered runtime. Answers the queued run; poll get_run for its result."},
-		func(ctx context.Context, p auth.Principal, in *runs.SubmitRequest) (any, error) {
-			return s.runs.Submit(ctx, p, *in, mcpSource)
-		})
-	addTool(s, toolDef{name: "get_run", route: "GET /runs/:id", action: auth.RunsRead, readOnly: true,
-		description: "Get a run with its status and, once finished, its result."},
-		func(ctx context.Context, p auth.Principal, in *idInput) (any, error) {
-			return s.runs.Get(ctx, p, in.ID)
-		})
-	addTool(s, toolDef{name: "list_runs", route: "GET /runs", action: auth.RunsRead, readOnly: true,
-		description: "List the runs of the workspace, newest first, a page at a time (pass nextCursor back as cursor)."},
-		func(ctx context.Context, p auth.Principal, in *listRunsInput) (any, error) {
-			return page(s.runs.List(ctx, p, runs.ListQuery{ScorecardID: in.ScorecardID, All: in.Scope == "all", Cursor: in.Cursor, Limit: in.Limit}))
-		})
-	addTool(s, toolDef{name: "get_run_logs", route: "GET /runs/:id/logs", action: auth.RunsRead, readOnly: true,
-		description: "Read a run's stdout and stderr chunks after a sequence number."},
-		func(ctx context.Context, p auth.Principal, in *runLogsInput) (any, error) {
-			return s.runs.Logs(ctx, p, in.ID, in.After, in.Limit)
-		})
-	addTool(s, toolDef{name: "get_run_trajectory", route: "GET /runs/:id/trajectory", action: auth.RunsRead, readOnly: true,
-		description: "Read a run's trajectory: the agent's events, sealed once the run ends."},
-		func(ctx context.Context, p auth.Principal, in *idInput) (any, error) {
-			return s.runs.Trajectory(ctx, p, in.ID)
-		})
-
-	addTool(s, toolDef{name: "run_scorecard", route: "POST /scorecards", action: auth.ScorecardsRun,
-		description: "Run a scorecard: a harness on the cases of a dataset, scored by graders and judges. Answers the queued scorecard; poll get_scorecard for progress."},
-		func(ctx context.Context, p auth.Principal, in *scorecards.SubmitRequest) (any, error) {
-			return s.scorecards.Submit(ctx, p, *in, mcpSource)
-		})
-	addTool(s, toolDef{name: "run_experiment", route: "POST /groups", action: auth.ScorecardsRun,
-		description: "Run an experiment: a harness on a dataset or on one task prompt, over several trials. Answers the queued experiment; poll get_scorecard."},
-		func(ctx context.Context, p auth.Principal, in *scorecards.GroupRequest) (any, error) {
-			return s.scorecards.SubmitGroup(ctx, p, *in, mcpSource)
-		})
-	addTool(s, toolDef{name: "get_scorecard", route: "GET /scorecards/:id", action: auth.ScorecardsRead, readOnly: true,
-		description: "Get a scorecard or an experiment with its progress, metrics and per-case results."},
-		func(ctx context.Context, p auth.Principal, in *idInput) (any, error) {
-			return s.scorecards.Get(ctx, p, in.ID)
-		})
-	addTool(s, toolDef{name: "list_scorecards", route: "GET /scorecards", action: auth.ScorecardsRead, readOnly: true,
-		description: "List the scorecards and experiments of the workspace, newest first, a page at a time (pass nextCursor back as cursor)."},
-		func(ctx context.Context, p auth.Principal, in *listScorecardsInput) (any, error) {
-			return page(s.scorecards.List(ctx, p, scorecards.ListQuery{Kind: in.Kind, Status: in.Status,
-				DatasetID: in.DatasetID, HarnessID: in.HarnessID, Cursor: in.Cursor, Limit: in.Limit}))
-		})
-	addTool(s, toolDef{name: "cancel_scorecard", route: "POST /scorecards/:id/cancel", action: auth.ScorecardsRun, destructive: true,
-		description: "Cancel a queued or running scorecard or experiment; its unfinished cases stop."},
-		func(ctx context.Context, p auth.Principal, in *idInput) (any, error) {
-			return s.scorecards.Cancel(ctx, p, in.ID)
-		})
-	addTool(s, toolDef{name: "score_scorecard", route: "POST /scorecards/:id/score", action: auth.ScorecardsRun,
-		description: "Re-score a finished scorecard with the given judges, without running the agent again; the pass adds a scoring revision."},
-		func(ctx context.Context, p auth.Principal, in *scoreInput) (any, error) {
-			return s.scorecards.Score(ctx, p, in.ID, in.ScoreRequest)
-		})
-	addTool(s, toolDef{name: "score_group", route: "POST /groups/:id/score", action: auth.ScorecardsRun,
-		description: "Score a finished experiment with the given judges; the pass adds a scoring revision."},
-		func(ctx context.Context, p auth.Principal, in *scoreInput) (any, error) {
-			return s.scorecards.Score(ctx, p, in.ID, in.ScoreRequest)
-		})
-	addTool(s, toolDef{name: "verify_scorecard_manifest", route: "POST /scorecards/:id/verify-manifest", action: auth.ScorecardsRead, readOnly: true,
-		description: "Verify a scorecard's manifest: recompute its digests and say whether they match what was recorded."},
-		func(ctx context.Context, p auth.Principal, in *idInput) (any, error) {
-			return s.scorecards.VerifyManifest(ctx, p, in.ID)
-		})
-	addTool(s, toolDef{name: "query_scorecards", route: "POST /scorecards/query", action: auth.ScorecardsRead, readOnly: true,
-		description: "Query scorecards: filter, group and pivot batches of the workspace into a table of a metric."},
-		func(ctx context.Context, p auth.Principal, in *query.Request) (any, error) {
-			return s.scorecards.Query(ctx, p, *in)
-		})
-	addTool(s, toolDef{name: "get_scorecard_analysis", route: "GET /scorecards/:id/analysis", action: auth.ScorecardsRead, readOnly: true,
-		description: "Get the analysis a scorecard's scoring revision froze (default: the latest revision)."},
-		func(ctx context.Context, p auth.Principal, in *analysisInput) (any, error) {
-			return s.scorecards.Analysis(ctx, p, in.ID, in.Revision)
-		})
-	addTool(s, toolDef{name: "diff_scorecards", route: "GET /scorecards/diff", action: auth.ScorecardsRead, readOnly: true,
-		description: "Diff two scorecards: metric deltas, case transitions and whether they are comparable."},
-		func(ctx context.Context, p auth.Principal, in *diffInput) (any, error) {
-			return s.scorecards.Diff(ctx, p, in.Baseline, in.Candidate)
-		})
-	addTool(s, toolDef{name: "gate_scorecards", route: "POST /scorecards/gate", action: auth.ScorecardsRead, readOnly: true,
-		description: "Gate a candidate scorecard against a baseline under a policy: pass, block, blocked_missing or not_comparable, with the reasons."},
-		func(ctx context.Context, p auth.Principal, in *scorecards.GateRequest) (any, error) {
-			return s.scorecards.Gate(ctx, p, *in)
-		})
-
-	addTool(s, toolDef{name: "list_notifications", route: "GET /notifications", action: auth.Authenticated, readOnly: true,
-		description: "List my notifications in the workspace, newest first."},
-		func(ctx context.Context, p auth.Principal, in *listNotificationsInput) (any, error) {
-			ns, err := s.runs.Notifications(ctx, p, in.Unread, in.Limit)
-			return page(ns, "", err)
-		})
-	addTool(s, toolDef{name: "read_notifications", route: "POST /notifications/read", action: auth.Authenticated,
-		description: "Mark my notifications read: the given ids, or all:true. Answers how many were marked."},
-		func(ctx context.Context, p auth.Principal, in *runs.ReadRequest) (any, error) {
-			n, err := s.runs.MarkRead(ctx, p, *in)
-			if err != nil {
-				return nil, err
-			}
-			return map[string]int{"marked": n}, nil
-		})
-
-	addTool(s, toolDef{name: "list_judges", route: "GET /judges", action: auth.JudgesRead, readOnly: true,
-		description: "List the judges the workspace can use (its own and shared ones) with their versions and tags."},
-		func(ctx context.Context, p auth.Principal, _ *struct{}) (any, error) {
-			es, err := s.registries.List(ctx, p, registry.Judge)
-			return page(es, "", err)
-		})
-	addTool(s, toolDef{name: "get_judge", route: "GET /judges/:id/versions/:version", action: auth.JudgesRead, readOnly: true,
-		description: "Get a judge version's spec, with its owner, resolved version and digest."},
-		func(ctx context.Context, p auth.Principal, in *versionInput) (any, error) {
-			d, err := s.registries.GetVersion(ctx, p, registry.Judge, in.ID, in.Version, service.CasePage{})
-			if err != nil {
-				return nil, err
-			}
-			return versionResult{Owner: d.Owner, ID: in.ID, Version: d.Version, Digest: d.Digest, Spec: d.Spec}, nil
-		})
-	addTool(s, toolDef{name: "create_judge", route: "POST /judges", action: auth.JudgesWrite,
-		description: "Register a judge version, stamped with its origin (via mcp unless the origin says otherwise). Registering the same content again is a no-op (created false); other content under the same id and version is a conflict."},
-		func(ctx context.Context, p auth.Principal, in *registerInput) (any, error) {
-			origin, err := mcpOrigin(in.Origin)
-			if err != nil {
-				return nil, err
-			}
-			v, err := s.registries.Register(ctx, p, registry.Judge, in.Spec, origin)
-			if err != nil {
-				return nil, registryError(err)
-			}
-			return v, nil
-		})
-	addTool(s, toolDef{name: "validate_judge", route: "POST /judges/validate", action: auth.JudgesWrite, readOnly: true,
-		description: "Check a judge spec without registering it: its problems, and whether registering it would be new, identical or a conflict."},
-		func(ctx context.Context, p auth.Principal, in *specInput) (any, error) {
-			return s.registries.Validate(ctx, p, registry.Judge, in.Spec)
-		})
-}
-
-// addTool adds one tool. Its handler authorizes the route's action, checks
-// the input as Bind checks the route's body, and calls call; call's answer
-// becomes the result's structured content (and, by the SDK, its text).
-func addTool[In any](s *Server, d toolDef, call func(ctx context.Context, p auth.Principal, in *In) (any, error)) {
-	t := &mcp.Tool{
-		Name:        d.name,
-		Description: fmt.Sprintf("%s Mirrors %s; needs %s.", d.description, d.route, actionText(d.action)),
-		InputSchema: inputSchema[In](),
-		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: d.readOnly, DestructiveHint: &d.destructive},
-		Meta:        mcp.Meta{metaRoute: d.route, metaAction: string(d.action)},
-	}
-	mcp.AddTool(s.mcpServer, t, func(ctx context.Context, req *mcp.CallToolRequest, in In) (*mcp.CallToolResult, any, error) {
-		// The caller is the one /mcp's middleware resolved for this very
-		// request; Authorize refuses an absent one as unauthenticated.
-		p, _ := mcpPrincipal(req.Extra)
-		if err := auth.Authorize(p, d.action); err != nil {
-			return s.toolError(ctx, req, err), nil, nil
-		}
-		if v, ok := any(&in).(Validator); ok {
-			if err := v.Validate(); err != nil {
-				return s.toolError(ctx, req, asInvalid(err)), nil, nil
-			}
-		}
-		out, err := call(ctx, p, &in)
-		if err != nil {
-			return s.toolError(ctx, req, err), nil, nil
-		}
-		return nil, out, nil
-	})
 }
 
 // actionText words an action for a tool's description.
@@ -420,82 +324,11 @@ func actionText(a auth.Action) string {
 	return fmt.Sprintf("%s (%s or above)", a, rule.MinRole)
 }
 
-// schemaOverrides describe the request types whose JSON is not what their
-// Go fields suggest, so the SDK's validation accepts what the route does.
-var schemaOverrides = map[reflect.Type]*jsonschema.Schema{
-	// A grader is {"id": ..., any other members}: see registry.Grader.
-	reflect.TypeFor[registry.Grader](): {Type: "object", Properties: map[string]*jsonschema.Schema{"id": {Type: "string"}}},
-	// A filter's values are a string or an array of strings.
-	reflect.TypeFor[query.Values](): {Types: []string{"null", "string", "array"}, Items: &jsonschema.Schema{Type: "string"}},
-	// Raw JSON is whatever the field's description says: a spec is an object.
-	reflect.TypeFor[json.RawMessage](): {Types: []string{"null", "object"}},
-}
-
-// inputSchema is the tool's input schema inferred from In. It lists no
-// required properties: the request's Validate refuses a missing field with
-// the message the route gives (a Go field without omitempty is not always
-// required by the route, e.g. a gate's policy).
-func inputSchema[In any]() *jsonschema.Schema {
-	s, err := jsonschema.For[In](&jsonschema.ForOptions{TypeSchemas: schemaOverrides})
-	if err != nil {
-		// A type the schema cannot describe is a bug that every test run finds.
-		panic(fmt.Sprintf("api: input schema of %T: %v", *new(In), err))
-	}
-	dropRequired(s)
-	return s
-}
-
-// dropRequired clears Required in s and every schema under it.
-func dropRequired(s *jsonschema.Schema) {
-	if s == nil {
-		return
-	}
-	s.Required = nil
-	for _, p := range s.Properties {
-		dropRequired(p)
-	}
-	dropRequired(s.Items)
-	dropRequired(s.AdditionalProperties)
-}
-
-// checkArg refuses an id argument that is empty or that a path parameter
-// could not carry (the same bounds as pathParam).
-func checkArg(name, v string) error {
-	switch {
-	case v == "":
-		return derrors.Invalidf("%s is required", name)
-	case len(v) > maxParamLen:
-		return derrors.Invalidf("%s is %d bytes long; the limit is %d", name, len(v), maxParamLen)
-	case !utf8.ValidString(v) || strings.IndexFunc(v, unicode.IsControl) >= 0:
-		return derrors.Invalidf("%s must be valid UTF-8 without control characters", name)
-	}
-	return nil
-}
-
-// checkRange refuses an optional integer (0: absent) outside [lo, hi], as
-// intQuery does for the route's query parameter.
-func checkRange(name string, v, lo, hi int64) error {
-	if v != 0 && (v < lo || v > hi) {
-		// Worded as intQuery words the route's query parameter.
-		return derrors.Invalidf("%s=%q: want an integer from %d to %d", name, strconv.FormatInt(v, 10), lo, hi)
-	}
-	return nil
-}
-
-// asInvalid is how Bind treats a Validate error: one without a status of
-// its own is the input's fault.
-func asInvalid(err error) error {
-	if hasSentinel(err) {
-		return err
-	}
-	return fmt.Errorf("%w: %w", derrors.ErrInvalid, err)
-}
-
-// toolCallID names one tool call in the log and in its error body: the
-// X-Request-Id the client sent with the call's HTTP request (the id the
-// access log has for it), else a new one. Not RequestID(ctx): a tool's
-// context comes from the request that opened the MCP session, so every call
-// of a session would share that id.
+// toolCallID names one tool call in the log, in the route's request and in
+// its error body: the X-Request-Id the client sent with the call's HTTP
+// request (the id the access log has for it), else a new one. Not
+// RequestID(ctx): a tool's context comes from the request that opened the
+// MCP session, so every call of a session would share that id.
 func toolCallID(req *mcp.CallToolRequest) string {
 	if req.Extra != nil {
 		if id := req.Extra.Header.Get(echo.HeaderXRequestID); saneRequestID(id) {
@@ -506,8 +339,9 @@ func toolCallID(req *mcp.CallToolRequest) string {
 }
 
 // toolErrorInfo is errorResponse without an HTTP exchange: the status and
-// the error body the route would answer err with. It never puts the text of
-// an unforeseen error into the body.
+// the error body a route would answer err with. It never puts the text of
+// an unforeseen error into the body. Tool calls use it for the arguments
+// they refuse before the route is called.
 func toolErrorInfo(err error) (int, ErrorInfo) {
 	var info ErrorInfo
 	var detailed *DetailedError
@@ -523,27 +357,29 @@ func toolErrorInfo(err error) (int, ErrorInfo) {
 	return status, info
 }
 
-// toolError is the tool result of a refusal or failure: the route's error
-// body as structured content and as text. A 5xx is logged, with the id the
-// body quotes, since its text is not shown.
-func (s *Server) toolError(ctx context.Context, req *mcp.CallToolRequest, err error) *mcp.CallToolResult {
+// toolRefusal is the tool result of arguments refused before the route is
+// called: the error body the route would give, as structured content and
+// as text.
+func toolRefusal(id string, err error) *mcp.CallToolResult {
 	status, info := toolErrorInfo(err)
-	info.RequestID = toolCallID(req)
-	if status >= 500 {
-		attrs := []slog.Attr{slog.String("request_id", info.RequestID), slog.String("tool", req.Params.Name),
-			slog.Int("status", status), slog.String("error", err.Error())}
-		if req.Session != nil {
-			attrs = append(attrs, slog.String("mcp_session", req.Session.ID()))
-		}
-		s.logger.LogAttrs(ctx, slog.LevelError, "tool call failed", attrs...)
-	}
+	info.RequestID = id
 	body := ErrorBody{Error: info}
 	text, mErr := json.Marshal(body)
 	if mErr != nil {
-		// Details hold only values the handlers built; should one not
-		// encode, the message alone still says what went wrong.
 		body.Error.Details = nil
 		text, _ = json.Marshal(body)
 	}
-	return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: string(text)}}, StructuredContent: body}
+	return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: string(text)}},
+		StructuredContent: body, Meta: mcp.Meta{metaStatus: status}}
+}
+
+// logToolFailure notes a call whose route answered 5xx: the route's error
+// handler logged the cause under the same request id; this line adds the
+// tool and the MCP session.
+func (s *Server) logToolFailure(ctx context.Context, req *mcp.CallToolRequest, id string, status int) {
+	attrs := []slog.Attr{slog.String("request_id", id), slog.String("tool", req.Params.Name), slog.Int("status", status)}
+	if req.Session != nil {
+		attrs = append(attrs, slog.String("mcp_session", req.Session.ID()))
+	}
+	s.logger.LogAttrs(ctx, slog.LevelError, "tool call failed", attrs...)
 }

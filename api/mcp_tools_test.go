@@ -4,8 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
-	"os"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -20,19 +18,10 @@ import (
 	"svc/store"
 )
 
-// The agent tools drive the same services as the routes they mirror, so
-// most tests here ask a question both ways, through the real MCP client and
+// The agent tools are the routes: each call is served by its route. Most
+// tests here ask a question both ways, through the real MCP client and
 // through HTTP, and require the same answer: the same JSON, or the same
 // error code and message.
-
-// mcpToolNames is every tool the endpoint offers, sorted.
-var mcpToolNames = []string{
-	"cancel_scorecard", "create_judge", "diff_scorecards", "gate_scorecards", "get_judge", "get_run",
-	"get_run_logs", "get_run_trajectory", "get_scorecard", "get_scorecard_analysis", "list_judges",
-	"list_notifications", "list_runs", "list_scorecards", "query_scorecards", "read_notifications",
-	"run_experiment", "run_scorecard", "score_group", "score_scorecard", "submit_run", "validate_judge",
-	"verify_scorecard_manifest",
-}
 
 // call invokes a tool. Refusals are tool results (IsError), so a
 // protocol-level failure fails the test.
@@ -126,66 +115,6 @@ func sameRefusal(t *testing.T, what string, tool api.ErrorInfo, route *apitest.R
 // raw is a JSON text as a tool argument value.
 func raw(s string) json.RawMessage { return json.RawMessage(s) }
 
-// TestMCPToolsMirrorRoutes: the tool list is complete, every tool names a
-// route that exists and needs that route's action, and docs/mcp.md lists
-// exactly these tools, actions and routes.
-func TestMCPToolsMirrorRoutes(t *testing.T) {
-	e := newEnv(t)
-	a := e.tenant(t, "tools")
-	cs, err := connectMCP(t, e, bearerTransport{token: a.key})
-	if err != nil {
-		t.Fatalf("connect: %v", err)
-	}
-	list, err := cs.ListTools(t.Context(), nil)
-	if err != nil {
-		t.Fatalf("ListTools: %v", err)
-	}
-	routes := map[string]auth.Action{}
-	for _, r := range e.srv.Routes() {
-		routes[r.Method+" "+r.Path] = r.Action
-	}
-	type mirror struct{ Action, Route string }
-	got := map[string]mirror{}
-	var names []string
-	for _, tool := range list.Tools {
-		names = append(names, tool.Name)
-		route, _ := tool.Meta["svc/route"].(string)
-		action, _ := tool.Meta["svc/action"].(string)
-		got[tool.Name] = mirror{action, route}
-		want, ok := routes[route]
-		switch {
-		case !ok:
-			t.Errorf("%s mirrors %q, which is not a route", tool.Name, route)
-		case string(want) != action:
-			t.Errorf("%s needs %q, but its route %s needs %q", tool.Name, action, route, want)
-		}
-		if schema, _ := tool.InputSchema.(map[string]any); schema["type"] != "object" {
-			t.Errorf("%s: input schema %v, want an object schema", tool.Name, tool.InputSchema)
-		}
-	}
-	slices.Sort(names)
-	if diff := cmp.Diff(mcpToolNames, names); diff != "" {
-		t.Errorf("tools (-want +got):\n%s", diff)
-	}
-
-	doc, err := os.ReadFile("../docs/mcp.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	documented := map[string]mirror{}
-	for line := range strings.Lines(string(doc)) {
-		cells := strings.Split(strings.TrimSpace(line), "|")
-		if len(cells) < 5 || !strings.HasPrefix(strings.TrimSpace(cells[1]), "`") {
-			continue
-		}
-		cell := func(i int) string { return strings.Trim(strings.TrimSpace(cells[i]), "`") }
-		documented[cell(1)] = mirror{cell(2), cell(3)}
-	}
-	if diff := cmp.Diff(got, documented); diff != "" {
-		t.Errorf("docs/mcp.md's table (-tools +docs):\n%s", diff)
-	}
-}
-
 // TestMCPToolRoleGates: a read-scoped key and a viewer cannot run a
 // scorecard or register a judge (403, worded as the route words it), but
 // read scorecards as the route does.
@@ -213,9 +142,12 @@ func TestMCPToolRoleGates(t *testing.T) {
 				tool, route, body string
 				args              any
 			}{
-				{"run_scorecard", "/scorecards", `{}`, map[string]any{"dataset": map[string]any{"id": "ds", "version": "latest"}, "harness": map[string]any{"id": "h", "version": "latest"}}},
-				{"create_judge", "/judges", judgeSpec("j", "1"), map[string]any{"spec": raw(judgeSpec("j", "1"))}},
+				{"run_scorecard", "/scorecards", `{"dataset":{"id":"ds","version":"latest"},"harness":{"id":"h","version":"latest"}}`,
+					map[string]any{"body": map[string]any{"dataset": map[string]any{"id": "ds", "version": "latest"}, "harness": map[string]any{"id": "h", "version": "latest"}}}},
+				{"create_judge", "/judges", judgeSpec("j", "1"), map[string]any{"body": raw(judgeSpec("j", "1"))}},
 				{"cancel_scorecard", "/scorecards/" + sc.ID + "/cancel", ``, map[string]any{"id": sc.ID}},
+				{"create_key", "/keys", `{"label":"x"}`, map[string]any{"body": map[string]any{"label": "x"}}},
+				{"create_dataset", "/datasets", datasetSpec("ds", "1"), map[string]any{"body": raw(datasetSpec("ds", "1"))}},
 			}
 			for _, r := range refused {
 				info := toolErr(t, r.tool, call(t, cs, r.tool, r.args))
@@ -249,6 +181,7 @@ func TestMCPToolOtherWorkspace(t *testing.T) {
 	a, b := e.tenant(t, "mine"), e.tenant(t, "theirs")
 	theirBatch := e.seedScorecard(t, b.ws)
 	theirRun := e.seedRun(t, b.ws, e.subjectOf(t, bearer(b.key)))
+	e.register(t, b.key, "/datasets", datasetSpec("theirs", "1.0.0"), http.StatusCreated)
 	cs, err := connectMCP(t, e, bearerTransport{token: a.key})
 	if err != nil {
 		t.Fatalf("connect: %v", err)
@@ -265,12 +198,20 @@ func TestMCPToolOtherWorkspace(t *testing.T) {
 		{"get_run", http.MethodGet, "/runs/" + theirRun.ID, map[string]any{"id": theirRun.ID}},
 		{"get_run_logs", http.MethodGet, "/runs/" + theirRun.ID + "/logs", map[string]any{"id": theirRun.ID}},
 		{"get_run_trajectory", http.MethodGet, "/runs/" + theirRun.ID + "/trajectory", map[string]any{"id": theirRun.ID}},
+		{"get_dataset", http.MethodGet, "/datasets/theirs/versions/1.0.0", map[string]any{"id": "theirs", "version": "1.0.0"}},
+		{"set_dataset_version_tags", http.MethodPut, "/datasets/theirs/versions/1.0.0/tags", map[string]any{"id": "theirs", "version": "1.0.0", "body": []string{"mine"}}},
+		{"delete_dataset_version", http.MethodDelete, "/datasets/theirs/versions/1.0.0", map[string]any{"id": "theirs", "version": "1.0.0"}},
 	} {
 		info := toolErr(t, tt.tool, call(t, cs, tt.tool, tt.args))
 		if info.Code != api.CodeNotFound {
 			t.Errorf("%s of another workspace's record: code %s, want NOT_FOUND", tt.tool, info.Code)
 		}
-		sameRefusal(t, tt.tool, info, e.do(t, tt.method, tt.path, "", bearer(a.key)))
+		body := ""
+		if b, ok := tt.args["body"]; ok {
+			j, _ := json.Marshal(b)
+			body = string(j)
+		}
+		sameRefusal(t, tt.tool, info, e.do(t, tt.method, tt.path, body, bearer(a.key)))
 		if ids[info.RequestID] {
 			t.Errorf("%s: requestId %s was quoted before; each call needs its own", tt.tool, info.RequestID)
 		}
@@ -278,6 +219,11 @@ func TestMCPToolOtherWorkspace(t *testing.T) {
 	}
 	if st := e.storedScorecard(t, b.ws, theirBatch.ID).Status; st != eval.ScorecardQueued {
 		t.Errorf("another workspace's cancel left the batch %s, want queued", st)
+	}
+	res := e.do(t, http.MethodGet, "/datasets/theirs/versions/1.0.0", "", bearer(b.key))
+	want(t, res, http.StatusOK, "their dataset after another workspace's delete")
+	if res = e.do(t, http.MethodGet, "/datasets", "", bearer(b.key)); strings.Contains(string(res.Body), `"mine"`) {
+		t.Errorf("another workspace's set_dataset_version_tags tagged their dataset: %s", res.Body)
 	}
 }
 
@@ -356,7 +302,7 @@ func TestMCPToolSubmitRun(t *testing.T) {
 		{"bad grader", `{"harness":{"id":"echo","version":"1.0.0"},"case":{"id":"c","task":"t","graders":[{"id":"g","kind":"regex","pattern":"("}]}}`, api.CodeBadRequest},
 		{"unknown harness", `{"harness":{"id":"nope","version":"latest"},"case":{"id":"c","task":"t"}}`, api.CodeNotFound},
 	} {
-		info := toolErr(t, "submit_run "+tt.name, call(t, cs, "submit_run", raw(tt.body)))
+		info := toolErr(t, "submit_run "+tt.name, call(t, cs, "submit_run", map[string]any{"body": raw(tt.body)}))
 		if info.Code != tt.code {
 			t.Errorf("submit_run %s: code %s, want %s", tt.name, info.Code, tt.code)
 		}
@@ -365,11 +311,17 @@ func TestMCPToolSubmitRun(t *testing.T) {
 			t.Errorf("submit_run %s: message %q does not name the orchestrator", tt.name, info.Message)
 		}
 	}
-	// The SDK checks arguments against the input schema first: an unknown
-	// member is refused there, as the route's strict decoding refuses it.
-	res := call(t, cs, "submit_run", raw(`{"harness":{"id":"echo","version":"1.0.0"},"case":{"id":"c","task":"t"},"extra":1}`))
-	if !res.IsError || len(res.Content) == 0 || !strings.Contains(res.Content[0].(*mcp.TextContent).Text, "extra") {
-		t.Errorf("submit_run with an unknown member: %+v, want a refusal naming it", res.Content)
+	// An unknown member of the body is the route's strict decoding's
+	// refusal; an unknown argument is refused before the route is called.
+	const extra = `{"harness":{"id":"echo","version":"1.0.0"},"case":{"id":"c","task":"t"},"extra":1}`
+	info := toolErr(t, "submit_run with an unknown member", call(t, cs, "submit_run", map[string]any{"body": raw(extra)}))
+	sameRefusal(t, "submit_run with an unknown member", info, e.do(t, http.MethodPost, "/runs", extra, bearer(a.key)))
+	if !strings.Contains(info.Message, "extra") {
+		t.Errorf("submit_run with an unknown member: %q, want a refusal naming it", info.Message)
+	}
+	info = toolErr(t, "submit_run with an unknown argument", call(t, cs, "submit_run", map[string]any{"harness": map[string]any{"id": "echo"}}))
+	if info.Code != api.CodeBadRequest || !strings.Contains(info.Message, "unknown argument harness") || !strings.Contains(info.Message, "body") {
+		t.Errorf("submit_run with an unknown argument: %s %q, want BAD_REQUEST naming it and the argument body", info.Code, info.Message)
 	}
 	if n, err := e.store.CountRuns(t.Context(), a.ws, time.Time{}); err != nil || n != 0 {
 		t.Errorf("refused submits left %d runs (err %v), want none", n, err)
@@ -389,7 +341,7 @@ func TestMCPToolScorecards(t *testing.T) {
 	}
 	submit := map[string]any{"dataset": map[string]any{"id": "ds", "version": "latest"}, "harness": map[string]any{"id": "h", "version": "1.0.0"},
 		"cases": map[string]any{"ids": []string{"b"}}, "graders": []any{map[string]any{"id": "g", "kind": "contains", "value": "x"}}}
-	sc := toolOK[eval.Scorecard](t, "run_scorecard", call(t, cs, "run_scorecard", submit))
+	sc := toolOK[eval.Scorecard](t, "run_scorecard", call(t, cs, "run_scorecard", map[string]any{"body": submit}))
 	if sc.Origin == nil || sc.Origin.Source != "mcp" || sc.Status != eval.ScorecardQueued || sc.Kind != eval.KindScorecard {
 		t.Errorf("run_scorecard = origin %+v, status %s, kind %s; want a queued scorecard from mcp", sc.Origin, sc.Status, sc.Kind)
 	}
@@ -400,7 +352,7 @@ func TestMCPToolScorecards(t *testing.T) {
 		t.Errorf("started batches %+v, want %s", started, sc.ID)
 	}
 	ex := toolOK[eval.Scorecard](t, "run_experiment", call(t, cs, "run_experiment",
-		map[string]any{"harness": map[string]any{"id": "h", "version": "1.0.0"}, "task": map[string]any{"prompt": "say hi"}, "trials": 2}))
+		map[string]any{"body": map[string]any{"harness": map[string]any{"id": "h", "version": "1.0.0"}, "task": map[string]any{"prompt": "say hi"}, "trials": 2}}))
 	if ex.Origin == nil || ex.Origin.Source != "mcp" || ex.Kind != eval.KindExperiment || ex.Trials != 2 {
 		t.Errorf("run_experiment = origin %+v, kind %s, trials %d; want an experiment of 2 trials from mcp", ex.Origin, ex.Kind, ex.Trials)
 	}
@@ -410,9 +362,9 @@ func TestMCPToolScorecards(t *testing.T) {
 		args                     any
 	}{
 		{"get_scorecard", http.MethodGet, "/scorecards/" + sc.ID, "", map[string]any{"id": sc.ID}},
-		{"get_scorecard", http.MethodGet, "/groups/" + ex.ID, "", map[string]any{"id": ex.ID}},
+		{"get_group", http.MethodGet, "/groups/" + ex.ID, "", map[string]any{"id": ex.ID}},
 		{"list_scorecards", http.MethodGet, "/scorecards?kind=experiment", "", map[string]any{"kind": "experiment"}},
-		{"query_scorecards", http.MethodPost, "/scorecards/query", `{"groupBy":["harness"]}`, raw(`{"groupBy":["harness"]}`)},
+		{"query_scorecards", http.MethodPost, "/scorecards/query", `{"groupBy":["harness"]}`, map[string]any{"body": raw(`{"groupBy":["harness"]}`)}},
 		{"verify_scorecard_manifest", http.MethodPost, "/scorecards/" + sc.ID + "/verify-manifest", "", map[string]any{"id": sc.ID}},
 	} {
 		res := e.do(t, tt.method, tt.path, tt.body, bearer(a.key))
@@ -439,14 +391,14 @@ func TestMCPToolScorecards(t *testing.T) {
 		code                     string
 	}{
 		{"cancel_scorecard", http.MethodPost, "/scorecards/" + sc.ID + "/cancel", "", map[string]any{"id": sc.ID}, api.CodeConflict},
-		{"score_scorecard", http.MethodPost, "/scorecards/" + sc.ID + "/score", `{"judges":[{"id":"j"}]}`, map[string]any{"id": sc.ID, "judges": []any{map[string]any{"id": "j"}}}, api.CodeConflict},
-		{"score_scorecard", http.MethodPost, "/scorecards/" + sc.ID + "/score", `{"judges":[]}`, map[string]any{"id": sc.ID, "judges": []any{}}, api.CodeBadRequest},
-		{"score_group", http.MethodPost, "/groups/" + ex.ID + "/score", `{"judges":[{"id":"j"}]}`, map[string]any{"id": ex.ID, "judges": []any{map[string]any{"id": "j"}}}, api.CodeConflict},
+		{"score_scorecard", http.MethodPost, "/scorecards/" + sc.ID + "/score", `{"judges":[{"id":"j"}]}`, map[string]any{"id": sc.ID, "body": raw(`{"judges":[{"id":"j"}]}`)}, api.CodeConflict},
+		{"score_scorecard", http.MethodPost, "/scorecards/" + sc.ID + "/score", `{"judges":[]}`, map[string]any{"id": sc.ID, "body": raw(`{"judges":[]}`)}, api.CodeBadRequest},
+		{"score_group", http.MethodPost, "/groups/" + ex.ID + "/score", `{"judges":[{"id":"j"}]}`, map[string]any{"id": ex.ID, "body": raw(`{"judges":[{"id":"j"}]}`)}, api.CodeConflict},
 		{"get_scorecard_analysis", http.MethodGet, "/scorecards/" + sc.ID + "/analysis", "", map[string]any{"id": sc.ID}, api.CodeNotFound},
 		{"get_scorecard_analysis", http.MethodGet, "/scorecards/" + sc.ID + "/analysis?revision=2", "", map[string]any{"id": sc.ID, "revision": 2}, api.CodeNotFound},
 		{"diff_scorecards", http.MethodGet, "/scorecards/diff", "", map[string]any{}, api.CodeBadRequest},
 		{"diff_scorecards", http.MethodGet, "/scorecards/diff?baseline=" + sc.ID + "&candidate=sc_nope", "", map[string]any{"baseline": sc.ID, "candidate": "sc_nope"}, api.CodeNotFound},
-		{"gate_scorecards", http.MethodPost, "/scorecards/gate", `{"baseline":"x"}`, map[string]any{"baseline": "x"}, api.CodeBadRequest},
+		{"gate_scorecards", http.MethodPost, "/scorecards/gate", `{"baseline":"x"}`, map[string]any{"body": map[string]any{"baseline": "x"}}, api.CodeBadRequest},
 	} {
 		what := tt.tool + " " + tt.path
 		info := toolErr(t, what, call(t, cs, tt.tool, tt.args))
@@ -459,7 +411,7 @@ func TestMCPToolScorecards(t *testing.T) {
 	// A workflow that cannot start is a 503 whose message is the
 	// service's own: the orchestrator's error text stays in the log.
 	orch.fail(errors.New("temporal is down at 10.0.0.7"))
-	info := toolErr(t, "run_scorecard", call(t, cs, "run_scorecard", submit))
+	info := toolErr(t, "run_scorecard", call(t, cs, "run_scorecard", map[string]any{"body": submit}))
 	if info.Code != api.CodeUnavailable || strings.Contains(info.Message, "10.0.0.7") || !strings.Contains(info.Message, "could not be started") {
 		t.Errorf("run_scorecard with a failing orchestrator: %s %q; want UNAVAILABLE, the service's words and no internal text", info.Code, info.Message)
 	}
@@ -500,7 +452,7 @@ func TestMCPToolNotifications(t *testing.T) {
 	}
 	read := func(args map[string]any) int {
 		t.Helper()
-		return toolOK[map[string]int](t, "read_notifications", call(t, cs, "read_notifications", args))["marked"]
+		return toolOK[map[string]int](t, "read_notifications", call(t, cs, "read_notifications", map[string]any{"body": args}))["marked"]
 	}
 	if diff := cmp.Diff([]string{"n3", "n2", "n1"}, list(map[string]any{})); diff != "" {
 		t.Errorf("feed (-want +got):\n%s", diff)
@@ -534,17 +486,14 @@ func TestMCPToolNotifications(t *testing.T) {
 		t.Errorf("bob's unread = %v, %v; alice's reads must not touch them", bobs, err)
 	}
 	for _, body := range []string{`{}`, `{"ids":["x"],"all":true}`} {
-		var args map[string]any
-		if err := json.Unmarshal([]byte(body), &args); err != nil {
-			t.Fatal(err)
-		}
-		info := toolErr(t, "read_notifications "+body, call(t, cs, "read_notifications", args))
+		info := toolErr(t, "read_notifications "+body, call(t, cs, "read_notifications", map[string]any{"body": raw(body)}))
 		sameRefusal(t, "read_notifications "+body, info, e.do(t, http.MethodPost, "/notifications/read", body, bearer(alice), selectWorkspace(a.ws)))
 	}
 }
 
 // TestMCPToolJudges: validate, create, list and get a judge as the judge
-// routes do, problems and all.
+// routes do, problems and all; a registration through a tool is stamped
+// via mcp.
 func TestMCPToolJudges(t *testing.T) {
 	e := newEnv(t)
 	a := e.tenant(t, "judges")
@@ -553,39 +502,38 @@ func TestMCPToolJudges(t *testing.T) {
 		t.Fatalf("connect: %v", err)
 	}
 	const bad = `{"id":"j","version":"1","kind":"model","model":"m"}` // legacy kinds are not offered
-	v := toolOK[validationJSON](t, "validate_judge", call(t, cs, "validate_judge", map[string]any{"spec": raw(bad)}))
+	v := toolOK[validationJSON](t, "validate_judge", call(t, cs, "validate_judge", map[string]any{"body": raw(bad)}))
 	if v.Valid || len(v.Problems) == 0 {
 		t.Errorf("validate_judge of a bad spec = %+v, want invalid with problems", v)
 	}
 	res := e.do(t, http.MethodPost, "/judges/validate", bad, bearer(a.key))
 	want(t, res, http.StatusOK, "POST /judges/validate")
-	sameJSON(t, "validate_judge vs POST /judges/validate", toolOK[json.RawMessage](t, "validate_judge", call(t, cs, "validate_judge", map[string]any{"spec": raw(bad)})), res.Body)
+	sameJSON(t, "validate_judge vs POST /judges/validate", toolOK[json.RawMessage](t, "validate_judge", call(t, cs, "validate_judge", map[string]any{"body": raw(bad)})), res.Body)
 
-	info := toolErr(t, "create_judge", call(t, cs, "create_judge", map[string]any{"spec": raw(bad)}))
+	info := toolErr(t, "create_judge", call(t, cs, "create_judge", map[string]any{"body": raw(bad)}))
 	if _, ok := info.Details["problems"]; info.Code != api.CodeBadRequest || !ok {
 		t.Errorf("create_judge of a bad spec: %s %+v, want BAD_REQUEST with details.problems", info.Code, info.Details)
 	}
 	sameRefusal(t, "create_judge of a bad spec", info, e.do(t, http.MethodPost, "/judges", bad, bearer(a.key)))
-	if info := toolErr(t, "create_judge", call(t, cs, "create_judge", map[string]any{})); info.Code != api.CodeBadRequest || !strings.Contains(info.Message, "spec is required") {
-		t.Errorf("create_judge without a spec: %s %q, want BAD_REQUEST saying spec is required", info.Code, info.Message)
-	}
+	info = toolErr(t, "create_judge", call(t, cs, "create_judge", map[string]any{}))
+	sameRefusal(t, "create_judge without a body", info, e.do(t, http.MethodPost, "/judges", "", bearer(a.key), header{"Content-Type", "application/json"}))
 
 	good := judgeSpec("j", "1.0.0")
-	created := toolOK[registeredJSON](t, "create_judge", call(t, cs, "create_judge", map[string]any{"spec": raw(good)}))
+	created := toolOK[registeredJSON](t, "create_judge", call(t, cs, "create_judge", map[string]any{"body": raw(good)}))
 	if !created.Created || created.ID != "j" || created.Version != "1.0.0" || created.Owner != a.ws || created.CreatedBy != "key:"+a.id {
 		t.Errorf("create_judge = %+v, want j@1.0.0 created in %s by key:%s", created, a.ws, a.id)
 	}
 	sameJSON(t, "origin of a registration through a tool", created.Origin, raw(`{"via":"mcp"}`))
-	stamped := toolOK[registeredJSON](t, "create_judge", call(t, cs, "create_judge", map[string]any{"spec": raw(judgeSpec("k", "1")),
+	stamped := toolOK[registeredJSON](t, "create_judge", call(t, cs, "create_judge", map[string]any{"body": raw(judgeSpec("k", "1")),
 		"origin": map[string]any{"agentName": "claude", "note": "drafted in chat"}}))
 	sameJSON(t, "origin given to create_judge", stamped.Origin, raw(`{"via":"mcp","agentName":"claude","note":"drafted in chat"}`))
-	info = toolErr(t, "create_judge", call(t, cs, "create_judge", map[string]any{"spec": raw(judgeSpec("l", "1")), "origin": map[string]any{"via": "fax"}}))
+	info = toolErr(t, "create_judge", call(t, cs, "create_judge", map[string]any{"body": raw(judgeSpec("l", "1")), "origin": map[string]any{"via": "fax"}}))
 	sameRefusal(t, "create_judge with a bad origin", info, e.do(t, http.MethodPost, "/judges", judgeSpec("l", "1"), bearer(a.key), header{api.OriginHeader, `{"via":"fax"}`}))
-	again := toolOK[registeredJSON](t, "create_judge", call(t, cs, "create_judge", map[string]any{"spec": raw(good)}))
+	again := toolOK[registeredJSON](t, "create_judge", call(t, cs, "create_judge", map[string]any{"body": raw(good)}))
 	if again.Created || again.Digest != created.Digest {
 		t.Errorf("create_judge again = %+v, want the same version, not created", again)
 	}
-	conflict := toolErr(t, "create_judge", call(t, cs, "create_judge", map[string]any{"spec": raw(strings.Replace(good, "print(1)", "print(2)", 1))}))
+	conflict := toolErr(t, "create_judge", call(t, cs, "create_judge", map[string]any{"body": raw(strings.Replace(good, "print(1)", "print(2)", 1))}))
 	if conflict.Code != api.CodeConflict || conflict.Details["storedDigest"] != created.Digest {
 		t.Errorf("create_judge of other content: %s %+v, want CONFLICT with the stored digest", conflict.Code, conflict.Details)
 	}
@@ -597,16 +545,21 @@ func TestMCPToolJudges(t *testing.T) {
 	}](t, "list_judges", call(t, cs, "list_judges", map[string]any{}))
 	sameJSON(t, "list_judges vs GET /judges", listed.Items, res.Body)
 
+	// get_judge answers the route's body, the spec; the route's X-Svc-*
+	// headers (owner, resolved version, digest) are in the result's _meta.
 	spec, hdr := e.getSpec(t, a.key, "/judges/j/versions/latest")
-	got := toolOK[struct {
-		Owner, ID, Version, Digest string
-		Spec                       map[string]any
-	}](t, "get_judge", call(t, cs, "get_judge", map[string]any{"id": "j", "version": "latest"}))
-	if got.Owner != hdr.Get("X-Svc-Owner") || got.Version != "1.0.0" || got.Digest != hdr.Get("X-Svc-Digest") || got.ID != "j" {
-		t.Errorf("get_judge = %+v; the route says owner %s, version %s, digest %s", got, hdr.Get("X-Svc-Owner"), hdr.Get("X-Svc-Version"), hdr.Get("X-Svc-Digest"))
-	}
-	if diff := cmp.Diff(spec, got.Spec); diff != "" {
+	gotRes := call(t, cs, "get_judge", map[string]any{"id": "j", "version": "latest"})
+	if diff := cmp.Diff(spec, toolOK[map[string]any](t, "get_judge", gotRes)); diff != "" {
 		t.Errorf("get_judge spec (-route +tool):\n%s", diff)
+	}
+	gotHdr, _ := gotRes.Meta["svc/headers"].(map[string]any)
+	for _, h := range []string{"X-Svc-Owner", "X-Svc-Version", "X-Svc-Digest"} {
+		if gotHdr[h] != hdr.Get(h) || hdr.Get(h) == "" {
+			t.Errorf("get_judge _meta svc/headers %s = %v, the route says %q", h, gotHdr[h], hdr.Get(h))
+		}
+	}
+	if st, _ := gotRes.Meta["svc/status"].(float64); st != http.StatusOK {
+		t.Errorf("get_judge _meta svc/status = %v, want 200", gotRes.Meta["svc/status"])
 	}
 	info = toolErr(t, "get_judge", call(t, cs, "get_judge", map[string]any{"id": "ghost", "version": "1"}))
 	sameRefusal(t, "get_judge of an unknown judge", info, e.do(t, http.MethodGet, "/judges/ghost/versions/1", "", bearer(a.key)))
@@ -614,7 +567,7 @@ func TestMCPToolJudges(t *testing.T) {
 
 // TestMCPToolInternalError: a failure the API did not foresee reaches the
 // client as the route's generic 500, and the log holds the cause under the
-// request id the body quotes.
+// request id the body quotes, with a line naming the tool and the session.
 func TestMCPToolInternalError(t *testing.T) {
 	logger, logs := apitest.NewLogger()
 	e := newEnv(t, withServerOptions(func(o *api.Options) { o.Logger = logger }))
@@ -635,8 +588,11 @@ func TestMCPToolInternalError(t *testing.T) {
 	if strings.Contains(strings.ToLower(info.Message), "closed") {
 		t.Errorf("the 500's message %q leaks the cause", info.Message)
 	}
+	logs.Find(t, "the cause under the request id", func(rec map[string]any) bool {
+		cause, _ := rec["error"].(string)
+		return rec["msg"] == "request failed" && rec["request_id"] == "agent-call-42" && strings.Contains(cause, "closed")
+	})
 	logs.Find(t, "naming the tool and the request id", func(rec map[string]any) bool {
-		return rec["msg"] == "tool call failed" && rec["tool"] == "get_run" && rec["request_id"] == "agent-call-42" && rec["mcp_session"] == cs.ID() &&
-			strings.Contains(rec["error"].(string), "closed")
+		return rec["msg"] == "tool call failed" && rec["tool"] == "get_run" && rec["request_id"] == "agent-call-42" && rec["mcp_session"] == cs.ID()
 	})
 }

@@ -9,7 +9,7 @@ import (
 
 	"svc/auth"
 	"svc/eval"
-	"svc/workflows"
+	"svc/flows"
 )
 
 // The driver-ops routes read Temporal directly. Without an orchestrator
@@ -60,7 +60,7 @@ func TestDriverOps(t *testing.T) {
 
 	res := e.do(t, http.MethodGet, "/ops/driver/batch/"+sc.ID, "", bearer(a.key))
 	want(t, res, http.StatusOK, "GET /ops/driver/batch/:id")
-	view := decode[workflows.DriverView](t, res)
+	view := decode[flows.DriverView](t, res)
 	if view.WorkflowID != sc.ID || view.Status != "RUNNING" || len(view.Pending) != 1 || view.Pending[0].LastFailure == "" {
 		t.Errorf("driver view = %+v, want the batch's running workflow with its pending activity", view)
 	}
@@ -85,7 +85,7 @@ func TestDriverOps(t *testing.T) {
 
 	res = e.do(t, http.MethodPost, "/ops/driver/batch/"+sc.ID+"/cancel", "", bearer(a.key))
 	want(t, res, http.StatusOK, "POST /ops/driver/batch/:id/cancel")
-	if got := decode[workflows.DriverView](t, res); got.Status != "CANCELED" {
+	if got := decode[flows.DriverView](t, res); got.Status != "CANCELED" {
 		t.Errorf("after cancel: status %q, want CANCELED", got.Status)
 	}
 	if diff := cmp.Diff([]string{sc.ID}, orch.cancelledWorkflows()); diff != "" {

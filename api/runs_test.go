@@ -11,12 +11,13 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 
-	"svc/activities"
 	"svc/auth"
 	"svc/eval"
+	"svc/records"
 	"svc/registry"
 	"svc/runs"
 	"svc/store"
+	"svc/traces"
 )
 
 // The run routes' submit path needs a workflow engine; it is tested end to
@@ -55,7 +56,7 @@ func (e *testEnv) seedRun(t testing.TB, ws, createdBy string, opts ...seedOpt) e
 		{Kind: eval.EventMessage, Role: "assistant", Content: "4"},
 	}
 	run := eval.Run{
-		ID: runs.NewID("run"), Tenant: ws, Harness: registry.Ref{ID: "h", Version: "1.0.0"}, CaseID: "c1",
+		ID: records.NewID("run"), Tenant: ws, Harness: registry.Ref{ID: "h", Version: "1.0.0"}, CaseID: "c1",
 		Status: eval.StatusSucceeded, Kind: eval.KindEval, Trigger: eval.TriggerAPI, CreatedBy: createdBy,
 		CreatedAt: now, UpdatedAt: now, WebhookURL: "https://hooks.example.com/x",
 		Result: &eval.CaseResult{Harness: "h@1.0.0", CaseID: "c1", Trace: trace, Scores: []eval.Score{}, Pass: true, TraceSealed: true, EvidenceVersion: eval.EvidenceVersion},
@@ -63,14 +64,14 @@ func (e *testEnv) seedRun(t testing.TB, ws, createdBy string, opts ...seedOpt) e
 	for _, o := range opts {
 		o(&run)
 	}
-	row, err := runs.Row(run)
+	row, err := records.Row(run)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, err := e.store.CreateRun(t.Context(), row); err != nil {
 		t.Fatalf("CreateRun: %v", err)
 	}
-	events, digest, err := activities.SealEvents(trace)
+	events, digest, err := traces.SealEvents(trace)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -165,9 +166,9 @@ func TestRunTrajectoryFallback(t *testing.T) {
 		{"no result", nil, http.StatusNotFound},
 		{"unsealed result", &eval.CaseResult{Harness: "h@1", CaseID: "c", Scores: []eval.Score{}, Trace: []eval.TraceEvent{{Kind: eval.EventError, Message: "boom"}}}, http.StatusOK},
 	} {
-		run := eval.Run{ID: runs.NewID("run"), Tenant: a.ws, Harness: registry.Ref{ID: "h", Version: "1"}, CaseID: "c",
+		run := eval.Run{ID: records.NewID("run"), Tenant: a.ws, Harness: registry.Ref{ID: "h", Version: "1"}, CaseID: "c",
 			Status: eval.StatusRunning, Kind: eval.KindEval, CreatedAt: now, UpdatedAt: now, Result: tc.result}
-		row, _ := runs.Row(run)
+		row, _ := records.Row(run)
 		if _, err := e.store.CreateRun(t.Context(), row); err != nil {
 			t.Fatal(err)
 		}
@@ -399,15 +400,15 @@ func TestNotifications(t *testing.T) {
 func TestWebhookSecret(t *testing.T) {
 	e := newEnv(t, withOIDC())
 	a := e.tenant(t, "hooks")
-	first := decode[runs.WebhookSecret](t, e.do(t, http.MethodGet, "/workspace/webhook-secret", "", bearer(a.key)))
+	first := decode[records.WebhookSecret](t, e.do(t, http.MethodGet, "/workspace/webhook-secret", "", bearer(a.key)))
 	if !strings.HasPrefix(first.Secret, "whsec_") {
 		t.Fatalf("secret %q lacks the whsec_ prefix", first.Secret)
 	}
-	again := decode[runs.WebhookSecret](t, e.do(t, http.MethodGet, "/workspace/webhook-secret", "", bearer(a.key)))
+	again := decode[records.WebhookSecret](t, e.do(t, http.MethodGet, "/workspace/webhook-secret", "", bearer(a.key)))
 	if again.Secret != first.Secret {
 		t.Errorf("a second read minted a new secret")
 	}
-	rotated := decode[runs.WebhookSecret](t, e.do(t, http.MethodPost, "/workspace/webhook-secret/rotate", "", bearer(a.key)))
+	rotated := decode[records.WebhookSecret](t, e.do(t, http.MethodPost, "/workspace/webhook-secret/rotate", "", bearer(a.key)))
 	if rotated.Secret == first.Secret || !strings.HasPrefix(rotated.Secret, "whsec_") {
 		t.Errorf("rotate kept the secret or lost its prefix: %q", rotated.Secret)
 	}

@@ -12,16 +12,16 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 
-	"svc/activities"
 	"svc/api/apitest"
 	"svc/eval"
 	"svc/gate"
 	"svc/manifest"
 	"svc/query"
+	"svc/records"
 	"svc/registry"
-	"svc/runs"
 	"svc/scoring"
 	"svc/store"
+	"svc/traces"
 )
 
 // The comparison routes (issue #7): diff, gate, query and the frozen
@@ -88,7 +88,7 @@ func (e *testEnv) seedSealedBatch(t testing.TB, ws string, in gateInputs, h regi
 	}
 	// The children need the batch's id before the batch is stored, since
 	// its summary and revision are computed from them.
-	stub := eval.Scorecard{ID: runs.NewID("sc"), Tenant: ws, Harness: h.Ref(), CreatedBy: "operator"}
+	stub := eval.Scorecard{ID: records.NewID("sc"), Tenant: ws, Harness: h.Ref(), CreatedBy: "operator"}
 	var children []eval.Run
 	var rows []eval.CaseRow
 	for _, c := range gateCases {
@@ -104,7 +104,7 @@ func (e *testEnv) seedSealedBatch(t testing.TB, ws string, in gateInputs, h regi
 		sc.Orchestration.CaseIDs = slices.Clone(gateCases)
 		sc.Summary = scoring.Summarize(rows)
 		sc.Scoring = []eval.ScoringRevision{{Revision: 1, Kind: "initial", Judges: []eval.SealedJudge{},
-			ScorePlaneDigest: scoring.ScorePlaneDigest(rows), AnalysisRef: activities.AnalysisRef(stub.ID, 1), CreatedAt: now}}
+			ScorePlaneDigest: scoring.ScorePlaneDigest(rows), AnalysisRef: records.AnalysisRef(stub.ID, 1), CreatedAt: now}}
 	}
 	sc := e.seedScorecard(t, ws, append([]scorecardOpt{batchStatus(eval.ScorecardSucceeded), seal}, opts...)...)
 	for _, run := range children {
@@ -517,7 +517,7 @@ func TestQueryScorecards(t *testing.T) {
 // rows, as FinishScorecard and FinishScore do, and returns it.
 func (e *testEnv) freezeAnalysis(t testing.TB, sc eval.Scorecard, rows []eval.CaseRow, rev eval.ScoringRevision) []byte {
 	t.Helper()
-	doc, digest, err := activities.BuildAnalysis(sc, rows, rev)
+	doc, digest, err := traces.BuildAnalysis(sc, rows, rev)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -565,7 +565,7 @@ func TestScorecardAnalysis(t *testing.T) {
 			t.Errorf("GET analysis%s = %s, want the frozen bundle %s", q, got, rev1)
 		}
 	}
-	got := decode[activities.Analysis](t, &apitest.Response{Body: rev1})
+	got := decode[traces.Analysis](t, &apitest.Response{Body: rev1})
 	if got.ScorecardID != sc.ID || got.Revision != 1 || len(got.Cases) != len(gateCases)*gateTrials ||
 		got.Digests.ScorePlane != sc.Scoring[0].ScorePlaneDigest || got.Digests.Harness != sc.Manifest.Harness {
 		t.Errorf("bundle = %+v, want revision 1 of %s with %d cases and its digests", got, sc.ID, len(gateCases)*gateTrials)

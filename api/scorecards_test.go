@@ -13,16 +13,16 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"svc/activities"
 	"svc/api"
+	"svc/derrors"
 	"svc/eval"
+	"svc/flows"
 	"svc/manifest"
+	"svc/records"
 	"svc/registry"
-	"svc/runs"
 	"svc/scorecards"
 	"svc/scoring"
 	"svc/store"
-	"svc/workflows"
 )
 
 // The batch routes' workflows run on Temporal and are tested end to end in
@@ -57,7 +57,7 @@ func (e *testEnv) seedScorecard(t testing.TB, ws string, opts ...scorecardOpt) e
 	now := e.clock.Now()
 	stamp := scoring.Stamp(scoring.DefaultPolicy())
 	sc := eval.Scorecard{
-		ID: runs.NewID("sc"), Tenant: ws, Kind: eval.KindScorecard,
+		ID: records.NewID("sc"), Tenant: ws, Kind: eval.KindScorecard,
 		Dataset: registry.Ref{ID: "ds", Version: "1.0.0"}, Harness: registry.Ref{ID: "h", Version: "1.0.0"},
 		Status: eval.ScorecardQueued, CreatedBy: "operator", CreatedAt: now, UpdatedAt: now,
 		VerdictPolicy: &stamp,
@@ -69,7 +69,7 @@ func (e *testEnv) seedScorecard(t testing.TB, ws string, opts ...scorecardOpt) e
 	for _, o := range opts {
 		o(&sc)
 	}
-	row, err := activities.ScorecardRow(sc, 0)
+	row, err := records.ScorecardRow(sc, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,7 +89,7 @@ func (e *testEnv) childRun(sc eval.Scorecard, caseID string, trial int, pass boo
 		value = 1
 	}
 	return eval.Run{
-		ID: activities.ChildRunID(sc.Tenant, sc.ID, caseID, trial), Tenant: sc.Tenant, Harness: sc.Harness, CaseID: caseID,
+		ID: records.ChildRunID(sc.Tenant, sc.ID, caseID, trial), Tenant: sc.Tenant, Harness: sc.Harness, CaseID: caseID,
 		Status: eval.StatusSucceeded, Kind: eval.KindEval, Trigger: eval.TriggerScorecard, CreatedBy: sc.CreatedBy,
 		ParentScorecardID: sc.ID, Trial: trial, Canonical: &canonical, CreatedAt: now, UpdatedAt: now,
 		Result: &eval.CaseResult{Harness: sc.Harness.String(), CaseID: caseID, Trace: []eval.TraceEvent{},
@@ -101,7 +101,7 @@ func (e *testEnv) childRun(sc eval.Scorecard, caseID string, trial int, pass boo
 // storeRun writes run to the store.
 func (e *testEnv) storeRun(t testing.TB, run eval.Run) {
 	t.Helper()
-	row, err := runs.Row(run)
+	row, err := records.Row(run)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,7 +121,7 @@ func (e *testEnv) seedChild(t testing.TB, sc eval.Scorecard, caseID string, tria
 // storedScorecard reads a batch straight from the store.
 func (e *testEnv) storedScorecard(t testing.TB, ws, id string) eval.Scorecard {
 	t.Helper()
-	sc, _, err := activities.LoadScorecard(t.Context(), e.store, ws, id)
+	sc, _, err := records.LoadScorecard(t.Context(), e.store, ws, id)
 	if err != nil {
 		t.Fatalf("LoadScorecard: %v", err)
 	}
@@ -133,15 +133,15 @@ func (e *testEnv) storedScorecard(t testing.TB, ws, id string) eval.Scorecard {
 type fakeOrchestrator struct {
 	mu        sync.Mutex
 	startErr  error
-	started   []workflows.ScorecardInput
-	scores    []workflows.ScoreInput
+	started   []flows.ScorecardInput
+	scores    []flows.ScoreInput
 	cancelled []string
 	known     map[string]bool
 }
 
 func newFakeOrchestrator() *fakeOrchestrator { return &fakeOrchestrator{known: map[string]bool{}} }
 
-func (f *fakeOrchestrator) StartScorecard(_ context.Context, in workflows.ScorecardInput) error {
+func (f *fakeOrchestrator) StartScorecard(_ context.Context, in flows.ScorecardInput) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.startErr != nil {
@@ -152,7 +152,7 @@ func (f *fakeOrchestrator) StartScorecard(_ context.Context, in workflows.Scorec
 	return nil
 }
 
-func (f *fakeOrchestrator) StartScore(_ context.Context, in workflows.ScoreInput) error {
+func (f *fakeOrchestrator) StartScore(_ context.Context, in flows.ScoreInput) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.startErr != nil {
@@ -170,11 +170,11 @@ func (f *fakeOrchestrator) Cancel(_ context.Context, id string) error {
 	return nil
 }
 
-func (f *fakeOrchestrator) Describe(_ context.Context, id string) (workflows.DriverView, error) {
+func (f *fakeOrchestrator) Describe(_ context.Context, id string) (flows.DriverView, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if !f.known[id] {
-		return workflows.DriverView{}, workflows.ErrNoWorkflow
+		return flows.DriverView{}, derrors.NotFoundf("no workflow %s", id)
 	}
 	status := "RUNNING"
 	for _, c := range f.cancelled {
@@ -183,9 +183,9 @@ func (f *fakeOrchestrator) Describe(_ context.Context, id string) (workflows.Dri
 		}
 	}
 	beat := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
-	return workflows.DriverView{WorkflowID: id, RunID: "wfrun-" + id, Type: "ScorecardWorkflow", Status: status,
+	return flows.DriverView{WorkflowID: id, RunID: "wfrun-" + id, Type: "ScorecardWorkflow", Status: status,
 		StartTime: &beat, HistoryLength: 12, HistorySizeBytes: 2048, TaskQueue: "svc",
-		Pending: []workflows.PendingActivity{{ActivityID: "5", Type: "RunCase", State: "SCHEDULED", Attempt: 3,
+		Pending: []flows.PendingActivity{{ActivityID: "5", Type: "RunCase", State: "SCHEDULED", Attempt: 3,
 			MaxAttempts: 10, LastFailure: "driver: exit 1", LastHeartbeat: &beat, LastWorker: "w1"}}}, nil
 }
 
@@ -203,13 +203,13 @@ func (f *fakeOrchestrator) know(id string) {
 	f.known[id] = true
 }
 
-func (f *fakeOrchestrator) startedBatches() []workflows.ScorecardInput {
+func (f *fakeOrchestrator) startedBatches() []flows.ScorecardInput {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return slices.Clone(f.started)
 }
 
-func (f *fakeOrchestrator) startedPasses() []workflows.ScoreInput {
+func (f *fakeOrchestrator) startedPasses() []flows.ScoreInput {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return slices.Clone(f.scores)
@@ -326,7 +326,7 @@ func TestSubmitScorecard(t *testing.T) {
 	if sc.Orchestration == nil || sc.Orchestration.CaseIDs != nil {
 		t.Errorf("the submit's answer is a summary view: orchestration %+v should have no caseIds", sc.Orchestration)
 	}
-	wantIn := []workflows.ScorecardInput{{Workspace: a.ws, ScorecardID: sc.ID, Total: 3, Trials: 3, Concurrency: 2}}
+	wantIn := []flows.ScorecardInput{{Workspace: a.ws, ScorecardID: sc.ID, Total: 3, Trials: 3, Concurrency: 2}}
 	if diff := cmp.Diff(wantIn, orch.startedBatches()); diff != "" {
 		t.Errorf("workflow started with (-want +got):\n%s", diff)
 	}
@@ -614,14 +614,14 @@ func TestScoreScorecardStartsPass(t *testing.T) {
 	if got.ScoringInFlight == "" || len(passes) != 1 || passes[0].Pass != got.ScoringInFlight {
 		t.Fatalf("pass in flight %q, passes started %+v; want one, the same", got.ScoringInFlight, passes)
 	}
-	if diff := cmp.Diff([]activities.JudgeUse{{ID: "j", Version: "1.2.0"}}, passes[0].Judges); diff != "" {
+	if diff := cmp.Diff([]flows.JudgeUse{{ID: "j", Version: "1.2.0"}}, passes[0].Judges); diff != "" {
 		t.Errorf("judges of the pass, latest resolved (-want +got):\n%s", diff)
 	}
 	res = e.do(t, http.MethodPost, "/scorecards/"+sc.ID+"/score", `{"judges":[{"id":"j","version":"1.0.0"}]}`, bearer(a.key))
 	want(t, res, http.StatusConflict, "a second pass while one is in flight")
 
 	// The pass's workflow is what /ops/driver/score reads.
-	view := decode[workflows.DriverView](t, e.do(t, http.MethodGet, "/ops/driver/score/"+sc.ID, "", bearer(a.key)))
+	view := decode[flows.DriverView](t, e.do(t, http.MethodGet, "/ops/driver/score/"+sc.ID, "", bearer(a.key)))
 	if view.WorkflowID != got.ScoringInFlight {
 		t.Errorf("driver view of the score family: workflow %q, want the pass %q", view.WorkflowID, got.ScoringInFlight)
 	}
@@ -671,7 +671,7 @@ func TestVerifyManifest(t *testing.T) {
 	}
 
 	// A hand-edited stamp no longer verifies.
-	if _, err := activities.UpdateScorecard(t.Context(), e.store, a.ws, sc.ID, func(x *eval.Scorecard) error {
+	if _, err := records.UpdateScorecard(t.Context(), e.store, a.ws, sc.ID, func(x *eval.Scorecard) error {
 		x.Manifest.Cases["a"] = "sha256:" + strings.Repeat("0", 64)
 		return nil
 	}); err != nil {

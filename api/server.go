@@ -20,6 +20,7 @@ import (
 	"svc/auth"
 	"svc/config"
 	"svc/drivers/probe"
+	"svc/identity"
 	"svc/registry/service"
 	"svc/runs"
 	"svc/scorecards"
@@ -81,10 +82,11 @@ type Server struct {
 	resolver     *auth.Resolver
 	dev          devWorkspaces
 	mcp          http.Handler // the MCP SDK's streamable-HTTP handler
-	mcpServer    *mcp.Server  // where later issues add the tools
+	mcpServer    *mcp.Server  // its tools are the route table's (registerMCPTools)
 	registries   *service.Service
 	runs         *runs.Service
 	scorecards   *scorecards.Service
+	identity     *identity.Service
 }
 
 // probeRoutes are hit every few seconds by orchestrators and scrapers:
@@ -151,6 +153,7 @@ func NewServer(o Options) (*Server, error) {
 		Guard: guard, TenantRuns: o.Config.TenantRuns, Now: s.now,
 	})
 	s.scorecards = scorecards.New(scorecards.Options{Store: o.Store, Registries: s.registries, Orchestrator: o.Orchestrator, Now: s.now})
+	s.identity = identity.New(identity.Options{Store: o.Store, Now: s.now})
 	if s.maxBody <= 0 {
 		// A zero Config (tests, embedders) still gets the documented limit.
 		s.maxBody = config.Defaults().MaxBodyBytes
@@ -193,6 +196,9 @@ func NewServer(o Options) (*Server, error) {
 		// be added without saying who may call it; likewise every path
 		// parameter is vetted (pathid.go), so no route can skip the check.
 		e.Add(r.Method, r.Path, r.Handler, s.authenticate(r), checkPathParams)
+	}
+	if err := s.registerMCPTools(s.routes); err != nil {
+		return nil, err
 	}
 	return s, nil
 }

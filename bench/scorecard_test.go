@@ -7,8 +7,8 @@ import (
 
 	enumspb "go.temporal.io/api/enums/v1"
 
-	"svc/activities"
 	"svc/eval"
+	"svc/records"
 )
 
 const (
@@ -81,7 +81,7 @@ func benchScorecard(b *testing.B, backend string) {
 func (s *stack) check(b *testing.B, id string) int64 {
 	b.Helper()
 	ctx := b.Context()
-	sc, row, err := activities.LoadScorecard(ctx, s.store, s.Workspace, id)
+	sc, row, err := records.LoadScorecard(ctx, s.store, s.Workspace, id)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -90,7 +90,7 @@ func (s *stack) check(b *testing.B, id string) int64 {
 	if sc.Status != eval.ScorecardSucceeded {
 		b.Fatalf("batch %s ended %s: %+v", id, sc.Status, sc.Error)
 	}
-	children, err := activities.ListChildren(ctx, s.store, s.Workspace, id)
+	children, err := records.ListChildren(ctx, s.store, s.Workspace, id)
 	if err != nil {
 		b.Fatal(err)
 	}

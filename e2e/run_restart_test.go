@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"svc/eval"
+	"svc/records"
 	"svc/runs"
 	"svc/store"
 	"svc/webhooks"
@@ -154,7 +155,7 @@ func runSurvivesKill(t *testing.T, waitForHarness bool) {
 		}
 		return len(attempts) > 0
 	})
-	var secret runs.WebhookSecret
+	var secret records.WebhookSecret
 	if code := call(t, "GET", second.URL+"/workspace/webhook-secret", nil, &secret); code != 200 || secret.Secret == "" {
 		t.Fatalf("GET /workspace/webhook-secret = %d", code)
 	}

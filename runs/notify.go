@@ -2,15 +2,11 @@ package runs
 
 import (
 	"context"
-	"errors"
-	"fmt"
-	"time"
 
 	"svc/auth"
 	"svc/derrors"
-	"svc/secrets"
+	"svc/records"
 	"svc/store"
-	"svc/webhooks"
 )
 
 // MaxNotificationPage bounds ?limit= of GET /notifications.
@@ -55,25 +51,12 @@ func (s *Service) MarkRead(ctx context.Context, p auth.Principal, req ReadReques
 	return s.o.Store.MarkNotificationsRead(ctx, p.Workspace, p.Subject, req.IDs, req.All, s.o.Now())
 }
 
-// WebhookSecret is the answer of the webhook-secret routes.
-type WebhookSecret struct {
-	Secret    string    `json:"secret"`
-	RotatedAt time.Time `json:"rotatedAt"`
-}
-
-// webhookSecretName binds the sealed secret to its purpose: a ciphertext
-// of a workspace secret cannot be replayed as the signing secret.
-const webhookSecretName = "svc.webhook-signing"
-
-// ErrNoSealer is the refusal to keep a signing secret without SVC_SECRET_KEY.
-var ErrNoSealer = derrors.Unavailablef("webhook signing secrets are stored encrypted under SVC_SECRET_KEY, which is not set; an operator sets it to the base64 of 32 random bytes")
-
 // GetWebhookSecret returns the workspace's signing secret, creating it on
 // first use.
-func (s *Service) GetWebhookSecret(ctx context.Context, p auth.Principal) (WebhookSecret, error) {
-	var out WebhookSecret
+func (s *Service) GetWebhookSecret(ctx context.Context, p auth.Principal) (records.WebhookSecret, error) {
+	var out records.WebhookSecret
 	err := s.transact(ctx, func(tx store.Tx) (err error) {
-		out, err = EnsureWebhookSecret(ctx, tx, s.o.Sealer, p.Workspace, p.Subject, s.o.Now)
+		out, err = records.EnsureWebhookSecret(ctx, tx, s.o.Sealer, p.Workspace, p.Subject, s.o.Now)
 		return err
 	})
 	return out, err
@@ -81,46 +64,6 @@ func (s *Service) GetWebhookSecret(ctx context.Context, p auth.Principal) (Webho
 
 // RotateWebhookSecret replaces the workspace's signing secret; deliveries
 // from then on are signed with the new one.
-func (s *Service) RotateWebhookSecret(ctx context.Context, p auth.Principal) (WebhookSecret, error) {
-	if s.o.Sealer == nil {
-		return WebhookSecret{}, ErrNoSealer
-	}
-	return putWebhookSecret(ctx, s.o.Store, s.o.Sealer, p.Workspace, p.Subject, s.o.Now())
-}
-
-// EnsureWebhookSecret returns workspace's signing secret, creating one when
-// there is none. The delivery activity calls it too. Call it inside a
-// transaction so that two first uses cannot mint two secrets.
-func EnsureWebhookSecret(ctx context.Context, st store.Tx, sealer *secrets.Sealer, workspace, subject string, now func() time.Time) (WebhookSecret, error) {
-	if sealer == nil {
-		return WebhookSecret{}, ErrNoSealer
-	}
-	ws, err := st.GetWebhookSecret(ctx, workspace)
-	if errors.Is(err, derrors.ErrNotFound) {
-		return putWebhookSecret(ctx, st, sealer, workspace, subject, now())
-	}
-	if err != nil {
-		return WebhookSecret{}, err
-	}
-	plain, err := sealer.Open(workspace, webhookSecretName, ws.Ciphertext)
-	if err != nil {
-		return WebhookSecret{}, fmt.Errorf("runs: opening the webhook secret of %q: %w", workspace, err)
-	}
-	return WebhookSecret{Secret: string(plain), RotatedAt: ws.RotatedAt}, nil
-}
-
-func putWebhookSecret(ctx context.Context, st store.Tx, sealer *secrets.Sealer, workspace, subject string, now time.Time) (WebhookSecret, error) {
-	secret, err := webhooks.NewSecret()
-	if err != nil {
-		return WebhookSecret{}, err
-	}
-	sealed, err := sealer.Seal(workspace, webhookSecretName, []byte(secret))
-	if err != nil {
-		return WebhookSecret{}, err
-	}
-	ws, err := st.PutWebhookSecret(ctx, store.WebhookSecret{Workspace: workspace, Ciphertext: sealed, CreatedBy: subject, RotatedAt: now})
-	if err != nil {
-		return WebhookSecret{}, err
-	}
-	return WebhookSecret{Secret: secret, RotatedAt: ws.RotatedAt}, nil
+func (s *Service) RotateWebhookSecret(ctx context.Context, p auth.Principal) (records.WebhookSecret, error) {
+	return records.PutWebhookSecret(ctx, s.o.Store, s.o.Sealer, p.Workspace, p.Subject, s.o.Now())
 }

@@ -13,6 +13,7 @@ import (
 	"svc/auth"
 	"svc/derrors"
 	"svc/eval"
+	"svc/records"
 	"svc/store"
 )
 
@@ -29,7 +30,7 @@ func (s *Service) Get(ctx context.Context, p auth.Principal, id string) (eval.Ru
 	if err != nil {
 		return eval.Run{}, err
 	}
-	return FromRow(row)
+	return records.FromRow(row)
 }
 
 func (s *Service) getRow(ctx context.Context, p auth.Principal, id string) (store.Run, error) {
@@ -80,7 +81,7 @@ func (s *Service) List(ctx context.Context, p auth.Principal, q ListQuery) ([]ev
 	}
 	out := make([]eval.Run, 0, len(rows))
 	for _, r := range rows {
-		run, err := FromRow(r)
+		run, err := records.FromRow(r)
 		if err != nil {
 			return nil, "", err
 		}
@@ -206,7 +207,7 @@ func (s *Service) Trajectory(ctx context.Context, p auth.Principal, runID string
 	case !errors.Is(err, derrors.ErrNotFound):
 		return TrajectoryView{}, err
 	}
-	run, err := FromRow(row)
+	run, err := records.FromRow(row)
 	if err != nil {
 		return TrajectoryView{}, err
 	}

@@ -2,8 +2,6 @@ package runs
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -12,6 +10,7 @@ import (
 	"svc/derrors"
 	"svc/eval"
 	"svc/graders"
+	"svc/records"
 	"svc/registry"
 	"svc/store"
 )
@@ -50,15 +49,6 @@ func (r *SubmitRequest) Validate() error {
 	// Every grader is checked in the position it was sent: an unknown
 	// kind is refused like a bad parameter, as for a dataset's cases.
 	return graders.Check("case.graders", r.Case.Graders)
-}
-
-// NewID returns a new run id: "run_" and 24 hex digits.
-func NewID(prefix string) string {
-	var b [12]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		panic(err) // crypto/rand does not fail on Linux
-	}
-	return fmt.Sprintf("%s_%x", prefix, b)
 }
 
 // Submit admits, records and starts one run (spec §3): budget admission
@@ -110,7 +100,7 @@ func (s *Service) Submit(ctx context.Context, p auth.Principal, req SubmitReques
 	}
 	now := s.o.Now().UTC()
 	run := eval.Run{
-		ID:         NewID("run"),
+		ID:         records.NewID("run"),
 		Tenant:     p.Workspace,
 		Harness:    req.Harness,
 		CaseID:     c.ID,
@@ -125,7 +115,7 @@ func (s *Service) Submit(ctx context.Context, p auth.Principal, req SubmitReques
 		WebhookURL: req.WebhookURL,
 		Case:       &c,
 	}
-	row, err := Row(run)
+	row, err := records.Row(run)
 	if err != nil {
 		return eval.Run{}, err
 	}
@@ -151,46 +141,12 @@ func (s *Service) Submit(ctx context.Context, p auth.Principal, req SubmitReques
 		run.Status = eval.StatusFailed
 		run.Error = &eval.Error{Code: eval.CodeDispatch, Phase: "dispatch", Message: "the run's workflow could not be started: " + oneLine(err)}
 		run.UpdatedAt = s.o.Now().UTC()
-		if row, rerr := Row(run); rerr == nil {
+		if row, rerr := records.Row(run); rerr == nil {
 			_, _ = s.o.Store.PutRun(context.WithoutCancel(ctx), row)
 		}
 		// The client reads the first; the log gets both.
 		return eval.Run{}, errors.Join(derrors.Unavailablef("the run %s was recorded but its workflow could not be started; it is marked failed, submit it again", run.ID), err)
 	}
-	return run, nil
-}
-
-// Row is the stored form of run: its indexed columns and the document.
-func Row(run eval.Run) (store.Run, error) {
-	doc, err := json.Marshal(run)
-	if err != nil {
-		return store.Run{}, fmt.Errorf("runs: encoding run %s: %w", run.ID, err)
-	}
-	return store.Run{
-		ID:                run.ID,
-		Workspace:         run.Tenant,
-		Kind:              run.Kind,
-		Status:            string(run.Status),
-		Audience:          run.Audience(),
-		CreatedBy:         run.CreatedBy,
-		ParentScorecardID: run.ParentScorecardID,
-		CaseID:            run.CaseID,
-		Trial:             run.Trial,
-		Canonical:         run.Canonical != nil && *run.Canonical,
-		Outcome:           run.Outcome(),
-		Doc:               doc,
-		CreatedAt:         run.CreatedAt,
-		UpdatedAt:         run.UpdatedAt,
-	}, nil
-}
-
-// FromRow decodes a stored run.
-func FromRow(r store.Run) (eval.Run, error) {
-	var run eval.Run
-	if err := json.Unmarshal(r.Doc, &run); err != nil {
-		return eval.Run{}, fmt.Errorf("runs: stored run %s does not decode: %w", r.ID, err)
-	}
-	run.CreatedAt, run.UpdatedAt = r.CreatedAt, r.UpdatedAt
 	return run, nil
 }
 

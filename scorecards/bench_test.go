@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"svc/auth"
-	"svc/runs"
+	"svc/records"
 	"svc/scorecards/scorecardstest"
 	"svc/store/sqlite/sqlitetest"
 )
@@ -40,7 +40,7 @@ func (c *fakeClock) add(d time.Duration) time.Time {
 // its children changing between reads (a poll every 250 ms while a few
 // dozen cases finish or are re-scored). The writes are not timed.
 // "cached" is Get; "uncached" is the read as it was before the cache
-// (freshGetWith, decoding through a runs.DecodeCache as it did); "+json"
+// (freshGetWith, decoding through a records.DecodeCache as it did); "+json"
 // adds the encoding the handler does.
 //
 //	go test -run '^$' -bench BenchmarkGet -benchmem ./scorecards/
@@ -56,7 +56,7 @@ func BenchmarkGet(b *testing.B) {
 			return func(ctx context.Context, s *Service) error { _, err := s.Get(ctx, p, "sc_bench"); return err }
 		}},
 		{"uncached", func() read {
-			decoded := runs.NewDecodeCache(50_000)
+			decoded := records.NewDecodeCache(50_000)
 			return func(ctx context.Context, s *Service) error {
 				_, err := freshGetWith(ctx, s, p, "sc_bench", decoded.FromRow)
 				return err
@@ -75,7 +75,7 @@ func BenchmarkGet(b *testing.B) {
 			}
 		}},
 		{"uncached+json", func() read {
-			decoded := runs.NewDecodeCache(50_000)
+			decoded := records.NewDecodeCache(50_000)
 			return func(ctx context.Context, s *Service) error {
 				sc, err := freshGetWith(ctx, s, p, "sc_bench", decoded.FromRow)
 				if err != nil {

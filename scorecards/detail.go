@@ -10,9 +10,9 @@ import (
 	"sync"
 	"time"
 
-	"svc/activities"
 	"svc/derrors"
 	"svc/eval"
+	"svc/records"
 	"svc/scoring"
 	"svc/store"
 )
@@ -64,7 +64,7 @@ const lateCommit = 2 * time.Second
 const sweepEvery = 30 * time.Second
 
 // systemViewer is the subject the detail read lists children as, as
-// activities.ListChildren does: a run restricted to another subject is
+// records.ListChildren does: a run restricted to another subject is
 // left out of the batch's table.
 const systemViewer = "svc:system"
 
@@ -187,7 +187,7 @@ const maxSteps = 1000
 func (d *batchDetail) read(ctx context.Context, st store.Store, version int64, now func() time.Time) (detailView, error) {
 	changed := version != d.version
 	if changed {
-		sc, row, err := activities.LoadScorecard(ctx, st, d.key.workspace, d.key.id)
+		sc, row, err := records.LoadScorecard(ctx, st, d.key.workspace, d.key.id)
 		if err != nil {
 			return detailView{}, err
 		}

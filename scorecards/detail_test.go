@@ -17,11 +17,10 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"svc/activities"
 	"svc/auth"
 	"svc/derrors"
 	"svc/eval"
-	"svc/runs"
+	"svc/records"
 	"svc/scorecards/scorecardstest"
 	"svc/scoring"
 	"svc/store"
@@ -32,17 +31,17 @@ import (
 // the record, every canonical child run and the steps read from the store
 // on each call. The cached Get must answer the same.
 func freshGet(ctx context.Context, s *Service, p auth.Principal, id string) (eval.Scorecard, error) {
-	return freshGetWith(ctx, s, p, id, runs.FromRow)
+	return freshGetWith(ctx, s, p, id, records.FromRow)
 }
 
 // freshGetWith is freshGet decoding the child runs with decode (the
-// benchmarks pass a runs.DecodeCache's, as Get did before the cache).
+// benchmarks pass a records.DecodeCache's, as Get did before the cache).
 func freshGetWith(ctx context.Context, s *Service, p auth.Principal, id string, decode func(store.Run) (eval.Run, error)) (eval.Scorecard, error) {
 	sc, _, err := s.load(ctx, p, id)
 	if err != nil {
 		return eval.Scorecard{}, err
 	}
-	children, err := activities.ListChildrenWith(ctx, s.o.Store, sc.Tenant, sc.ID, decode)
+	children, err := records.ListChildrenWith(ctx, s.o.Store, sc.Tenant, sc.ID, decode)
 	if err != nil {
 		return eval.Scorecard{}, err
 	}
@@ -208,7 +207,7 @@ func TestGetMatchesFreshRead(t *testing.T) {
 	// case row changes with the record.
 	policy := eval.VerdictPolicy{ID: "strict", Version: "1.0.0", Metrics: []string{"tests_pass"},
 		CriticalCases: []eval.CaseMatcher{{Prefix: "case-0000"}}}
-	if _, err := activities.UpdateScorecard(t.Context(), f.st, f.p.Workspace, b.ID, func(sc *eval.Scorecard) error {
+	if _, err := records.UpdateScorecard(t.Context(), f.st, f.p.Workspace, b.ID, func(sc *eval.Scorecard) error {
 		stamp := scoring.Stamp(policy)
 		sc.VerdictPolicy, sc.Manifest.Policy, sc.Manifest.PolicyDigest = &stamp, &policy, stamp.Digest
 		return nil
@@ -225,7 +224,7 @@ func TestGetMatchesFreshRead(t *testing.T) {
 
 	// The batch finishes: the record's summary and pace replace the live
 	// ones.
-	if _, err := activities.UpdateScorecard(t.Context(), f.st, f.p.Workspace, b.ID, func(sc *eval.Scorecard) error {
+	if _, err := records.UpdateScorecard(t.Context(), f.st, f.p.Workspace, b.ID, func(sc *eval.Scorecard) error {
 		now := tick()
 		sc.Status, sc.FinishedAt, sc.Summary = eval.ScorecardSucceeded, &now, map[string]eval.MetricSummary{"casePass": {Count: n, Mean: 0.5}}
 		sc.Progress.CasesPerSecond, sc.Progress.StartedAt, sc.Progress.UpdatedAt = 1.5, &now, &now

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"svc/eval"
-	"svc/runs"
+	"svc/records"
 	"svc/scoring"
 	"svc/store"
 )
@@ -134,7 +134,7 @@ func (d *batchDetail) readKids(ctx context.Context, st store.Store, sweep bool, 
 	for i, r := range fresh {
 		next[i] = kid{state: stateOf(r), shown: r.Canonical && eval.Visible(r.Audience, systemViewer)}
 		if next[i].shown {
-			run, err := runs.FromRow(r)
+			run, err := records.FromRow(r)
 			if err != nil {
 				return err
 			}

@@ -6,7 +6,7 @@ import (
 
 	"svc/auth"
 	"svc/derrors"
-	"svc/workflows"
+	"svc/flows"
 )
 
 // Families of /ops/driver: the batch workflow of a scorecard, or its
@@ -48,33 +48,33 @@ func (s *Service) workflowID(ctx context.Context, p auth.Principal, family, id s
 // §4.7): status, history length and size, pending activities with their
 // attempt and last failure. An unknown workflow, or an orchestrator that
 // does not answer, is 404.
-func (s *Service) Driver(ctx context.Context, p auth.Principal, family, id string) (workflows.DriverView, error) {
+func (s *Service) Driver(ctx context.Context, p auth.Principal, family, id string) (flows.DriverView, error) {
 	wid, err := s.workflowID(ctx, p, family, id)
 	if err != nil {
-		return workflows.DriverView{}, err
+		return flows.DriverView{}, err
 	}
 	v, err := s.o.Orchestrator.Describe(ctx, wid)
-	if errors.Is(err, workflows.ErrNoWorkflow) {
-		return workflows.DriverView{}, derrors.NotFoundf("the orchestrator has no %s workflow for %s", family, id)
+	if errors.Is(err, derrors.ErrNotFound) {
+		return flows.DriverView{}, derrors.NotFoundf("the orchestrator has no %s workflow for %s", family, id)
 	}
 	if err != nil {
-		return workflows.DriverView{}, derrors.NotFoundf("the orchestrator did not answer for %s (%v)", id, err)
+		return flows.DriverView{}, derrors.NotFoundf("the orchestrator did not answer for %s (%v)", id, err)
 	}
 	return v, nil
 }
 
 // CancelDriver asks the workflow behind a batch to stop (cooperative, admin
 // only by its route's gate). It answers what the driver looks like after.
-func (s *Service) CancelDriver(ctx context.Context, p auth.Principal, family, id string) (workflows.DriverView, error) {
+func (s *Service) CancelDriver(ctx context.Context, p auth.Principal, family, id string) (flows.DriverView, error) {
 	wid, err := s.workflowID(ctx, p, family, id)
 	if err != nil {
-		return workflows.DriverView{}, err
+		return flows.DriverView{}, err
 	}
 	if _, err := s.o.Orchestrator.Describe(ctx, wid); err != nil {
-		return workflows.DriverView{}, derrors.NotFoundf("the orchestrator has no %s workflow for %s", family, id)
+		return flows.DriverView{}, derrors.NotFoundf("the orchestrator has no %s workflow for %s", family, id)
 	}
 	if err := s.o.Orchestrator.Cancel(ctx, wid); err != nil {
-		return workflows.DriverView{}, err
+		return flows.DriverView{}, err
 	}
 	return s.o.Orchestrator.Describe(ctx, wid)
 }

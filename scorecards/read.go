@@ -10,10 +10,10 @@ import (
 	"strings"
 	"time"
 
-	"svc/activities"
 	"svc/auth"
 	"svc/derrors"
 	"svc/eval"
+	"svc/records"
 	"svc/scoring"
 	"svc/store"
 )
@@ -23,7 +23,7 @@ func notFound(id string) error {
 }
 
 func (s *Service) load(ctx context.Context, p auth.Principal, id string) (eval.Scorecard, store.Scorecard, error) {
-	sc, row, err := activities.LoadScorecard(ctx, s.o.Store, p.Workspace, id)
+	sc, row, err := records.LoadScorecard(ctx, s.o.Store, p.Workspace, id)
 	if errors.Is(err, derrors.ErrNotFound) {
 		return eval.Scorecard{}, store.Scorecard{}, notFound(id)
 	}
@@ -59,10 +59,10 @@ func (s *Service) progress(ctx context.Context, sc *eval.Scorecard) error {
 // finish it, or finished before the pace was recorded) shows none.
 func (s *Service) progressOf(sc *eval.Scorecard, c store.RunCounts) {
 	if eval.ScorecardTerminal(sc.Status) {
-		sc.Progress = activities.Recount(sc.Progress, c)
+		sc.Progress = records.Recount(sc.Progress, c)
 		return
 	}
-	sc.Progress = activities.CountProgress(sc.Progress.Total, c, s.o.Now())
+	sc.Progress = records.CountProgress(sc.Progress.Total, c, s.o.Now())
 }
 
 // Get is the detail read: the record with its per-case table rebuilt from
@@ -158,7 +158,7 @@ func (s *Service) List(ctx context.Context, p auth.Principal, q ListQuery) ([]ev
 	}
 	out := make([]eval.Scorecard, 0, len(rows))
 	for _, r := range rows {
-		sc, _, err := activities.LoadScorecard(ctx, s.o.Store, r.Workspace, r.ID)
+		sc, _, err := records.LoadScorecard(ctx, s.o.Store, r.Workspace, r.ID)
 		if err != nil {
 			return nil, "", err
 		}
@@ -203,7 +203,7 @@ func (s *Service) stop(ctx context.Context, p auth.Principal, id string, to eval
 	if _, _, err := s.load(ctx, p, id); err != nil {
 		return eval.Scorecard{}, err
 	}
-	sc, err := activities.UpdateScorecard(ctx, s.o.Store, p.Workspace, id, func(sc *eval.Scorecard) error {
+	sc, err := records.UpdateScorecard(ctx, s.o.Store, p.Workspace, id, func(sc *eval.Scorecard) error {
 		if eval.ScorecardTerminal(sc.Status) {
 			return derrors.Conflictf("scorecard %s is %s; only a queued or running batch can be stopped", id, sc.Status)
 		}

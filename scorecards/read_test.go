@@ -6,11 +6,10 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"svc/activities"
 	"svc/auth"
 	"svc/eval"
+	"svc/records"
 	"svc/registry"
-	"svc/runs"
 	"svc/store/sqlite/sqlitetest"
 )
 
@@ -30,7 +29,7 @@ func TestReadProgress(t *testing.T) {
 	sc := eval.Scorecard{ID: "sc_p", Tenant: p.Workspace, Kind: eval.KindScorecard, Status: eval.ScorecardRunning,
 		Dataset: registry.Ref{ID: "ds", Version: "1.0.0"}, Harness: registry.Ref{ID: "h", Version: "1.0.0"},
 		CreatedAt: t0, UpdatedAt: t0, Concurrency: 2, Trials: 1, Progress: eval.Progress{Total: 5}}
-	row, err := activities.ScorecardRow(sc, 0)
+	row, err := records.ScorecardRow(sc, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,9 +45,9 @@ func TestReadProgress(t *testing.T) {
 	for i := range children {
 		r := &children[i]
 		created := t0.Add(time.Duration(10+i) * time.Second)
-		r.ID, r.Tenant, r.Harness, r.Kind, r.Trigger = activities.ChildRunID(sc.Tenant, sc.ID, r.CaseID, 0), sc.Tenant, sc.Harness, eval.KindEval, eval.TriggerScorecard
+		r.ID, r.Tenant, r.Harness, r.Kind, r.Trigger = records.ChildRunID(sc.Tenant, sc.ID, r.CaseID, 0), sc.Tenant, sc.Harness, eval.KindEval, eval.TriggerScorecard
 		r.ParentScorecardID, r.Canonical, r.CreatedAt, r.UpdatedAt = sc.ID, &canonical, created, created
-		row, err := runs.Row(*r)
+		row, err := records.Row(*r)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -83,7 +82,7 @@ func TestReadProgress(t *testing.T) {
 	// later still read as they were, not as 3 cases in an hour.
 	c3 := children[2]
 	c3.Status, c3.Result = eval.StatusSucceeded, &eval.CaseResult{Pass: true}
-	c3row, err := runs.Row(c3)
+	c3row, err := records.Row(c3)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,7 +91,7 @@ func TestReadProgress(t *testing.T) {
 	}
 	final := eval.Progress{Total: 5, Done: 3, Passed: 2, Failed: 1, Queued: 2,
 		CasesPerSecond: 0.6, StartedAt: at(10 * time.Second), UpdatedAt: at(15 * time.Second)}
-	if _, err := activities.UpdateScorecard(ctx, st, sc.Tenant, sc.ID, func(sc *eval.Scorecard) error {
+	if _, err := records.UpdateScorecard(ctx, st, sc.Tenant, sc.ID, func(sc *eval.Scorecard) error {
 		sc.Status, sc.FinishedAt, sc.Progress = eval.ScorecardCancelled, final.UpdatedAt, final
 		return nil
 	}); err != nil {

@@ -4,15 +4,14 @@ import (
 	"context"
 	"errors"
 
-	"svc/activities"
 	"svc/auth"
 	"svc/derrors"
 	"svc/eval"
+	"svc/flows"
 	"svc/manifest"
+	"svc/records"
 	"svc/registry"
-	"svc/runs"
 	"svc/scoring"
-	"svc/workflows"
 )
 
 // ScoreRequest is the body of POST /scorecards/:id/score and
@@ -47,7 +46,7 @@ func (s *Service) Score(ctx context.Context, p auth.Principal, id string, req Sc
 	if sc.Status != eval.ScorecardSucceeded {
 		return eval.Scorecard{}, derrors.Conflictf("scorecard %s is %s; only a succeeded batch can be scored", id, sc.Status)
 	}
-	children, err := activities.ListChildren(ctx, s.o.Store, sc.Tenant, sc.ID)
+	children, err := records.ListChildren(ctx, s.o.Store, sc.Tenant, sc.ID)
 	if err != nil {
 		return eval.Scorecard{}, err
 	}
@@ -60,7 +59,7 @@ func (s *Service) Score(ctx context.Context, p auth.Principal, id string, req Sc
 	if withResults == 0 {
 		return eval.Scorecard{}, derrors.Invalidf("scorecard %s has no case results to score", id)
 	}
-	var uses []activities.JudgeUse
+	var uses []flows.JudgeUse
 	for _, j := range req.Judges {
 		v := j.Version
 		if v == "" {
@@ -70,15 +69,15 @@ func (s *Service) Score(ctx context.Context, p auth.Principal, id string, req Sc
 		if err != nil {
 			return eval.Scorecard{}, err
 		}
-		uses = append(uses, activities.JudgeUse{ID: j.ID, Version: r.Version})
+		uses = append(uses, flows.JudgeUse{ID: j.ID, Version: r.Version})
 	}
 	// Checked last, so that a request that could never start a pass (wrong
 	// state, no results, unknown judge) says why, as it would with one.
 	if s.o.Orchestrator == nil {
 		return eval.Scorecard{}, derrors.Unavailablef("no workflow orchestrator is configured, so scoring passes cannot be started")
 	}
-	pass := runs.NewID("score")
-	sc, err = activities.UpdateScorecard(ctx, s.o.Store, p.Workspace, id, func(x *eval.Scorecard) error {
+	pass := records.NewID("score")
+	sc, err = records.UpdateScorecard(ctx, s.o.Store, p.Workspace, id, func(x *eval.Scorecard) error {
 		if x.ScoringInFlight != "" {
 			return derrors.Conflictf("scorecard %s has a scoring pass in flight (%s); wait for it to finish", id, x.ScoringInFlight)
 		}
@@ -92,11 +91,11 @@ func (s *Service) Score(ctx context.Context, p auth.Principal, id string, req Sc
 	if err != nil {
 		return eval.Scorecard{}, err
 	}
-	err = s.o.Orchestrator.StartScore(ctx, workflows.ScoreInput{
+	err = s.o.Orchestrator.StartScore(ctx, flows.ScoreInput{
 		Workspace: sc.Tenant, ScorecardID: sc.ID, Pass: pass, Judges: uses, CreatedBy: p.Subject, Concurrency: scoreConcurrency,
 	})
 	if err != nil {
-		_, _ = activities.UpdateScorecard(context.WithoutCancel(ctx), s.o.Store, p.Workspace, id, func(x *eval.Scorecard) error {
+		_, _ = records.UpdateScorecard(context.WithoutCancel(ctx), s.o.Store, p.Workspace, id, func(x *eval.Scorecard) error {
 			if x.ScoringInFlight == pass {
 				x.ScoringInFlight = ""
 			}

@@ -9,18 +9,19 @@ import (
 	"context"
 	"time"
 
+	"svc/flows"
 	"svc/registry/service"
 	"svc/store"
-	"svc/workflows"
 )
 
 // Orchestrator starts, cancels and describes the batch workflows;
-// *workflows.Starter implements it.
+// *orchestration.Starter implements it. Describe answers derrors.ErrNotFound
+// for a workflow the orchestrator does not know.
 type Orchestrator interface {
-	StartScorecard(ctx context.Context, in workflows.ScorecardInput) error
-	StartScore(ctx context.Context, in workflows.ScoreInput) error
+	StartScorecard(ctx context.Context, in flows.ScorecardInput) error
+	StartScore(ctx context.Context, in flows.ScoreInput) error
 	Cancel(ctx context.Context, workflowID string) error
-	Describe(ctx context.Context, workflowID string) (workflows.DriverView, error)
+	Describe(ctx context.Context, workflowID string) (flows.DriverView, error)
 }
 
 // Options are the dependencies of a Service.

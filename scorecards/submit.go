@@ -9,18 +9,17 @@ import (
 	"slices"
 	"strings"
 
-	"svc/activities"
 	"svc/auth"
 	"svc/derrors"
 	"svc/eval"
+	"svc/flows"
 	"svc/graders"
 	"svc/manifest"
+	"svc/records"
 	"svc/registry"
 	"svc/registry/service"
-	"svc/runs"
 	"svc/scoring"
 	"svc/store"
-	"svc/workflows"
 )
 
 // Selection is the `cases` of a submit: ids, then tags (any match), then
@@ -322,7 +321,7 @@ func (s *Service) record(ctx context.Context, p auth.Principal, pl plan, source 
 		ids[i] = c.ID
 	}
 	sc := eval.Scorecard{
-		ID: runs.NewID("sc"), Tenant: p.Workspace, Kind: pl.kind, Dataset: pl.datasetRef, Harness: pl.harness.Ref(),
+		ID: records.NewID("sc"), Tenant: p.Workspace, Kind: pl.kind, Dataset: pl.datasetRef, Harness: pl.harness.Ref(),
 		Status: eval.ScorecardQueued, CreatedBy: p.Subject, CreatedAt: now, UpdatedAt: now, Subset: pl.subset,
 		VerdictPolicy: &stamp, Manifest: &m,
 		Orchestration: &eval.Orchestration{Graders: pl.graders, Ungraded: pl.ungraded, Judges: pl.judges,
@@ -332,7 +331,7 @@ func (s *Service) record(ctx context.Context, p auth.Principal, pl plan, source 
 		Runtime: pl.runtime, Concurrency: pl.concurrency, Trials: pl.trials,
 		Progress: eval.Progress{Total: len(cases) * pl.trials},
 	}
-	row, err := activities.ScorecardRow(sc, 0)
+	row, err := records.ScorecardRow(sc, 0)
 	if err != nil {
 		return eval.Scorecard{}, err
 	}
@@ -346,12 +345,12 @@ func (s *Service) record(ctx context.Context, p auth.Principal, pl plan, source 
 		steps = append(steps, n)
 	}
 	_ = s.o.Store.AppendScorecardSteps(ctx, steps)
-	err = s.o.Orchestrator.StartScorecard(ctx, workflows.ScorecardInput{
+	err = s.o.Orchestrator.StartScorecard(ctx, flows.ScorecardInput{
 		Workspace: sc.Tenant, ScorecardID: sc.ID, Total: sc.Progress.Total, Trials: pl.trials,
 		Concurrency: pl.concurrency, Judged: len(pl.judges) > 0,
 	})
 	if err != nil {
-		_, _ = activities.UpdateScorecard(context.WithoutCancel(ctx), s.o.Store, sc.Tenant, sc.ID, func(x *eval.Scorecard) error {
+		_, _ = records.UpdateScorecard(context.WithoutCancel(ctx), s.o.Store, sc.Tenant, sc.ID, func(x *eval.Scorecard) error {
 			x.Status = eval.ScorecardFailed
 			x.Error = &eval.Error{Code: "BATCH_FAILED", Phase: eval.PhaseDispatch, Message: "the batch's workflow could not be started"}
 			x.UpdatedAt = s.o.Now().UTC()

@@ -14,6 +14,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"svc/activities"
+	"svc/flows"
 )
 
 func TestLaneWidths(t *testing.T) {
@@ -88,7 +89,7 @@ func TestScorecardWorkflowChunks(t *testing.T) {
 		delete(widths, info.ActivityID)
 	})
 	env.OnActivity(a.FinishScorecard, mock.Anything, activities.FinishInput{ScorecardRef: batch}).Return(nil).Once()
-	env.ExecuteWorkflow(ScorecardWorkflow, ScorecardInput{Workspace: "ws", ScorecardID: "sc_1", Total: 1400, Trials: 2, Concurrency: 40, Judged: true})
+	env.ExecuteWorkflow(ScorecardWorkflow, flows.ScorecardInput{Workspace: "ws", ScorecardID: "sc_1", Total: 1400, Trials: 2, Concurrency: 40, Judged: true})
 	if err := env.GetWorkflowError(); err != nil {
 		t.Fatal(err)
 	}
@@ -129,7 +130,7 @@ func TestScorecardWorkflowChunkFailures(t *testing.T) {
 			env.OnActivity(a.FinishScorecard, mock.Anything, mock.MatchedBy(func(in activities.FinishInput) bool {
 				return in.Phase == tc.phase && !in.Cancelled && in.Message != ""
 			})).Return(nil).Once()
-			env.ExecuteWorkflow(ScorecardWorkflow, ScorecardInput{Workspace: "ws", ScorecardID: "sc_1", Total: 30, Trials: 1, Concurrency: 4, Judged: true})
+			env.ExecuteWorkflow(ScorecardWorkflow, flows.ScorecardInput{Workspace: "ws", ScorecardID: "sc_1", Total: 30, Trials: 1, Concurrency: 4, Judged: true})
 			if err := env.GetWorkflowError(); err != nil {
 				t.Fatal(err)
 			}
@@ -144,8 +145,8 @@ func TestScorecardWorkflowChunksContinueAsNew(t *testing.T) {
 	env.OnActivity(a.StartScorecard, mock.Anything, batch).Return(nil).Once()
 	env.OnActivity(a.CasePage, mock.Anything, mock.Anything).Return(pages(10))
 	env.OnActivity(a.RunCases, mock.Anything, mock.Anything).Return(activities.ChunkResult{}, nil)
-	env.ExecuteWorkflow(ScorecardWorkflow, ScorecardInput{Workspace: "ws", ScorecardID: "sc_1", Total: 10, Trials: 1, Concurrency: 4, ItemsPerRun: 5})
-	var next ScorecardInput
+	env.ExecuteWorkflow(ScorecardWorkflow, flows.ScorecardInput{Workspace: "ws", ScorecardID: "sc_1", Total: 10, Trials: 1, Concurrency: 4, ItemsPerRun: 5})
+	var next flows.ScorecardInput
 	if err := env.GetWorkflowError(); !isContinueAsNew(err, &next) || next.Next != 5 || !next.Started {
 		t.Fatalf("continue-as-new error %v with input %+v, want Next 5 and Started", err, next)
 	}
@@ -163,7 +164,7 @@ func TestScorecardWorkflowChunksCancel(t *testing.T) {
 	}).After(time.Hour)
 	env.OnActivity(a.FinishScorecard, mock.Anything, activities.FinishInput{ScorecardRef: batch, Cancelled: true}).Return(nil).Once()
 	env.RegisterDelayedCallback(env.CancelWorkflow, time.Minute)
-	env.ExecuteWorkflow(ScorecardWorkflow, ScorecardInput{Workspace: "ws", ScorecardID: "sc_1", Total: 500, Trials: 1, Concurrency: 8})
+	env.ExecuteWorkflow(ScorecardWorkflow, flows.ScorecardInput{Workspace: "ws", ScorecardID: "sc_1", Total: 500, Trials: 1, Concurrency: 8})
 	if !env.IsWorkflowCompleted() {
 		t.Fatal("not completed after cancel")
 	}
@@ -251,7 +252,7 @@ func TestScorecardWorkflowChunkWorkerGone(t *testing.T) {
 			env.OnActivity(a.FinishScorecard, mock.Anything, mock.MatchedBy(func(in activities.FinishInput) bool {
 				return (in.Phase == "") == tc.succeeds
 			})).Return(nil).Once()
-			env.ExecuteWorkflow(ScorecardWorkflow, ScorecardInput{Workspace: "ws", ScorecardID: "sc_1", Total: 30, Trials: 1, Concurrency: 4})
+			env.ExecuteWorkflow(ScorecardWorkflow, flows.ScorecardInput{Workspace: "ws", ScorecardID: "sc_1", Total: 30, Trials: 1, Concurrency: 4})
 			if err := env.GetWorkflowError(); err != nil {
 				t.Fatal(err)
 			}

@@ -1,15 +1,21 @@
 // Package workflows holds Temporal workflow code only: deterministic, no I/O,
 // no clocks, no maps iterated for order. Every side effect is an activity in
-// package activities, called through a nil *activities.Activities.
-// client.go is the exception that proves it: the client-side helpers that
-// start these workflows, for the API.
+// package activities, called through a nil *activities.Activities. Their
+// names, inputs and results are the contract in package flows; package
+// orchestration starts them by those names.
 package workflows
 
-import "go.temporal.io/sdk/worker"
+import (
+	"go.temporal.io/sdk/worker"
+	"go.temporal.io/sdk/workflow"
 
-// Register adds every workflow of svc to r.
+	"svc/flows"
+)
+
+// Register adds every workflow of svc to r, under its name in package
+// flows (the name every recorded history carries).
 func Register(r worker.WorkflowRegistry) {
-	r.RegisterWorkflow(RunWorkflow)
-	r.RegisterWorkflow(ScorecardWorkflow)
-	r.RegisterWorkflow(ScoreWorkflow)
+	r.RegisterWorkflowWithOptions(RunWorkflow, workflow.RegisterOptions{Name: flows.RunWorkflow})
+	r.RegisterWorkflowWithOptions(ScorecardWorkflow, workflow.RegisterOptions{Name: flows.ScorecardWorkflow})
+	r.RegisterWorkflowWithOptions(ScoreWorkflow, workflow.RegisterOptions{Name: flows.ScoreWorkflow})
 }

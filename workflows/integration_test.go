@@ -25,6 +25,7 @@ import (
 	"svc/config"
 	"svc/eval"
 	"svc/internal/stacktest"
+	"svc/records"
 	"svc/runs"
 	"svc/store"
 	"svc/store/pgtest"
@@ -284,7 +285,7 @@ func TestRunEndToEnd(t *testing.T) {
 
 			// The webhook: one delivery, signed with the workspace secret.
 			poll(t, "the webhook delivery", func() bool { return len(s.hooks.deliveries()) == 1 })
-			var secret runs.WebhookSecret
+			var secret records.WebhookSecret
 			s.call(t, "GET", "/workspace/webhook-secret", "", 200, &secret)
 			d := s.hooks.deliveries()[0]
 			if err := webhooks.Verify(secret.Secret, d.header, d.body, time.Now(), 0); err != nil {

@@ -10,6 +10,7 @@ import (
 	"go.temporal.io/sdk/testsuite"
 
 	"svc/activities"
+	"svc/flows"
 )
 
 // Unit tests of RunWorkflow's decisions with the SDK's test environment:
@@ -35,11 +36,11 @@ func TestRunWorkflowSucceedsAndDelivers(t *testing.T) {
 	env.OnActivity(a.DispatchRun, mock.Anything, ref()).Return(activities.RunStatus{Status: "succeeded", WebhookURL: "https://example.com/h"}, nil).Once()
 	env.OnActivity(a.FinalizeRun, mock.Anything, ref()).Return(nil).Once()
 	env.OnActivity(a.DeliverWebhook, mock.Anything, ref()).Return(nil).Once()
-	env.ExecuteWorkflow(RunWorkflow, RunInput{Workspace: "ws", RunID: "run_1", WebhookAttempts: 3})
+	env.ExecuteWorkflow(RunWorkflow, flows.RunInput{Workspace: "ws", RunID: "run_1", WebhookAttempts: 3})
 	if !env.IsWorkflowCompleted() || env.GetWorkflowError() != nil {
 		t.Fatalf("completed %v, error %v", env.IsWorkflowCompleted(), env.GetWorkflowError())
 	}
-	var out RunOutput
+	var out flows.RunOutput
 	if err := env.GetWorkflowResult(&out); err != nil || out.Status != "succeeded" {
 		t.Errorf("result %+v, %v", out, err)
 	}
@@ -49,11 +50,11 @@ func TestRunWorkflowWithoutWebhook(t *testing.T) {
 	env := newRunEnv(t)
 	env.OnActivity(a.DispatchRun, mock.Anything, ref()).Return(activities.RunStatus{Status: "failed"}, nil).Once()
 	env.OnActivity(a.FinalizeRun, mock.Anything, ref()).Return(nil).Once()
-	env.ExecuteWorkflow(RunWorkflow, RunInput{Workspace: "ws", RunID: "run_1"})
+	env.ExecuteWorkflow(RunWorkflow, flows.RunInput{Workspace: "ws", RunID: "run_1"})
 	if err := env.GetWorkflowError(); err != nil {
 		t.Fatal(err)
 	}
-	var out RunOutput
+	var out flows.RunOutput
 	_ = env.GetWorkflowResult(&out)
 	if out.Status != "failed" {
 		t.Errorf("status %q, want failed", out.Status)
@@ -70,7 +71,7 @@ func TestRunWorkflowDispatchGivesUp(t *testing.T) {
 	})).Return(activities.RunStatus{Status: "failed", WebhookURL: "https://example.com/h"}, nil).Once()
 	env.OnActivity(a.FinalizeRun, mock.Anything, ref()).Return(nil).Once()
 	env.OnActivity(a.DeliverWebhook, mock.Anything, ref()).Return(nil).Once()
-	env.ExecuteWorkflow(RunWorkflow, RunInput{Workspace: "ws", RunID: "run_1"})
+	env.ExecuteWorkflow(RunWorkflow, flows.RunInput{Workspace: "ws", RunID: "run_1"})
 	if err := env.GetWorkflowError(); err != nil {
 		t.Fatal(err)
 	}
@@ -92,7 +93,7 @@ func TestRunWorkflowWebhookRetries(t *testing.T) {
 			env.OnActivity(a.DispatchRun, mock.Anything, ref()).Return(activities.RunStatus{Status: "succeeded", WebhookURL: "https://example.com/h"}, nil).Once()
 			env.OnActivity(a.FinalizeRun, mock.Anything, ref()).Return(nil).Once()
 			env.OnActivity(a.DeliverWebhook, mock.Anything, ref()).Return(tc.err).Times(tc.calls)
-			env.ExecuteWorkflow(RunWorkflow, RunInput{Workspace: "ws", RunID: "run_1", WebhookAttempts: 4})
+			env.ExecuteWorkflow(RunWorkflow, flows.RunInput{Workspace: "ws", RunID: "run_1", WebhookAttempts: 4})
 			if err := env.GetWorkflowError(); err != nil {
 				t.Fatalf("the workflow failed on an undelivered webhook: %v", err)
 			}
@@ -110,7 +111,7 @@ func TestRunWorkflowCancel(t *testing.T) {
 	})).Return(activities.RunStatus{Status: "failed"}, nil).Once()
 	env.OnActivity(a.FinalizeRun, mock.Anything, ref()).Return(nil).Once()
 	env.RegisterDelayedCallback(env.CancelWorkflow, time.Minute)
-	env.ExecuteWorkflow(RunWorkflow, RunInput{Workspace: "ws", RunID: "run_1"})
+	env.ExecuteWorkflow(RunWorkflow, flows.RunInput{Workspace: "ws", RunID: "run_1"})
 	if !env.IsWorkflowCompleted() {
 		t.Fatal("the workflow did not complete after cancel")
 	}

@@ -1,46 +1,22 @@
 package workflows
 
 import (
-	"time"
-
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
 	"svc/activities"
+	"svc/flows"
 )
-
-// ScoreInput starts ScoreWorkflow: a detached scoring pass over a batch's
-// finished cases with the given judges.
-type ScoreInput struct {
-	Workspace   string                `json:"workspace"`
-	ScorecardID string                `json:"scorecardId"`
-	Pass        string                `json:"pass"` // the pass id (also the workflow id)
-	Judges      []activities.JudgeUse `json:"judges"`
-	CreatedBy   string                `json:"createdBy,omitempty"`
-	Concurrency int                   `json:"concurrency"`
-	// After is the child run id the next page starts after (continue-as-new).
-	After string `json:"after,omitempty"`
-	// ItemsPerRun bounds the cases one run of the chain judges.
-	ItemsPerRun int `json:"itemsPerRun,omitempty"`
-}
 
 // ScoreWorkflow runs the judges over every canonical child run with a
 // result, replacing each selected judge's earlier verdicts and keeping the
 // others, then appends a scoring revision (spec §3: detached phase 2). A
 // failed or cancelled pass adds no revision and releases the batch.
-func ScoreWorkflow(ctx workflow.Context, in ScoreInput) error {
+func ScoreWorkflow(ctx workflow.Context, in flows.ScoreInput) error {
 	var a *activities.Activities
 	ref := activities.ScorecardRef{Workspace: in.Workspace, ScorecardID: in.ScorecardID}
-	short := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-		StartToCloseTimeout: 2 * time.Minute,
-		RetryPolicy:         &temporal.RetryPolicy{InitialInterval: time.Second, MaximumInterval: 30 * time.Second, MaximumAttempts: 10},
-	})
-	judgeCtx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-		StartToCloseTimeout: time.Hour,
-		HeartbeatTimeout:    dispatchHeartbeat,
-		WaitForCancellation: true,
-		RetryPolicy:         &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: 30 * time.Second, MaximumAttempts: 5},
-	})
+	short := workflow.WithActivityOptions(ctx, batchRecordOptions)
+	judgeCtx := workflow.WithActivityOptions(ctx, judgeOptions)
 	per := in.ItemsPerRun
 	if per <= 0 {
 		per = DefaultItemsPerRun
@@ -95,11 +71,7 @@ func ScoreWorkflow(ctx workflow.Context, in ScoreInput) error {
 		return workflow.NewContinueAsNewError(ctx, ScoreWorkflow, in)
 	}
 	dctx, _ := workflow.NewDisconnectedContext(ctx)
-	dctx = workflow.WithActivityOptions(dctx, workflow.ActivityOptions{
-		StartToCloseTimeout: 10 * time.Minute,
-		HeartbeatTimeout:    time.Minute,
-		RetryPolicy:         &temporal.RetryPolicy{InitialInterval: time.Second, MaximumInterval: time.Minute},
-	})
+	dctx = workflow.WithActivityOptions(dctx, finishOptions)
 	if err := workflow.ExecuteActivity(dctx, a.FinishScore, fin).Get(dctx, nil); err != nil {
 		return err
 	}

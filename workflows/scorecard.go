@@ -3,35 +3,14 @@ package workflows
 import (
 	"errors"
 	"fmt"
-	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
 	"svc/activities"
+	"svc/flows"
 )
-
-// ScorecardInput starts (or continues) ScorecardWorkflow. A batch is a list
-// of Total items, item i being case i/Trials of the batch's selection and
-// trial i%Trials; Next is the first item not yet started by this chain.
-type ScorecardInput struct {
-	Workspace   string `json:"workspace"`
-	ScorecardID string `json:"scorecardId"`
-	Total       int    `json:"total"`
-	Trials      int    `json:"trials"`
-	Concurrency int    `json:"concurrency"`
-	// Judged is set when the batch has judges: each case is judged right
-	// after it runs.
-	Judged bool `json:"judged"`
-	// Next is where a continued run picks up; Started is set once the
-	// record is marked running.
-	Next    int  `json:"next"`
-	Started bool `json:"started"`
-	// ItemsPerRun bounds the items one run of the chain starts before it
-	// continues as new, so history stays bounded; 0 means the default.
-	ItemsPerRun int `json:"itemsPerRun,omitempty"`
-}
 
 // DefaultItemsPerRun keeps one run's history to a few thousand events: each
 // item costs about 6 to 12 events (one or two activities).
@@ -48,13 +27,10 @@ const casePage = 500
 // batch, tagged with its phase, and what was done is kept. Cancelling the
 // workflow stops it: no further case starts, running jobs are killed
 // through the driver, and the record ends cancelled.
-func ScorecardWorkflow(ctx workflow.Context, in ScorecardInput) error {
+func ScorecardWorkflow(ctx workflow.Context, in flows.ScorecardInput) error {
 	var a *activities.Activities
 	ref := activities.ScorecardRef{Workspace: in.Workspace, ScorecardID: in.ScorecardID}
-	short := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-		StartToCloseTimeout: 2 * time.Minute,
-		RetryPolicy:         &temporal.RetryPolicy{InitialInterval: time.Second, MaximumInterval: 30 * time.Second, MaximumAttempts: 10},
-	})
+	short := workflow.WithActivityOptions(ctx, batchRecordOptions)
 	if !in.Started {
 		if err := workflow.ExecuteActivity(short, a.StartScorecard, ref).Get(ctx, nil); err != nil {
 			return finishScorecard(ctx, ref, activities.FinishInput{Phase: "dispatch", Message: err.Error()})
@@ -72,14 +48,7 @@ func ScorecardWorkflow(ctx workflow.Context, in ScorecardInput) error {
 	}
 	end := min(in.Total, in.Next+per)
 
-	caseCtx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-		StartToCloseTimeout: dispatchStartToClose,
-		HeartbeatTimeout:    dispatchHeartbeat,
-		WaitForCancellation: true,
-		RetryPolicy: &temporal.RetryPolicy{
-			InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: 30 * time.Second, MaximumAttempts: 5,
-		},
-	})
+	caseCtx := workflow.WithActivityOptions(ctx, dispatchOptions)
 
 	var failure *activities.FinishInput
 	window := in.Concurrency
@@ -132,7 +101,7 @@ func ScorecardWorkflow(ctx workflow.Context, in ScorecardInput) error {
 
 // closeRun ends one run of the chain: the aggregate when the batch is
 // over (cancelled, failed or done), else a continue-as-new from next.
-func closeRun(ctx workflow.Context, ref activities.ScorecardRef, in ScorecardInput, next int, failure *activities.FinishInput) error {
+func closeRun(ctx workflow.Context, ref activities.ScorecardRef, in flows.ScorecardInput, next int, failure *activities.FinishInput) error {
 	switch {
 	case ctx.Err() != nil:
 		return finishScorecard(ctx, ref, activities.FinishInput{Cancelled: true})
@@ -213,7 +182,7 @@ func guidedChunk(left, lanes, w int) int {
 // time per free lane, until all are done, one failed for good, or the
 // workflow is cancelled. It returns the first item not started and the
 // failure, if any.
-func runChunks(ctx, caseCtx, short workflow.Context, in ScorecardInput, ref activities.ScorecardRef, end int, v workflow.Version) (int, *activities.FinishInput) {
+func runChunks(ctx, caseCtx, short workflow.Context, in flows.ScorecardInput, ref activities.ScorecardRef, end int, v workflow.Version) (int, *activities.FinishInput) {
 	var a *activities.Activities
 	lanes := laneWidths(in.Concurrency)
 	free := make([]int, 0, len(lanes))
@@ -379,11 +348,7 @@ func isCancel(err error) bool {
 // not reach, so that a cancelled batch is still recorded and notified.
 func finishScorecard(ctx workflow.Context, ref activities.ScorecardRef, in activities.FinishInput) error {
 	dctx, _ := workflow.NewDisconnectedContext(ctx)
-	dctx = workflow.WithActivityOptions(dctx, workflow.ActivityOptions{
-		StartToCloseTimeout: 10 * time.Minute,
-		HeartbeatTimeout:    time.Minute,
-		RetryPolicy:         &temporal.RetryPolicy{InitialInterval: time.Second, MaximumInterval: time.Minute},
-	})
+	dctx = workflow.WithActivityOptions(dctx, finishOptions)
 	in.ScorecardRef = ref
 	var a *activities.Activities
 	return workflow.ExecuteActivity(dctx, a.FinishScorecard, in).Get(dctx, nil)

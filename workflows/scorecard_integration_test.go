@@ -8,11 +8,11 @@ import (
 	"testing"
 	"time"
 
-	"svc/activities"
 	"svc/eval"
+	"svc/flows"
 	"svc/manifest"
 	"svc/store"
-	"svc/workflows"
+	"svc/traces"
 )
 
 // Batches end to end through Temporal's real server: ScorecardWorkflow with
@@ -179,9 +179,9 @@ func TestScorecardEndToEnd(t *testing.T) {
 	}
 
 	// The record is final a moment before the workflow itself completes.
-	var drv workflows.DriverView
+	var drv flows.DriverView
 	poll(t, "the batch workflow to complete", func() bool {
-		drv = workflows.DriverView{}
+		drv = flows.DriverView{}
 		s.call(t, "GET", "/ops/driver/batch/"+sc.ID, "", 200, &drv)
 		return drv.Status == "Completed"
 	})
@@ -220,7 +220,7 @@ func TestScorecardEndToEnd(t *testing.T) {
 	}
 	// Each revision froze its analysis bundle.
 	for _, rev := range []string{"", "?revision=1", "?revision=2"} {
-		var bundle activities.Analysis
+		var bundle traces.Analysis
 		s.call(t, "GET", "/scorecards/"+sc.ID+"/analysis"+rev, "", 200, &bundle)
 		want := 2
 		if rev == "?revision=1" {

@@ -13,6 +13,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"svc/activities"
+	"svc/flows"
 )
 
 // Unit tests of ScorecardWorkflow's and ScoreWorkflow's decisions with the
@@ -88,7 +89,7 @@ func TestScorecardWorkflowWindow(t *testing.T) {
 		return nil
 	})
 	env.OnActivity(a.FinishScorecard, mock.Anything, activities.FinishInput{ScorecardRef: batch}).Return(nil).Once()
-	env.ExecuteWorkflow(ScorecardWorkflow, ScorecardInput{Workspace: "ws", ScorecardID: "sc_1", Total: 14, Trials: 2, Concurrency: 3, Judged: true})
+	env.ExecuteWorkflow(ScorecardWorkflow, flows.ScorecardInput{Workspace: "ws", ScorecardID: "sc_1", Total: 14, Trials: 2, Concurrency: 3, Judged: true})
 	if err := env.GetWorkflowError(); err != nil {
 		t.Fatal(err)
 	}
@@ -111,12 +112,12 @@ func TestScorecardWorkflowContinuesAsNew(t *testing.T) {
 	env.OnActivity(a.StartScorecard, mock.Anything, batch).Return(nil).Once()
 	env.OnActivity(a.CasePage, mock.Anything, mock.Anything).Return(pages(10))
 	env.OnActivity(a.RunCase, mock.Anything, mock.Anything).Return(activities.RunStatus{Status: "succeeded"}, nil)
-	env.ExecuteWorkflow(ScorecardWorkflow, ScorecardInput{Workspace: "ws", ScorecardID: "sc_1", Total: 10, Trials: 1, Concurrency: 4, ItemsPerRun: 4})
+	env.ExecuteWorkflow(ScorecardWorkflow, flows.ScorecardInput{Workspace: "ws", ScorecardID: "sc_1", Total: 10, Trials: 1, Concurrency: 4, ItemsPerRun: 4})
 	err := env.GetWorkflowError()
 	if err == nil {
 		t.Fatal("a batch longer than ItemsPerRun did not continue as new")
 	}
-	var next ScorecardInput
+	var next flows.ScorecardInput
 	if !isContinueAsNew(err, &next) || next.Next != 4 || !next.Started {
 		t.Fatalf("continue-as-new error %v with input %+v, want Next 4 and Started", err, next)
 	}
@@ -133,7 +134,7 @@ func TestScorecardWorkflowInfrastructureFailure(t *testing.T) {
 	env.OnActivity(a.FinishScorecard, mock.Anything, mock.MatchedBy(func(in activities.FinishInput) bool {
 		return in.Phase == "dispatch" && !in.Cancelled && in.Message != ""
 	})).Return(nil).Once()
-	env.ExecuteWorkflow(ScorecardWorkflow, ScorecardInput{Workspace: "ws", ScorecardID: "sc_1", Total: 3, Trials: 1, Concurrency: 1})
+	env.ExecuteWorkflow(ScorecardWorkflow, flows.ScorecardInput{Workspace: "ws", ScorecardID: "sc_1", Total: 3, Trials: 1, Concurrency: 1})
 	if err := env.GetWorkflowError(); err != nil {
 		t.Fatal(err)
 	}
@@ -148,7 +149,7 @@ func TestScorecardWorkflowJudgesFailure(t *testing.T) {
 	env.OnActivity(a.RunCase, mock.Anything, mock.Anything).Return(activities.RunStatus{Status: "succeeded"}, nil)
 	env.OnActivity(a.JudgeCase, mock.Anything, mock.Anything).Return(errors.New("judge runner down"))
 	env.OnActivity(a.FinishScorecard, mock.Anything, mock.MatchedBy(func(in activities.FinishInput) bool { return in.Phase == "judges" })).Return(nil).Once()
-	env.ExecuteWorkflow(ScorecardWorkflow, ScorecardInput{Workspace: "ws", ScorecardID: "sc_1", Total: 1, Trials: 1, Concurrency: 1, Judged: true})
+	env.ExecuteWorkflow(ScorecardWorkflow, flows.ScorecardInput{Workspace: "ws", ScorecardID: "sc_1", Total: 1, Trials: 1, Concurrency: 1, Judged: true})
 	if err := env.GetWorkflowError(); err != nil {
 		t.Fatal(err)
 	}
@@ -167,7 +168,7 @@ func TestScorecardWorkflowCancel(t *testing.T) {
 	}).After(time.Hour)
 	env.OnActivity(a.FinishScorecard, mock.Anything, activities.FinishInput{ScorecardRef: batch, Cancelled: true}).Return(nil).Once()
 	env.RegisterDelayedCallback(env.CancelWorkflow, time.Minute)
-	env.ExecuteWorkflow(ScorecardWorkflow, ScorecardInput{Workspace: "ws", ScorecardID: "sc_1", Total: 50, Trials: 1, Concurrency: 2})
+	env.ExecuteWorkflow(ScorecardWorkflow, flows.ScorecardInput{Workspace: "ws", ScorecardID: "sc_1", Total: 50, Trials: 1, Concurrency: 2})
 	if !env.IsWorkflowCompleted() {
 		t.Fatal("not completed after cancel")
 	}
@@ -179,12 +180,12 @@ func TestScorecardWorkflowCancel(t *testing.T) {
 
 func TestScoreWorkflow(t *testing.T) {
 	env := newBatchEnv(t)
-	judges := []activities.JudgeUse{{ID: "j", Version: "1"}}
+	judges := []flows.JudgeUse{{ID: "j", Version: "1"}}
 	items := []activities.CaseItem{{ScorecardRef: batch, CaseID: "a", RunID: "run_a"}, {ScorecardRef: batch, CaseID: "b", RunID: "run_b"}}
 	env.OnActivity(a.ChildRunPage, mock.Anything, mock.Anything).Return(activities.ChildPage{Items: items}, nil).Once()
 	env.OnActivity(a.JudgeCase, mock.Anything, mock.MatchedBy(func(in activities.JudgeInput) bool { return in.Replace && len(in.Judges) == 1 })).Return(nil).Times(2)
 	env.OnActivity(a.FinishScore, mock.Anything, mock.MatchedBy(func(in activities.FinishScoreInput) bool { return !in.Aborted && in.Pass == "score_1" })).Return(nil).Once()
-	env.ExecuteWorkflow(ScoreWorkflow, ScoreInput{Workspace: "ws", ScorecardID: "sc_1", Pass: "score_1", Judges: judges, Concurrency: 2})
+	env.ExecuteWorkflow(ScoreWorkflow, flows.ScoreInput{Workspace: "ws", ScorecardID: "sc_1", Pass: "score_1", Judges: judges, Concurrency: 2})
 	if err := env.GetWorkflowError(); err != nil {
 		t.Fatal(err)
 	}
@@ -197,7 +198,7 @@ func TestScoreWorkflowAborts(t *testing.T) {
 	env.OnActivity(a.ChildRunPage, mock.Anything, mock.Anything).Return(activities.ChildPage{Items: []activities.CaseItem{{ScorecardRef: batch, CaseID: "a", RunID: "run_a"}}}, nil)
 	env.OnActivity(a.JudgeCase, mock.Anything, mock.Anything).Return(errors.New("boom"))
 	env.OnActivity(a.FinishScore, mock.Anything, mock.MatchedBy(func(in activities.FinishScoreInput) bool { return in.Aborted })).Return(nil).Once()
-	env.ExecuteWorkflow(ScoreWorkflow, ScoreInput{Workspace: "ws", ScorecardID: "sc_1", Pass: "score_2", Judges: []activities.JudgeUse{{ID: "j", Version: "1"}}, Concurrency: 2})
+	env.ExecuteWorkflow(ScoreWorkflow, flows.ScoreInput{Workspace: "ws", ScorecardID: "sc_1", Pass: "score_2", Judges: []flows.JudgeUse{{ID: "j", Version: "1"}}, Concurrency: 2})
 	if env.GetWorkflowError() == nil {
 		t.Fatal("an aborted pass ended without an error")
 	}
@@ -206,7 +207,7 @@ func TestScoreWorkflowAborts(t *testing.T) {
 
 // isContinueAsNew reports whether err is a continue-as-new of
 // ScorecardWorkflow and decodes its input into next.
-func isContinueAsNew(err error, next *ScorecardInput) bool {
+func isContinueAsNew(err error, next *flows.ScorecardInput) bool {
 	var can *workflow.ContinueAsNewError
 	if !errors.As(err, &can) {
 		return false

@@ -14,9 +14,9 @@ import (
 
 	"svc/api"
 	"svc/config"
+	"svc/orchestration"
 	"svc/orchestration/devserver"
 	"svc/store/sqlite"
-	"svc/workflows"
 )
 
 // runDev runs the embedded default: Temporal's own server (SQLite file), the
@@ -81,7 +81,7 @@ func runDev(ctx context.Context, cfg config.Config, args []string, stdout, stder
 	}
 	sd.add(func(context.Context) error { w.Stop(); return nil })
 
-	starter := &workflows.Starter{Client: tc, TaskQueue: cfg.TaskQueue, WebhookAttempts: cfg.WebhookAttempts}
+	starter := &orchestration.Starter{Client: tc, TaskQueue: cfg.TaskQueue, WebhookAttempts: cfg.WebhookAttempts}
 	srv, err := api.NewServer(api.Options{
 		Store:        st,
 		Logger:       log,

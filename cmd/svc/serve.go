@@ -7,7 +7,7 @@ import (
 
 	"svc/api"
 	"svc/config"
-	"svc/workflows"
+	"svc/orchestration"
 )
 
 // runServe runs the stateless API front against PostgreSQL and an external
@@ -37,7 +37,7 @@ func runServe(ctx context.Context, cfg config.Config, args []string, stdout, std
 	}
 	sd.add(func(context.Context) error { tc.Close(); return nil })
 
-	starter := &workflows.Starter{Client: tc, TaskQueue: cfg.TaskQueue, WebhookAttempts: cfg.WebhookAttempts}
+	starter := &orchestration.Starter{Client: tc, TaskQueue: cfg.TaskQueue, WebhookAttempts: cfg.WebhookAttempts}
 	srv, err := api.NewServer(api.Options{Store: st, Logger: log, Config: cfg, Version: version, Checkers: readiness(st, tc),
 		Starter: starter, Orchestrator: starter})
 	if err != nil {

@@ -177,7 +177,7 @@ func New(tb testing.TB, o Options) *Stack {
 	}
 	tb.Cleanup(w.Stop)
 
-	starter := &workflows.Starter{Client: tc, TaskQueue: o.TaskQueue, WebhookAttempts: cfg.WebhookAttempts}
+	starter := &orchestration.Starter{Client: tc, TaskQueue: o.TaskQueue, WebhookAttempts: cfg.WebhookAttempts}
 	srv, err := api.NewServer(api.Options{Store: st, Config: cfg, Logger: logger, Version: "test",
 		Starter: starter, Orchestrator: starter})
 	if err != nil {

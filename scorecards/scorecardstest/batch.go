@@ -9,10 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"svc/activities"
 	"svc/eval"
+	"svc/records"
 	"svc/registry"
-	"svc/runs"
 	"svc/store"
 )
 
@@ -47,7 +46,7 @@ func NewBatch(tb testing.TB, st store.Store, workspace, id string, cases int, at
 		Manifest: &eval.Manifest{IdentityVersion: 1, Cases: digests, Dataset: "sha256:" + strings.Repeat("d", 64),
 			Harness: "sha256:" + strings.Repeat("e", 64), GradingPlan: "sha256:" + strings.Repeat("f", 64), SealedAt: at},
 	}
-	row, err := activities.ScorecardRow(sc, 0)
+	row, err := records.ScorecardRow(sc, 0)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -66,7 +65,7 @@ func (b *Batch) Start(tb testing.TB, i int, at time.Time) {
 	canonical := true
 	c := registry.EvalCase{ID: CaseID(i), Task: "Write a function that returns the " + CaseID(i) + "th prime, with tests.", TimeoutSec: 60}
 	r := eval.Run{
-		ID: activities.ChildRunID(b.Workspace, b.ID, c.ID, 0), Tenant: b.Workspace, Harness: registry.Ref{ID: "h", Version: "1.0.0"},
+		ID: records.ChildRunID(b.Workspace, b.ID, c.ID, 0), Tenant: b.Workspace, Harness: registry.Ref{ID: "h", Version: "1.0.0"},
 		CaseID: c.ID, Status: eval.StatusRunning, CreatedAt: at, UpdatedAt: at, StartedAt: &at, Kind: eval.KindEval,
 		Trigger: eval.TriggerScorecard, CreatedBy: "alice", Origin: &eval.Origin{Source: "scorecard"},
 		ParentScorecardID: b.ID, Canonical: &canonical, Case: &c, Attempts: 1,
@@ -122,7 +121,7 @@ func (b *Batch) Put(tb testing.TB, i int, r eval.Run) {
 // slot, another audience's run).
 func (b *Batch) Add(tb testing.TB, r eval.Run) eval.Run {
 	tb.Helper()
-	row, err := runs.Row(r)
+	row, err := records.Row(r)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -146,7 +145,7 @@ func (b *Batch) setScores(r *eval.Run, pass bool, judge float64) {
 
 func (b *Batch) put(tb testing.TB, r eval.Run) {
 	tb.Helper()
-	row, err := runs.Row(r)
+	row, err := records.Row(r)
 	if err != nil {
 		tb.Fatal(err)
 	}

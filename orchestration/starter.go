@@ -1,19 +1,22 @@
-package workflows
+package orchestration
 
 import (
 	"context"
 	"errors"
 	"fmt"
 	"strings"
-	"time"
+	"svc/derrors"
+	"svc/flows"
 
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 )
 
-// Starter starts the workflows of this package on a task queue. It
-// implements runs.Starter.
+// Starter starts, describes and cancels the workflows of package workflows
+// on a task queue, by their registered names (package flows), so that the
+// services it serves never link the workflow code. It implements
+// runs.Starter and scorecards.Orchestrator.
 type Starter struct {
 	Client    client.Client
 	TaskQueue string
@@ -29,7 +32,7 @@ func (s *Starter) StartRun(ctx context.Context, workspace, runID string) error {
 		ID:                    runID,
 		TaskQueue:             s.TaskQueue,
 		WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
-	}, RunWorkflow, RunInput{Workspace: workspace, RunID: runID, WebhookAttempts: s.WebhookAttempts})
+	}, flows.RunWorkflow, flows.RunInput{Workspace: workspace, RunID: runID, WebhookAttempts: s.WebhookAttempts})
 	var started *serviceerror.WorkflowExecutionAlreadyStarted
 	if errors.As(err, &started) {
 		return nil
@@ -41,19 +44,19 @@ func (s *Starter) StartRun(ctx context.Context, workspace, runID string) error {
 }
 
 // StartScorecard starts ScorecardWorkflow with workflow id = scorecard id.
-func (s *Starter) StartScorecard(ctx context.Context, in ScorecardInput) error {
-	return s.start(ctx, in.ScorecardID, ScorecardWorkflow, in)
+func (s *Starter) StartScorecard(ctx context.Context, in flows.ScorecardInput) error {
+	return s.start(ctx, in.ScorecardID, flows.ScorecardWorkflow, in)
 }
 
 // StartScore starts ScoreWorkflow with workflow id = the pass id.
-func (s *Starter) StartScore(ctx context.Context, in ScoreInput) error {
-	return s.start(ctx, in.Pass, ScoreWorkflow, in)
+func (s *Starter) StartScore(ctx context.Context, in flows.ScoreInput) error {
+	return s.start(ctx, in.Pass, flows.ScoreWorkflow, in)
 }
 
-func (s *Starter) start(ctx context.Context, id string, wf, in any) error {
+func (s *Starter) start(ctx context.Context, id, workflow string, in any) error {
 	_, err := s.Client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
 		ID: id, TaskQueue: s.TaskQueue, WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
-	}, wf, in)
+	}, workflow, in)
 	var started *serviceerror.WorkflowExecutionAlreadyStarted
 	if errors.As(err, &started) {
 		return nil
@@ -76,52 +79,24 @@ func (s *Starter) Cancel(ctx context.Context, id string) error {
 	return err
 }
 
-// DriverView is what /ops/driver reads of a workflow.
-type DriverView struct {
-	WorkflowID       string            `json:"workflowId"`
-	RunID            string            `json:"runId"`
-	Type             string            `json:"type"`
-	Status           string            `json:"status"`
-	StartTime        *time.Time        `json:"startTime,omitempty"`
-	CloseTime        *time.Time        `json:"closeTime,omitempty"`
-	HistoryLength    int64             `json:"historyLength"`
-	HistorySizeBytes int64             `json:"historySizeBytes"`
-	TaskQueue        string            `json:"taskQueue"`
-	Pending          []PendingActivity `json:"pendingActivities"`
-}
-
-// PendingActivity is one activity a workflow waits on.
-type PendingActivity struct {
-	ActivityID    string     `json:"activityId"`
-	Type          string     `json:"type"`
-	State         string     `json:"state"`
-	Attempt       int32      `json:"attempt"`
-	MaxAttempts   int32      `json:"maximumAttempts"`
-	LastFailure   string     `json:"lastFailure,omitempty"`
-	LastHeartbeat *time.Time `json:"lastHeartbeat,omitempty"`
-	LastWorker    string     `json:"lastWorker,omitempty"`
-}
-
-// ErrNoWorkflow is returned by Describe for an unknown workflow id.
-var ErrNoWorkflow = errors.New("no such workflow")
-
 // Describe reads a workflow's state, history pressure and pending
-// activities directly from Temporal.
-func (s *Starter) Describe(ctx context.Context, id string) (DriverView, error) {
+// activities directly from Temporal. An unknown workflow id is
+// derrors.ErrNotFound.
+func (s *Starter) Describe(ctx context.Context, id string) (flows.DriverView, error) {
 	d, err := s.Client.DescribeWorkflowExecution(ctx, id, "")
 	var nf *serviceerror.NotFound
 	if errors.As(err, &nf) {
-		return DriverView{}, ErrNoWorkflow
+		return flows.DriverView{}, derrors.NotFoundf("no workflow %s", id)
 	}
 	if err != nil {
-		return DriverView{}, err
+		return flows.DriverView{}, err
 	}
 	info := d.GetWorkflowExecutionInfo()
-	v := DriverView{
+	v := flows.DriverView{
 		WorkflowID: info.GetExecution().GetWorkflowId(), RunID: info.GetExecution().GetRunId(),
 		Type: info.GetType().GetName(), Status: strings.TrimPrefix(info.GetStatus().String(), "WORKFLOW_EXECUTION_STATUS_"),
 		HistoryLength: info.GetHistoryLength(), HistorySizeBytes: info.GetHistorySizeBytes(), TaskQueue: info.GetTaskQueue(),
-		Pending: []PendingActivity{},
+		Pending: []flows.PendingActivity{},
 	}
 	if t := info.GetStartTime(); t != nil {
 		st := t.AsTime()
@@ -132,7 +107,7 @@ func (s *Starter) Describe(ctx context.Context, id string) (DriverView, error) {
 		v.CloseTime = &ct
 	}
 	for _, p := range d.GetPendingActivities() {
-		pa := PendingActivity{
+		pa := flows.PendingActivity{
 			ActivityID: p.GetActivityId(), Type: p.GetActivityType().GetName(),
 			State:   strings.TrimPrefix(p.GetState().String(), "PENDING_ACTIVITY_STATE_"),
 			Attempt: p.GetAttempt(), MaxAttempts: p.GetMaximumAttempts(), LastWorker: p.GetLastWorkerIdentity(),

@@ -1,4 +1,4 @@
-package activities
+package traces
 
 import (
 	"bufio"
@@ -6,19 +6,52 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"time"
 
-	"svc/drivers"
 	"svc/eval"
 	"svc/graders"
 	"svc/registry"
 )
 
-// BuildResult turns what the driver left into the CaseResult of spec §2.7
+// Dispatch is what dispatching a run resolved, as its result records it:
+// the harness version that ran, the digests provenance records and how
+// the case is graded.
+type Dispatch struct {
+	Harness       registry.Ref
+	HarnessDigest string
+	CaseDigest    string
+	Runtime       string
+	// Graders, when set, grade instead of the case's own; Ungraded
+	// grades nothing (an experiment's cases carry no scores).
+	Graders  []registry.Grader
+	Ungraded bool
+}
+
+// JobOutput is what a job left, as a driver reports it (the fields of
+// drivers.Result a result is built from; this package imports no driver).
+type JobOutput struct {
+	ExitCode int // -1 when killed by a signal
+	Duration time.Duration
+	// Stdout is the whole standard output (the final answer);
+	// StdoutTail and StderrTail are the last bytes of each.
+	Stdout     string
+	StdoutTail string
+	StderrTail string
+	// Trace is the content of the file named by SVC_TRACE_FILE.
+	Trace     []byte
+	TimedOut  bool
+	Cancelled bool
+	OS        string
+	Driver    string
+	Image     string
+}
+
+// BuildResult turns what the job left into the CaseResult of spec §2.7
 // and, when the run failed, its error envelope. problem is a dispatch
 // failure (the job did not run, or could not be planned): the result then
 // holds an error event and a pass:false score saying why, and no
-// execution manifest, since no compute ran. It is pure.
-func BuildResult(run eval.Run, p Plan, res drivers.Result, problem error, host string) (*eval.CaseResult, *eval.Error) {
+// execution manifest, since no compute ran.
+func BuildResult(run eval.Run, p Dispatch, res JobOutput, problem error, host string) (*eval.CaseResult, *eval.Error) {
 	var c registry.EvalCase
 	if run.Case != nil {
 		c = *run.Case
@@ -116,13 +149,17 @@ func allPass(scores []eval.Score) bool {
 	return true
 }
 
+// MaxTraceBytes bounds one line of a trace file; a driver keeps at most
+// as much of the whole file (drivers.MaxOutput).
+const MaxTraceBytes = 4 << 20
+
 // ParseTrace reads the TraceEvent JSON lines a harness wrote to
 // SVC_TRACE_FILE. A line that is not a valid event becomes an error event
 // naming the line, so a broken trace is visible, never silently dropped.
 func ParseTrace(data []byte) []eval.TraceEvent {
 	events := []eval.TraceEvent{}
 	sc := bufio.NewScanner(bytes.NewReader(data))
-	sc.Buffer(make([]byte, 64<<10), drivers.MaxOutput)
+	sc.Buffer(make([]byte, 64<<10), MaxTraceBytes)
 	line := 0
 	for sc.Scan() {
 		line++
@@ -176,4 +213,24 @@ func lastLine(s string) string {
 		s = s[i+1:]
 	}
 	return s
+}
+
+// SealEvents is the canonical JSON of a trace and its sha256 digest, as
+// the ledger seals them.
+func SealEvents(events []eval.TraceEvent) ([]byte, string, error) {
+	if events == nil {
+		events = []eval.TraceEvent{}
+	}
+	canonical, err := registry.CanonicalJSON(events)
+	if err != nil {
+		return nil, "", fmt.Errorf("sealing the trace: %w", err)
+	}
+	return canonical, registry.Digest(canonical), nil
+}
+
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return strings.ToValidUTF8(s[:n], "") + "…"
 }

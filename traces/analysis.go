@@ -1,13 +1,11 @@
-package activities
+package traces
 
 import (
-	"context"
 	"fmt"
 	"time"
 
 	"svc/eval"
 	"svc/registry"
-	"svc/store"
 )
 
 // Analysis is the bundle a scoring revision freezes (spec §9.6): what the
@@ -77,19 +75,4 @@ func BuildAnalysis(sc eval.Scorecard, rows []eval.CaseRow, rev eval.ScoringRevis
 		return nil, "", fmt.Errorf("encoding the analysis of %s@%d: %w", sc.ID, rev.Revision, err)
 	}
 	return doc, registry.Digest(doc), nil
-}
-
-// freezeAnalysis stores the bundle of the batch's last revision, once.
-func (a *Activities) freezeAnalysis(ctx context.Context, sc eval.Scorecard, rows []eval.CaseRow) error {
-	if len(sc.Scoring) == 0 {
-		return nil
-	}
-	rev := sc.Scoring[len(sc.Scoring)-1]
-	doc, digest, err := BuildAnalysis(sc, rows, rev)
-	if err != nil {
-		return err
-	}
-	_, _, err = a.Store.PutAnalysis(ctx, store.Analysis{Workspace: sc.Tenant, ScorecardID: sc.ID, Revision: rev.Revision,
-		Digest: digest, Doc: doc, CreatedAt: rev.CreatedAt})
-	return err
 }

@@ -1,4 +1,4 @@
-package activities
+package traces
 
 import (
 	"encoding/json"

@@ -1,4 +1,4 @@
-package activities
+package records
 
 import (
 	"math"
@@ -41,9 +41,9 @@ func Recount(p eval.Progress, c store.RunCounts) eval.Progress {
 	return p
 }
 
-// countChildren counts children as store.Scorecards.ChildRunCounts does,
-// for an activity that has them in hand.
-func countChildren(children []eval.Run) store.RunCounts {
+// CountChildren counts children as store.Scorecards.ChildRunCounts does,
+// for a caller that has them in hand.
+func CountChildren(children []eval.Run) store.RunCounts {
 	c := store.RunCounts{ByStatus: map[string]int{}, ByOutcome: map[string]int{}}
 	for _, r := range children {
 		c.Total++

@@ -1,0 +1,60 @@
+package records
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"sort"
+	"strconv"
+
+	"svc/eval"
+	"svc/store"
+)
+
+// ChildRunID is the id of a batch's child run for (case, trial): derived,
+// so that a retried case activity finds the run a previous attempt made
+// and there is exactly one canonical run per (case, trial).
+func ChildRunID(workspace, scorecardID, caseID string, trial int) string {
+	sum := sha256.Sum256([]byte(workspace + "\x00" + scorecardID + "\x00" + caseID + "\x00" + strconv.Itoa(trial)))
+	return "run_" + hex.EncodeToString(sum[:12])
+}
+
+// ListChildren returns every canonical child run of a batch, ordered by run
+// id.
+func ListChildren(ctx context.Context, st store.Tx, ws, scorecardID string) ([]eval.Run, error) {
+	return ListChildrenWith(ctx, st, ws, scorecardID, FromRow)
+}
+
+// ListChildrenWith is ListChildren decoding each stored run with decode
+// (a DecodeCache's, for reads that repeat).
+func ListChildrenWith(ctx context.Context, st store.Tx, ws, scorecardID string, decode func(store.Run) (eval.Run, error)) ([]eval.Run, error) {
+	var out []eval.Run
+	f := store.RunFilter{Workspace: ws, ScorecardID: scorecardID, Viewer: "svc:system", Limit: 1000}
+	for {
+		rows, err := st.ListRuns(ctx, f)
+		if err != nil {
+			return nil, err
+		}
+		for _, r := range rows {
+			if !r.Canonical {
+				continue
+			}
+			run, err := decode(r)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, run)
+		}
+		if len(rows) < f.Limit {
+			break
+		}
+		last := rows[len(rows)-1]
+		f.BeforeTime, f.BeforeID = last.CreatedAt, last.ID
+	}
+	sortRuns(out)
+	return out, nil
+}
+
+func sortRuns(rs []eval.Run) {
+	sort.Slice(rs, func(i, j int) bool { return rs[i].ID < rs[j].ID })
+}

@@ -1,0 +1,11 @@
+// Package records is the codec between the store's rows and the domain's
+// records: a run (Row, FromRow, DecodeCache), a scorecard (LoadScorecard,
+// ScorecardRow, UpdateScorecard, PlanCache), a batch's child runs
+// (ChildRunID, ListChildren), its progress counts, the name of a scoring
+// revision's analysis bundle, and the workspace's sealed webhook signing
+// secret. The services (runs, scorecards) and the activities both import
+// it, so neither imports the other to read or write a record.
+//
+// It imports the store and domain packages only, never a service, the
+// activities, the workflows or a driver.
+package records

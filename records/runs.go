@@ -1,0 +1,53 @@
+package records
+
+import (
+	"crypto/rand"
+	"encoding/json"
+	"fmt"
+
+	"svc/eval"
+	"svc/store"
+)
+
+// NewID returns a new random id: prefix, "_" and 24 hex digits.
+func NewID(prefix string) string {
+	var b [12]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		panic(err) // crypto/rand does not fail on Linux
+	}
+	return fmt.Sprintf("%s_%x", prefix, b)
+}
+
+// Row is the stored form of run: its indexed columns and the document.
+func Row(run eval.Run) (store.Run, error) {
+	doc, err := json.Marshal(run)
+	if err != nil {
+		return store.Run{}, fmt.Errorf("records: encoding run %s: %w", run.ID, err)
+	}
+	return store.Run{
+		ID:                run.ID,
+		Workspace:         run.Tenant,
+		Kind:              run.Kind,
+		Status:            string(run.Status),
+		Audience:          run.Audience(),
+		CreatedBy:         run.CreatedBy,
+		ParentScorecardID: run.ParentScorecardID,
+		CaseID:            run.CaseID,
+		Trial:             run.Trial,
+		Canonical:         run.Canonical != nil && *run.Canonical,
+		Outcome:           run.Outcome(),
+		Doc:               doc,
+		CreatedAt:         run.CreatedAt,
+		UpdatedAt:         run.UpdatedAt,
+	}, nil
+}
+
+// FromRow decodes a stored run.
+func FromRow(r store.Run) (eval.Run, error) {
+	var run eval.Run
+	if err := json.Unmarshal(r.Doc, &run); err != nil {
+		return eval.Run{}, fmt.Errorf("records: stored run %s does not decode: %w", r.ID, err)
+	}
+	run.CreatedAt, run.UpdatedAt = r.CreatedAt, r.UpdatedAt
+	return run, nil
+}

@@ -1,0 +1,111 @@
+package traces
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"svc/eval"
+	"svc/registry"
+)
+
+func TestParseTrace(t *testing.T) {
+	in := strings.Join([]string{
+		`{"kind":"tool_call","name":"search"}`,
+		``,
+		`not json`,
+		`{"kind":"teleport"}`,
+		`{"kind":"message","role":"assistant","content":"done"}`,
+	}, "\n")
+	got := ParseTrace([]byte(in))
+	kinds := []string{}
+	for _, e := range got {
+		kinds = append(kinds, e.Kind)
+	}
+	want := []string{"tool_call", "error", "error", "message"}
+	if strings.Join(kinds, ",") != strings.Join(want, ",") {
+		t.Fatalf("kinds %v, want %v", kinds, want)
+	}
+	if !strings.Contains(got[1].Message, "line 3") || !strings.Contains(got[2].Message, "teleport") {
+		t.Errorf("bad lines are not named: %q, %q", got[1].Message, got[2].Message)
+	}
+	if ParseTrace(nil) == nil {
+		t.Error("an empty trace is nil; want an empty array so results encode [] not null")
+	}
+}
+
+func TestBuildResult(t *testing.T) {
+	c := &registry.EvalCase{ID: "c", Task: "say hi", Expected: "hi",
+		Graders: []registry.Grader{{ID: "exact"}}, Placement: &registry.Placement{OS: "linux"}}
+	run := eval.Run{ID: "run_1", CaseID: "c", Case: c}
+	plan := Dispatch{Harness: registry.Ref{ID: "h", Version: "2"}, HarnessDigest: "sha256:aa"}
+	ok := JobOutput{ExitCode: 0, Stdout: "hi\n", Duration: 1500 * time.Millisecond, OS: "linux", Driver: "local",
+		Trace: []byte(`{"kind":"llm_call","costUsd":0.5,"inputTokens":3}`)}
+
+	r, rerr := BuildResult(run, plan, ok, nil, "w1")
+	if rerr != nil || !r.Pass || r.Harness != "h@2" || r.Execution.OSResolved != "declared" || r.Usage.CostUSD != 0.5 || r.Usage.DurationMs != 1500 {
+		t.Fatalf("ok result: %+v, %+v, err %+v", r, r.Execution, rerr)
+	}
+	if r.Snapshot.Prompt != "say hi" || r.Snapshot.Output != "hi" || r.Provenance.Worker != "w1" {
+		t.Errorf("snapshot %+v provenance %+v", r.Snapshot, r.Provenance)
+	}
+
+	for _, tc := range []struct {
+		name string
+		res  JobOutput
+		code string
+	}{
+		{"exit", JobOutput{ExitCode: 2, StderrTail: "a\nboom\n", Driver: "local"}, eval.CodeExit},
+		{"timeout", JobOutput{ExitCode: -1, TimedOut: true, Driver: "local"}, eval.CodeTimeout},
+		{"cancel", JobOutput{ExitCode: -1, Cancelled: true, Driver: "local"}, eval.CodeCancelled},
+	} {
+		r, rerr := BuildResult(run, plan, tc.res, nil, "w1")
+		if rerr == nil || rerr.Code != tc.code || r.Pass {
+			t.Errorf("%s: error %+v pass %v", tc.name, rerr, r.Pass)
+			continue
+		}
+		last := r.Trace[len(r.Trace)-1]
+		if last.Kind != eval.EventError || last.Code != tc.code {
+			t.Errorf("%s: last event %+v, want an error event", tc.name, last)
+		}
+		if s := r.Scores[len(r.Scores)-1]; s.GraderID != "run" || s.Pass == nil || *s.Pass {
+			t.Errorf("%s: last score %+v, want a failing run score", tc.name, s)
+		}
+		if r.Execution == nil {
+			t.Errorf("%s: the job ran, so execution is recorded", tc.name)
+		}
+	}
+	if r, _ := BuildResult(run, plan, JobOutput{ExitCode: 2, StderrTail: "a\nboom\n"}, nil, ""); !strings.Contains(r.Scores[len(r.Scores)-1].Detail, "boom") {
+		t.Errorf("the exit failure does not quote stderr's last line: %+v", r.Scores)
+	}
+
+	r, rerr = BuildResult(run, plan, JobOutput{}, errors.New("harness h@2 is gone"), "w1")
+	if rerr == nil || rerr.Code != eval.CodeDispatch || rerr.Phase != "dispatch" || r.Execution != nil || r.Pass {
+		t.Errorf("dispatch failure: %+v %+v", rerr, r)
+	}
+	if len(r.Trace) != 1 || r.Trace[0].Kind != eval.EventError || len(r.Scores) != 1 || *r.Scores[0].Pass {
+		t.Errorf("dispatch failure trace %+v scores %+v", r.Trace, r.Scores)
+	}
+
+	// No graders: the exit code is the verdict.
+	bare := eval.Run{ID: "run_2", CaseID: "c", Case: &registry.EvalCase{ID: "c"}}
+	r, _ = BuildResult(bare, plan, ok, nil, "")
+	if len(r.Scores) != 1 || r.Scores[0].GraderID != "exit_code" || !r.Pass || r.Execution.OSResolved != "defaulted" {
+		t.Errorf("default grading: %+v", r.Scores)
+	}
+}
+
+func TestSealEventsIsStable(t *testing.T) {
+	a, da, err := SealEvents([]eval.TraceEvent{{Kind: "span", Name: "x", Attributes: map[string]any{"b": 1, "a": 2}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, db, _ := SealEvents([]eval.TraceEvent{{Kind: "span", Name: "x", Attributes: map[string]any{"a": 2, "b": 1}}})
+	if string(a) != string(b) || da != db || !strings.HasPrefix(da, "sha256:") {
+		t.Errorf("seal differs for equal traces: %s %s / %s %s", a, da, b, db)
+	}
+	if e, _, _ := SealEvents(nil); string(e) != "[]" {
+		t.Errorf("empty trace seals as %s, want []", e)
+	}
+}
