@@ -11,6 +11,7 @@ import (
 	"svc/api"
 	"svc/api/apitest"
 	"svc/eval"
+	"svc/records"
 	"svc/registry"
 )
 
@@ -242,7 +243,7 @@ func TestGraderCheckStoredDataset(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	v, cases, err := registry.VersionRecord(a.ws, s)
+	v, cases, err := records.VersionRecord(a.ws, s)
 	if err != nil {
 		t.Fatal(err)
 	}

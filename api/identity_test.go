@@ -18,6 +18,7 @@ import (
 	"svc/auth"
 	"svc/auth/authtest"
 	"svc/config"
+	"svc/internal/probers"
 	"svc/store/sqlite"
 )
 
@@ -107,7 +108,7 @@ func newEnv(t testing.TB, opts ...envOption) *testEnv {
 	}
 	e.cfg = cfg
 	logger, _ := apitest.NewLogger()
-	o := api.Options{Store: e.store, Config: cfg, Logger: logger, Version: "test", Now: e.clock.Now}
+	o := api.Options{Store: e.store, Config: cfg, Logger: logger, Version: "test", Now: e.clock.Now, Probers: probers.Drivers()}
 	for _, f := range set.opts {
 		f(&o)
 	}

@@ -16,6 +16,7 @@ import (
 	"svc/api"
 	"svc/auth"
 	"svc/config"
+	"svc/records"
 	"svc/registry"
 	"svc/registry/service"
 	"svc/store"
@@ -148,7 +149,7 @@ func (e *testEnv) seedShared(t testing.TB, kind registry.Kind, spec string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	v, cases, err := registry.VersionRecord(registry.SharedOwner, s)
+	v, cases, err := records.VersionRecord(registry.SharedOwner, s)
 	if err != nil {
 		t.Fatal(err)
 	}

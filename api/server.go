@@ -19,8 +19,8 @@ import (
 
 	"svc/auth"
 	"svc/config"
-	"svc/drivers/probe"
 	"svc/identity"
+	"svc/netguard"
 	"svc/registry/service"
 	"svc/runs"
 	"svc/scorecards"
@@ -46,7 +46,11 @@ type Options struct {
 	Logger   *slog.Logger // slog.Default() when nil
 	Config   config.Config
 	Version  string
-	Checkers []Checker            // what /readyz probes
+	Checkers []Checker // what /readyz probes
+	// Probers reach remote runtimes for POST /runtimes/probe and a
+	// kubeconfig's binding check (internal/probers.Drivers in the
+	// binary); zero, probes answer that this process cannot probe.
+	Probers  service.Probers
 	Registry *prometheus.Registry // optional; a new one when nil
 	// Now is the clock for timestamps and invite expiry; time.Now when nil.
 	// Tests move it instead of sleeping.
@@ -139,11 +143,11 @@ func NewServer(o Options) (*Server, error) {
 			return nil, fmt.Errorf("api: %w", err)
 		}
 	}
-	probeGuard, err := probe.NewGuard(o.Config.ProbeAllow)
+	probeGuard, err := netguard.NewProbeGuard(o.Config.ProbeAllow)
 	if err != nil {
 		return nil, fmt.Errorf("api: SVC_PROBE_ALLOW: %w", err)
 	}
-	s.registries = service.New(o.Store, sealer, s.now, service.WithProbeGuard(probeGuard))
+	s.registries = service.New(o.Store, sealer, s.now, service.WithProbeGuard(probeGuard), service.WithProbers(o.Probers))
 	guard, err := webhooks.NewGuard(o.Config.WebhookAllow)
 	if err != nil {
 		return nil, fmt.Errorf("api: SVC_WEBHOOK_ALLOW: %w", err)

@@ -2,9 +2,11 @@
 // records: a run (Row, FromRow, DecodeCache), a scorecard (LoadScorecard,
 // ScorecardRow, UpdateScorecard, PlanCache), a batch's child runs
 // (ChildRunID, ListChildren), its progress counts, the name of a scoring
-// revision's analysis bundle, and the workspace's sealed webhook signing
-// secret. The services (runs, scorecards) and the activities both import
-// it, so neither imports the other to read or write a record.
+// revision's analysis bundle, the workspace's sealed webhook signing
+// secret, and a registry spec's version and case rows (VersionRecord,
+// JoinDataset). The services (runs, scorecards, the registry service) and
+// the activities import it, so none imports another to read or write a
+// record.
 //
 // It imports the store and domain packages only, never a service, the
 // activities, the workflows or a driver.

@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	"svc/registry"
-	"svc/store"
 )
 
 func ExampleParse() {
@@ -32,13 +31,24 @@ func ExampleParse() {
 	// code: required: inline source in code, or an entrypoint path in image
 }
 
+// release is any caller's version type; the services pass the store's
+// rows (store.EntityVersion), which implement registry.Version too.
+type release struct {
+	name string
+	seq  int64
+}
+
+func (r release) VersionName() string    { return r.name }
+func (r release) RegistrationSeq() int64 { return r.seq }
+func (r release) Tombstoned() bool       { return false }
+
 func ExampleResolveLatest() {
-	vs := []store.EntityVersion{{Version: "1.9.0", Seq: 1}, {Version: "1.10.0", Seq: 2}, {Version: "1.10.1-rc.1", Seq: 3}}
+	vs := []release{{"1.9.0", 1}, {"1.10.0", 2}, {"1.10.1-rc.1", 3}}
 	v, _ := registry.ResolveLatest(vs)
-	fmt.Println(v.Version)
-	vs = append(vs, store.EntityVersion{Version: "nightly", Seq: 4}, store.EntityVersion{Version: "1.0.0", Seq: 5})
+	fmt.Println(v.name)
+	vs = append(vs, release{"nightly", 4}, release{"1.0.0", 5})
 	v, _ = registry.ResolveLatest(vs)
-	fmt.Println(v.Version)
+	fmt.Println(v.name)
 	// Output:
 	// 1.10.1-rc.1
 	// 1.0.0

@@ -66,8 +66,8 @@ func fuzzParse(t *testing.T, kind Kind, raw []byte, forNew bool) {
 			t.Fatalf("accepted for registration but refused as stored: %v", err)
 		}
 	}
-	if _, _, err := VersionRecord("ws", s); err != nil {
-		t.Fatalf("VersionRecord: %v", err)
+	if _, err := s.Parts(); err != nil {
+		t.Fatalf("Parts: %v", err)
 	}
 }
 
@@ -79,16 +79,16 @@ func FuzzParseDataset(f *testing.F) {
 		if err != nil {
 			return
 		}
-		v, cases, err := VersionRecord("ws", s)
+		p, err := s.Parts()
 		if err != nil {
 			t.Fatal(err)
 		}
-		full, err := JoinDataset(v.Spec, cases)
+		full, err := JoinCases(p.Header, p.Cases)
 		if err != nil {
-			t.Fatalf("JoinDataset: %v", err)
+			t.Fatalf("JoinCases: %v", err)
 		}
 		if Digest(full) != s.Digest() {
-			t.Fatalf("JoinDataset does not rebuild the digested spec:\n%s\n%s", full, s.Canonical())
+			t.Fatalf("JoinCases does not rebuild the digested spec:\n%s\n%s", full, s.Canonical())
 		}
 		if _, err := DiffDatasets(s.Dataset(), s.Dataset()); err != nil {
 			t.Fatalf("DiffDatasets: %v", err)

@@ -4,8 +4,6 @@ import (
 	"strings"
 
 	"golang.org/x/mod/semver"
-
-	"svc/store"
 )
 
 // IsSemver reports whether v is a full semantic version MAJOR.MINOR.PATCH
@@ -33,6 +31,20 @@ func semverOf(v string) (string, bool) {
 	return sv, true
 }
 
+// Version is one registered version of an entity as `latest` sees it:
+// its version string, its place in registration order and whether it is
+// tombstoned. The store's version row (store.EntityVersion) implements it,
+// so this package resolves store rows without depending on the store.
+type Version interface {
+	// VersionName is the version as registered ("1.10.0", "2024-05-01").
+	VersionName() string
+	// RegistrationSeq orders the versions of one entity by registration:
+	// a later registration has a higher value.
+	RegistrationSeq() int64
+	// Tombstoned reports whether the version was deleted.
+	Tombstoned() bool
+}
+
 // ResolveLatest picks the version `latest` means among versions (spec §9.2),
 // ignoring tombstoned ones; false when none is live.
 //
@@ -40,23 +52,24 @@ func semverOf(v string) (string, bool) {
 // semver precedence wins: 1.10.0 above 1.9.0, a prerelease below its
 // release, build metadata ignored (a tie goes to the later registered).
 // Otherwise, as soon as one live version is not semver, the last
-// registered (highest Seq) wins: the entity is then treated as
+// registered (highest RegistrationSeq) wins: the entity is then treated as
 // non-semver as a whole, so no ordering is invented between "2024-05-01"
 // and "1.0.0".
-func ResolveLatest(versions []store.EntityVersion) (store.EntityVersion, bool) {
-	var live []store.EntityVersion
+func ResolveLatest[V Version](versions []V) (V, bool) {
+	var live []V
 	allSemver := true
 	for _, v := range versions {
-		if v.DeletedAt != nil {
+		if v.Tombstoned() {
 			continue
 		}
 		live = append(live, v)
-		if !IsSemver(v.Version) {
+		if !IsSemver(v.VersionName()) {
 			allSemver = false
 		}
 	}
 	if len(live) == 0 {
-		return store.EntityVersion{}, false
+		var none V
+		return none, false
 	}
 	best := live[0]
 	for _, v := range live[1:] {
@@ -68,27 +81,28 @@ func ResolveLatest(versions []store.EntityVersion) (store.EntityVersion, bool) {
 }
 
 // later reports whether a ranks above b for `latest`.
-func later(a, b store.EntityVersion, bySemver bool) bool {
+func later[V Version](a, b V, bySemver bool) bool {
 	if bySemver {
-		sa, _ := semverOf(a.Version)
-		sb, _ := semverOf(b.Version)
+		sa, _ := semverOf(a.VersionName())
+		sb, _ := semverOf(b.VersionName())
 		if c := semver.Compare(sa, sb); c != 0 {
 			return c > 0
 		}
 	}
-	return a.Seq > b.Seq
+	return a.RegistrationSeq() > b.RegistrationSeq()
 }
 
 // Resolve finds the live version want names among versions: an exact
 // version, or `latest` (ResolveLatest); false when there is none.
-func Resolve(versions []store.EntityVersion, want string) (store.EntityVersion, bool) {
+func Resolve[V Version](versions []V, want string) (V, bool) {
 	if want == LatestVersion {
 		return ResolveLatest(versions)
 	}
 	for _, v := range versions {
-		if v.Version == want && v.DeletedAt == nil {
+		if v.VersionName() == want && !v.Tombstoned() {
 			return v, true
 		}
 	}
-	return store.EntityVersion{}, false
+	var none V
+	return none, false
 }

@@ -2,29 +2,36 @@ package registry
 
 import (
 	"testing"
-	"time"
-
-	"svc/store"
 )
 
-// versions builds live versions registered in the order given (Seq 1, 2, ...).
-func versions(vs ...string) []store.EntityVersion {
-	out := make([]store.EntityVersion, len(vs))
+// release is a registered version as ResolveLatest reads it.
+type release struct {
+	name string
+	seq  int64
+	gone bool
+}
+
+func (r release) VersionName() string    { return r.name }
+func (r release) RegistrationSeq() int64 { return r.seq }
+func (r release) Tombstoned() bool       { return r.gone }
+
+// versions builds live versions registered in the order given (seq 1, 2, ...).
+func versions(vs ...string) []release {
+	out := make([]release, len(vs))
 	for i, v := range vs {
-		out[i] = store.EntityVersion{Version: v, Seq: int64(i + 1)}
+		out[i] = release{name: v, seq: int64(i + 1)}
 	}
 	return out
 }
 
 func TestResolveLatest(t *testing.T) {
-	gone := time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)
-	tombstoned := func(vs []store.EntityVersion, i int) []store.EntityVersion {
-		vs[i].DeletedAt = &gone
+	tombstoned := func(vs []release, i int) []release {
+		vs[i].gone = true
 		return vs
 	}
 	for _, tc := range []struct {
 		name string
-		in   []store.EntityVersion
+		in   []release
 		want string // "" = none
 	}{
 		{"none", nil, ""},
@@ -50,21 +57,20 @@ func TestResolveLatest(t *testing.T) {
 			got, ok := ResolveLatest(tc.in)
 			if tc.want == "" {
 				if ok {
-					t.Errorf("ResolveLatest = %q, want none", got.Version)
+					t.Errorf("ResolveLatest = %q, want none", got.name)
 				}
 				return
 			}
-			if !ok || got.Version != tc.want {
-				t.Errorf("ResolveLatest = %q, %v; want %q", got.Version, ok, tc.want)
+			if !ok || got.name != tc.want {
+				t.Errorf("ResolveLatest = %q, %v; want %q", got.name, ok, tc.want)
 			}
 		})
 	}
 }
 
 func TestResolve(t *testing.T) {
-	gone := time.Now()
 	vs := versions("1.0.0", "1.1.0", "2.0.0")
-	vs[2].DeletedAt = &gone
+	vs[2].gone = true
 	for _, tc := range []struct {
 		want, got string
 		ok        bool
@@ -75,8 +81,8 @@ func TestResolve(t *testing.T) {
 		{"3.0.0", "", false},
 	} {
 		v, ok := Resolve(vs, tc.want)
-		if ok != tc.ok || v.Version != tc.got {
-			t.Errorf("Resolve(%q) = %q, %v; want %q, %v", tc.want, v.Version, ok, tc.got, tc.ok)
+		if ok != tc.ok || v.name != tc.got {
+			t.Errorf("Resolve(%q) = %q, %v; want %q, %v", tc.want, v.name, ok, tc.got, tc.ok)
 		}
 	}
 }

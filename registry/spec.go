@@ -7,7 +7,6 @@ import (
 	"sort"
 
 	"svc/derrors"
-	"svc/store"
 )
 
 // Spec is a parsed, valid spec of any kind with its canonical JSON and
@@ -172,70 +171,86 @@ func newSpec(kind Kind, value any) (Spec, error) {
 	return s, nil
 }
 
-// VersionRecord returns the store rows of a parsed spec under owner: the
-// version (kind, owner, id, version, digest, canonical spec, case count)
-// and, for a dataset, its cases, each with its own canonical document and
-// digest, while the version's Spec keeps everything but the cases. The
-// caller fills Tags, Origin, CreatedBy and CreatedAt.
-func VersionRecord(owner string, s Spec) (store.EntityVersion, []store.DatasetCase, error) {
+// Parts is a spec split the way it is kept: the canonical spec without a
+// dataset's cases, and each case as its own canonical document with its
+// digest, so that a large dataset can be read a page or a selection of
+// cases at a time. JoinCases(Header, Cases) gives Canonical back.
+type Parts struct {
+	// Header is the canonical spec; for a dataset, everything but the cases.
+	Header json.RawMessage
+	// Digest is the digest of the whole spec, cases included (Spec.Digest).
+	Digest string
+	// CaseCount is the number of a dataset's cases; 0 for other kinds.
+	CaseCount int
+	// Cases are a dataset's cases in order; nil for other kinds.
+	Cases []CaseDoc
+}
+
+// CaseDoc is one dataset case as its own canonical document.
+type CaseDoc struct {
+	ID     string
+	Ord    int             // position in the dataset, from 0
+	Digest string          // Digest(Doc)
+	Tags   []string        // the case's tags, as in the spec
+	Doc    json.RawMessage // the canonical EvalCase
+}
+
+// Parts splits the spec into its header and, for a dataset, its cases,
+// each with its own canonical document and digest.
+func (s Spec) Parts() (Parts, error) {
 	if s.canonical == nil {
-		return store.EntityVersion{}, nil, errors.New("registry.VersionRecord: the zero Spec; use Parse")
+		return Parts{}, errors.New("registry.Spec.Parts: the zero Spec; use Parse")
 	}
-	v := store.EntityVersion{
-		Kind:    string(s.kind),
-		Owner:   owner,
-		ID:      s.id,
-		Version: s.version,
-		Digest:  s.digest,
-		Spec:    json.RawMessage(s.canonical),
-	}
+	p := Parts{Header: json.RawMessage(s.canonical), Digest: s.digest}
 	d := s.Dataset()
 	if d == nil {
-		return v, nil, nil
+		return p, nil
 	}
 	header := *d
 	header.Cases = nil
 	h, err := CanonicalJSON(header)
 	if err != nil {
-		return store.EntityVersion{}, nil, fmt.Errorf("registry.VersionRecord: %w", err)
+		return Parts{}, fmt.Errorf("registry.Spec.Parts: %w", err)
 	}
-	v.Spec = h
-	v.CaseCount = len(d.Cases)
-	cases := make([]store.DatasetCase, len(d.Cases))
+	p.Header = h
+	p.CaseCount = len(d.Cases)
+	p.Cases = make([]CaseDoc, len(d.Cases))
 	for i, c := range d.Cases {
 		doc, err := CanonicalJSON(c)
 		if err != nil {
-			return store.EntityVersion{}, nil, fmt.Errorf("registry.VersionRecord: case %q: %w", c.ID, err)
+			return Parts{}, fmt.Errorf("registry.Spec.Parts: case %q: %w", c.ID, err)
 		}
-		cases[i] = store.DatasetCase{CaseID: c.ID, Ord: i, Digest: Digest(doc), Tags: c.Tags, Doc: doc}
+		p.Cases[i] = CaseDoc{ID: c.ID, Ord: i, Digest: Digest(doc), Tags: c.Tags, Doc: doc}
 	}
-	return v, cases, nil
+	return p, nil
 }
 
-// JoinDataset rebuilds a dataset's full canonical spec from the stored
-// header (EntityVersion.Spec) and its cases in any order (sorted by Ord
-// here), so that Digest(JoinDataset(...)) equals the version's digest and
-// Parse(Dataset, ..., false) reads it back. A header that already holds
-// cases is ErrInvalid.
-func JoinDataset(header json.RawMessage, cases []store.DatasetCase) ([]byte, error) {
+// JoinCases rebuilds a dataset's full canonical spec from its header
+// (Parts.Header) and its cases in any order (sorted by Ord here), so that
+// Digest(JoinCases(...)) equals the version's digest and
+// Parse(Dataset, ..., false) reads it back. The header and the case
+// documents may be re-encoded (members reordered, spaces added, as
+// PostgreSQL's jsonb returns them). A header that already holds cases is
+// ErrInvalid.
+func JoinCases(header json.RawMessage, cases []CaseDoc) ([]byte, error) {
 	tree, err := parseTree(header)
 	if err != nil {
-		return nil, fmt.Errorf("%w: registry.JoinDataset: header: %v", derrors.ErrInvalid, err)
+		return nil, fmt.Errorf("%w: registry.JoinCases: header: %v", derrors.ErrInvalid, err)
 	}
 	obj, ok := tree.(map[string]any)
 	if !ok {
-		return nil, derrors.Invalidf("registry.JoinDataset: the header is %s, not an object", describe(tree))
+		return nil, derrors.Invalidf("registry.JoinCases: the header is %s, not an object", describe(tree))
 	}
 	if _, has := obj["cases"]; has {
-		return nil, derrors.Invalidf("registry.JoinDataset: the header already holds cases")
+		return nil, derrors.Invalidf("registry.JoinCases: the header already holds cases")
 	}
-	ordered := append([]store.DatasetCase(nil), cases...)
+	ordered := append([]CaseDoc(nil), cases...)
 	sort.SliceStable(ordered, func(i, j int) bool { return ordered[i].Ord < ordered[j].Ord })
 	docs := make([]any, len(ordered))
 	for i, c := range ordered {
 		doc, err := parseTree(c.Doc)
 		if err != nil {
-			return nil, fmt.Errorf("%w: registry.JoinDataset: case %q: %v", derrors.ErrInvalid, c.CaseID, err)
+			return nil, fmt.Errorf("%w: registry.JoinCases: case %q: %v", derrors.ErrInvalid, c.ID, err)
 		}
 		docs[i] = doc
 	}
@@ -244,7 +259,7 @@ func JoinDataset(header json.RawMessage, cases []store.DatasetCase) ([]byte, err
 	}
 	out, err := CanonicalJSON(obj)
 	if err != nil {
-		return nil, fmt.Errorf("registry.JoinDataset: %w", err)
+		return nil, fmt.Errorf("registry.JoinCases: %w", err)
 	}
 	return out, nil
 }

@@ -45,6 +45,17 @@ type EntityVersion struct {
 	DeletedAt *time.Time      `json:"deletedAt,omitempty"` // tombstone (datasets)
 }
 
+// VersionName returns Version; with RegistrationSeq and Tombstoned it lets
+// the registry resolve `latest` over store rows (registry.Version) without
+// importing the store.
+func (v EntityVersion) VersionName() string { return v.Version }
+
+// RegistrationSeq returns Seq, the version's place in registration order.
+func (v EntityVersion) RegistrationSeq() int64 { return v.Seq }
+
+// Tombstoned reports whether the version is deleted (DeletedAt is set).
+func (v EntityVersion) Tombstoned() bool { return v.DeletedAt != nil }
+
 // DatasetCase is one case of a dataset version, stored as its own row so that
 // large datasets are read a page or a selection at a time.
 type DatasetCase struct {

@@ -14,6 +14,7 @@ import (
 
 	"svc/api"
 	"svc/config"
+	"svc/internal/probers"
 	"svc/orchestration"
 	"svc/orchestration/devserver"
 	"svc/store/sqlite"
@@ -88,6 +89,7 @@ func runDev(ctx context.Context, cfg config.Config, args []string, stdout, stder
 		Config:       cfg,
 		Version:      version,
 		Checkers:     readiness(st, tc),
+		Probers:      probers.Drivers(),
 		Starter:      starter,
 		Orchestrator: starter,
 	})

@@ -7,6 +7,7 @@ import (
 
 	"svc/api"
 	"svc/config"
+	"svc/internal/probers"
 	"svc/orchestration"
 )
 
@@ -39,7 +40,7 @@ func runServe(ctx context.Context, cfg config.Config, args []string, stdout, std
 
 	starter := &orchestration.Starter{Client: tc, TaskQueue: cfg.TaskQueue, WebhookAttempts: cfg.WebhookAttempts}
 	srv, err := api.NewServer(api.Options{Store: st, Logger: log, Config: cfg, Version: version, Checkers: readiness(st, tc),
-		Starter: starter, Orchestrator: starter})
+		Probers: probers.Drivers(), Starter: starter, Orchestrator: starter})
 	if err != nil {
 		return err
 	}

@@ -24,21 +24,13 @@ import (
 )
 
 // Setting is the operator setting that allow-lists private probe targets.
-const Setting = "SVC_PROBE_ALLOW"
+const Setting = netguard.ProbeSetting
 
-// names word the probe guard's own errors.
-var names = netguard.Names{
-	Setting:      Setting,
-	Field:        "addr",
-	Target:       "runtime",
-	UserinfoHint: "put credentials in authSecret or kubeconfigSecret",
-}
-
-// NewGuard parses allow (SVC_PROBE_ALLOW, the syntax of SVC_WEBHOOK_ALLOW)
-// into the guard that runtime probes and the nomad and k8s clients dial
-// through.
+// NewGuard parses allow (SVC_PROBE_ALLOW) into the guard that runtime
+// probes and the nomad and k8s clients dial through
+// (netguard.NewProbeGuard).
 func NewGuard(allow string) (*netguard.Guard, error) {
-	return netguard.New(allow, names)
+	return netguard.NewProbeGuard(allow)
 }
 
 // DefaultGuard is the guard with an empty allow list: no loopback,

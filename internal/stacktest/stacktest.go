@@ -28,6 +28,7 @@ import (
 	"svc/api"
 	"svc/config"
 	"svc/drivers/local"
+	"svc/internal/probers"
 	"svc/judges"
 	"svc/orchestration"
 	"svc/orchestration/devserver"
@@ -179,7 +180,7 @@ func New(tb testing.TB, o Options) *Stack {
 
 	starter := &orchestration.Starter{Client: tc, TaskQueue: o.TaskQueue, WebhookAttempts: cfg.WebhookAttempts}
 	srv, err := api.NewServer(api.Options{Store: st, Config: cfg, Logger: logger, Version: "test",
-		Starter: starter, Orchestrator: starter})
+		Probers: probers.Drivers(), Starter: starter, Orchestrator: starter})
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -7,6 +7,7 @@ import (
 
 	"svc/auth"
 	"svc/derrors"
+	"svc/records"
 	"svc/registry"
 	"svc/store"
 )
@@ -117,7 +118,7 @@ func (s *Service) GetVersion(ctx context.Context, p auth.Principal, kind registr
 			cases = cases[:f.Limit-1]
 			out.NextFrom = cases[len(cases)-1].Ord + 1
 		}
-		out.Spec, err = registry.JoinDataset(v.Spec, cases)
+		out.Spec, err = records.JoinDataset(v.Spec, cases)
 		return err
 	})
 	return out, err

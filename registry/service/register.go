@@ -7,6 +7,7 @@ import (
 
 	"svc/auth"
 	"svc/derrors"
+	"svc/records"
 	"svc/registry"
 	"svc/store"
 )
@@ -56,7 +57,7 @@ func (s *Service) Register(ctx context.Context, p auth.Principal, kind registry.
 			return VersionInfo{}, err
 		}
 	}
-	v, cases, err := registry.VersionRecord(p.Workspace, spec)
+	v, cases, err := records.VersionRecord(p.Workspace, spec)
 	if err != nil {
 		return VersionInfo{}, err
 	}

@@ -8,8 +8,6 @@ import (
 
 	"svc/auth"
 	"svc/derrors"
-	"svc/drivers/k8s"
-	"svc/drivers/nomad"
 	"svc/netguard"
 	"svc/registry"
 	"svc/secrets"
@@ -124,8 +122,13 @@ func (s *Service) checkRuntimeBindings(ctx context.Context, tx store.Tx, p auth.
 			}
 			return nil
 		}
-		server, err := k8s.KubeconfigServer(kc, rt.Context)
-		if err != nil {
+		server, readable, err := s.kubeconfigServer(kc, rt.Context)
+		switch {
+		case !readable && len(sec.AllowedHosts) == 0:
+			return unbound
+		case !readable:
+			return nil // the driver checks the server again before sending
+		case err != nil:
 			return derrors.Invalidf("kubeconfigSecret %q: %v", sec.Name, err)
 		}
 		return checkBound("kubeconfigSecret", sec, server)
@@ -146,6 +149,9 @@ func (s *Service) DeleteSecret(ctx context.Context, p auth.Principal, name strin
 	}
 	return s.store.DeleteSecret(ctx, p.Workspace, name)
 }
+
+// noProber is a probe's detail in a process built without the drivers.
+const noProber = "this process cannot probe remote runtimes (it was built without their drivers)"
 
 // ProbeResult is the answer of POST /runtimes/probe.
 type ProbeResult struct {
@@ -206,10 +212,16 @@ func (s *Service) Probe(ctx context.Context, p auth.Principal, raw []byte) (Prob
 		if err != nil || miss != "" {
 			return ProbeResult{Kind: kind, Detail: miss}, err
 		}
-		r := nomad.Probe(ctx, nomad.ProbeConfig{Addr: rt.Addr, Namespace: rt.Namespace, Token: string(tok), AllowedHosts: hosts, Guard: s.probeGuard})
-		return ProbeResult{Kind: kind, Reachable: r.Reachable, Detail: r.Detail}, nil
+		if s.probers.Nomad == nil {
+			return ProbeResult{Kind: kind, Detail: noProber}, nil
+		}
+		ok, detail := s.probers.Nomad(ctx, NomadProbe{Addr: rt.Addr, Namespace: rt.Namespace, Token: string(tok), AllowedHosts: hosts, Guard: s.probeGuard})
+		return ProbeResult{Kind: kind, Reachable: ok, Detail: detail}, nil
 	case registry.RuntimeK8s:
-		cfg := k8s.ProbeConfig{Server: rt.Server, Context: rt.Context, Namespace: rt.Namespace, Guard: s.probeGuard}
+		if s.probers.K8s == nil {
+			return ProbeResult{Kind: kind, Detail: noProber}, nil
+		}
+		cfg := K8sProbe{Server: rt.Server, Context: rt.Context, Namespace: rt.Namespace, Guard: s.probeGuard}
 		kc, hosts, miss, err := open("kubeconfigSecret", rt.KubeconfigSecret, "")
 		if err != nil || miss != "" {
 			return ProbeResult{Kind: kind, Detail: miss}, err
@@ -218,7 +230,7 @@ func (s *Service) Probe(ctx context.Context, p auth.Principal, raw []byte) (Prob
 			// The kubeconfig's server is where its credentials go; a
 			// document that names none is left to the driver to describe
 			// (it checks the binding again and sends nothing unbound).
-			if server, err := k8s.KubeconfigServer(kc, rt.Context); err == nil {
+			if server, readable, err := s.kubeconfigServer(kc, rt.Context); readable && err == nil {
 				if err := checkBound("kubeconfigSecret", store.Secret{Name: rt.KubeconfigSecret, AllowedHosts: hosts}, server); err != nil {
 					return ProbeResult{}, err
 				}
@@ -231,8 +243,8 @@ func (s *Service) Probe(ctx context.Context, p auth.Principal, raw []byte) (Prob
 			}
 			cfg.Token, cfg.AllowedHosts = string(tok), hosts
 		}
-		r := k8s.Probe(ctx, cfg)
-		return ProbeResult{Kind: kind, Reachable: r.Reachable, Detail: r.Detail}, nil
+		ok, detail := s.probers.K8s(ctx, cfg)
+		return ProbeResult{Kind: kind, Reachable: ok, Detail: detail}, nil
 	}
 	return ProbeResult{Kind: kind, Detail: "unknown runtime kind"}, nil
 }

@@ -14,6 +14,7 @@ import (
 	"svc/auth"
 	"svc/derrors"
 	"svc/drivers/probe"
+	"svc/internal/probers"
 	"svc/netguard"
 	"svc/registry"
 	"svc/registry/service"
@@ -32,7 +33,7 @@ func newSecretService(t *testing.T, allow string) (*service.Service, auth.Princi
 	if err != nil {
 		t.Fatal(err)
 	}
-	svc := service.New(backends[0].open(t), sealer, nil, service.WithProbeGuard(g))
+	svc := service.New(backends[0].open(t), sealer, nil, service.WithProbeGuard(g), service.WithProbers(probers.Drivers()))
 	return svc, auth.Principal{Subject: "alice", Workspace: "ws1", Roles: []auth.Role{auth.RoleAdmin}, Via: auth.ViaAPIKey}
 }
 

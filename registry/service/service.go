@@ -20,6 +20,7 @@ import (
 	"svc/auth"
 	"svc/derrors"
 	"svc/netguard"
+	"svc/records"
 	"svc/registry"
 	"svc/secrets"
 	"svc/store"
@@ -31,13 +32,14 @@ type Service struct {
 	sealer     *secrets.Sealer
 	now        func() time.Time
 	probeGuard *netguard.Guard // nil: the drivers' closed default
+	probers    Probers
 }
 
 // Option adjusts a Service.
 type Option func(*Service)
 
 // WithProbeGuard makes runtime probes dial through g (built from
-// SVC_PROBE_ALLOW by probe.NewGuard). Without it probes refuse every
+// SVC_PROBE_ALLOW by netguard.NewProbeGuard). Without it probes refuse every
 // private, loopback and link-local address.
 func WithProbeGuard(g *netguard.Guard) Option {
 	return func(s *Service) { s.probeGuard = g }
@@ -301,7 +303,7 @@ func loadSpec(a *access, r resolved) (registry.Spec, error) {
 		if err != nil {
 			return registry.Spec{}, err
 		}
-		if raw, err = registry.JoinDataset(r.version.Spec, cases); err != nil {
+		if raw, err = records.JoinDataset(r.version.Spec, cases); err != nil {
 			return registry.Spec{}, err
 		}
 	}

@@ -11,6 +11,7 @@ import (
 
 	"svc/auth"
 	"svc/derrors"
+	"svc/records"
 	"svc/registry"
 	"svc/registry/service"
 	"svc/store"
@@ -93,7 +94,7 @@ func TestRegisterLatestConflict(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			v, _, err := registry.VersionRecord(registry.SharedOwner, spec)
+			v, _, err := records.VersionRecord(registry.SharedOwner, spec)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -1,0 +1,28 @@
+// Package probers wires the runtime drivers' probes into the registry
+// service (service.Probers): the one place, with cmd/svc, that joins the
+// API's side and the drivers, so that package api never links them.
+package probers
+
+import (
+	"context"
+
+	"svc/drivers/k8s"
+	"svc/drivers/nomad"
+	"svc/registry/service"
+)
+
+// Drivers returns the probers of the nomad and k8s drivers.
+func Drivers() service.Probers {
+	return service.Probers{
+		Nomad: func(ctx context.Context, c service.NomadProbe) (bool, string) {
+			r := nomad.Probe(ctx, nomad.ProbeConfig{Addr: c.Addr, Namespace: c.Namespace, Token: c.Token, AllowedHosts: c.AllowedHosts, Guard: c.Guard})
+			return r.Reachable, r.Detail
+		},
+		K8s: func(ctx context.Context, c service.K8sProbe) (bool, string) {
+			r := k8s.Probe(ctx, k8s.ProbeConfig{Server: c.Server, Context: c.Context, Namespace: c.Namespace, Token: c.Token,
+				Kubeconfig: c.Kubeconfig, AllowedHosts: c.AllowedHosts, Guard: c.Guard})
+			return r.Reachable, r.Detail
+		},
+		KubeconfigServer: k8s.KubeconfigServer,
+	}
+}
