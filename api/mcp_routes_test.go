@@ -115,7 +115,7 @@ func checkDocsTable(t *testing.T, tools []*mcp.Tool) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	table := regexp.MustCompile("(?m)^\\| tool \\| action \\| mirrors \\|\\n\\|---\\|---\\|---\\|\\n(?:\\|.*\\n)*")
+	table := regexp.MustCompile(`(?m)^\| tool \| action \| mirrors \|\n\|---\|---\|---\|\n(?:\|.*\n)*`)
 	if *updateDocs {
 		loc := table.FindIndex(doc)
 		if loc == nil {
