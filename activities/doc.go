@@ -13,10 +13,12 @@
 package activities
 
 import (
+	"context"
 	"log/slog"
 	"net/http"
 	"time"
 
+	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/worker"
 
 	"svc/drivers"
@@ -70,4 +72,18 @@ func (a *Activities) logger() *slog.Logger {
 		return a.Logger
 	}
 	return slog.Default()
+}
+
+// activityAttrs are the log attributes that find the activity of ctx in
+// Temporal: its workflow id and run id, type and attempt. A write an
+// activity logs rather than returns (a side record after the main write
+// succeeded) is logged with them. Outside an activity (unit tests) there
+// are none.
+func activityAttrs(ctx context.Context) []any {
+	if !activity.IsActivity(ctx) {
+		return nil
+	}
+	info := activity.GetInfo(ctx)
+	return []any{"workflowId", info.WorkflowExecution.ID, "workflowRunId", info.WorkflowExecution.RunID,
+		"activity", info.ActivityType.Name, "attempt", info.Attempt}
 }

@@ -36,9 +36,11 @@ const (
 	leaseRPCTimeout = 4 * time.Second
 )
 
-// errLeaseLost is the cause of a lease context that ended because the
-// attempt lost its task.
-var errLeaseLost = errors.New("the activity attempt lost its lease")
+// leaseLost is the text that begins the cause of a lease context that
+// ended because the attempt lost its task. Nothing matches on it (the
+// dispatch tells a lost lease from a cancel by temporal.CanceledError), so
+// it is words for the log, not a sentinel.
+const leaseLost = "the activity attempt lost its lease"
 
 type leaseKey struct{}
 
@@ -70,7 +72,7 @@ func keepLease(actx context.Context, details func() any) (context.Context, func(
 			case <-actx.Done():
 				// The SDK ends the activity's context when the worker stops
 				// (or, if anything used the SDK's heartbeat, on its errors).
-				cancel(fmt.Errorf("%w: %w", errLeaseLost, context.Cause(actx)))
+				cancel(fmt.Errorf("%s: %w", leaseLost, context.Cause(actx)))
 				return
 			case <-t.C:
 			}
@@ -92,10 +94,10 @@ func keepLease(actx context.Context, details func() any) (context.Context, func(
 				cancel(err)
 				return
 			case errors.As(err, &notFound):
-				cancel(fmt.Errorf("%w: %w", errLeaseLost, err))
+				cancel(fmt.Errorf("%s: %w", leaseLost, err))
 				return
 			case time.Since(lastOK) > timeout:
-				cancel(fmt.Errorf("%w: no heartbeat got through for %s: %w", errLeaseLost, timeout, err))
+				cancel(fmt.Errorf("%s: no heartbeat got through for %s: %w", leaseLost, timeout, err))
 				return
 			}
 		}

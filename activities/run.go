@@ -578,7 +578,8 @@ func (a *Activities) storeLogs(ctx context.Context, ref RunRef, chunks []store.R
 		return
 	}
 	if err := a.Store.AppendRunLogs(ctx, chunks); err != nil {
-		a.logger().Warn("storing run logs", "run", ref.RunID, "error", err)
+		a.logger().Warn("storing run logs", append(activityAttrs(ctx),
+			"workspace", ref.Workspace, "run", ref.RunID, "chunks", len(chunks), "error", err)...)
 	}
 }
 

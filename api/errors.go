@@ -102,9 +102,9 @@ type ErrorInfo struct {
 // message a client reads, to an error. The status still comes from the
 // sentinel Err wraps, so errors.Is sees through it.
 //
-// Message, when set, replaces Err's text in the body; for a 5xx it is the
-// only way to say more than the generic message, so set it only to text that
-// is safe to show anyone.
+// Message, when set, replaces Err's text in the body of a 4xx. A 5xx never
+// reads it: a 5xx says more than the generic message only when Err wraps a
+// derrors.Public (derrors.Unavailablef), the one way to write a public 503.
 type DetailedError struct {
 	Err     error          // the cause; its sentinel decides the status
 	Message string         // what the client reads; empty means Err's text (4xx) or the generic one (5xx)
@@ -131,7 +131,8 @@ func WithDetails(err error, details map[string]any) error {
 }
 
 // publicError builds a DetailedError whose message is written for the
-// client, wrapping sentinel so it maps to the right status.
+// client, wrapping sentinel so it maps to the right status. It is for 4xx
+// sentinels: a 5xx shows only a derrors.Public's text.
 func publicError(sentinel error, details map[string]any, format string, args ...any) *DetailedError {
 	msg := fmt.Sprintf(format, args...)
 	return &DetailedError{Err: fmt.Errorf("%w: %s", sentinel, msg), Message: msg, Details: details}
@@ -219,13 +220,14 @@ func sentinelStatus(err error) (int, string) {
 const unavailableMessage = "a dependency of the service is unavailable; retry later and quote the requestId if it persists"
 
 // publicMessage is the message a client reads for err answered with
-// status: a message written for the client when there is one (preset, a
-// DetailedError's, a derrors.Public's), else err's text for a 4xx and a
-// generic one for a 5xx, whose text is never shown.
+// status. A 5xx shows only a derrors.Public's text (derrors.Unavailablef),
+// else a generic one: its other text is never shown. A 4xx shows a message
+// written for the client when there is one (a DetailedError's, a
+// derrors.Public's, preset), else err's text.
 func publicMessage(err error, status int, detailed *DetailedError, preset string) string {
 	var public *derrors.Public
 	switch {
-	case detailed != nil && detailed.Message != "":
+	case detailed != nil && detailed.Message != "" && status < 500:
 		return detailed.Message
 	case errors.As(err, &public):
 		return public.Msg

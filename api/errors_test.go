@@ -54,6 +54,16 @@ func TestErrorMapping(t *testing.T) {
 			429, api.CodeRateLimited, "queue is full", nil, [2]string{}},
 		{"unavailable hides its cause", fmt.Errorf("%w: %s", derrors.ErrUnavailable, internalText),
 			503, api.CodeUnavailable, "a dependency of the service is unavailable; retry later and quote the requestId if it persists", nil, [2]string{}},
+		// A public 503 is written one way: derrors.Unavailablef (or a
+		// sentinel built like it), wherever it is wrapped or joined.
+		{"public 503", errors.Join(derrors.Unavailablef("no workflow orchestrator is configured; run svc dev"), errors.New(internalText)),
+			503, api.CodeUnavailable, "no workflow orchestrator is configured; run svc dev", nil, [2]string{}},
+		{"public 503 with details", api.WithDetails(fmt.Errorf("readyz: %w: %w", derrors.Unavailablef("not ready: database unreachable"), errors.New(internalText)), map[string]any{"checks": "x"}),
+			503, api.CodeUnavailable, "not ready: database unreachable", map[string]any{"checks": "x"}, [2]string{}},
+		{"no secret key", fmt.Errorf("records: %w: %w", derrors.ErrNoSecretKey, errors.New(internalText)),
+			503, api.CodeUnavailable, derrors.ErrNoSecretKey.Error(), nil, [2]string{}},
+		{"a 5xx never shows a detailed message", &api.DetailedError{Err: fmt.Errorf("%w: %s", derrors.ErrUnavailable, internalText), Message: "handwritten " + internalText},
+			503, api.CodeUnavailable, "a dependency of the service is unavailable; retry later and quote the requestId if it persists", nil, [2]string{}},
 		{"details", api.WithDetails(derrors.Invalidf("field tags has 21 entries; at most 20"), map[string]any{"field": "tags", "max": 20}),
 			400, api.CodeBadRequest, "at most 20", map[string]any{"field": "tags", "max": float64(20)}, [2]string{}},
 		{"detailed message", &api.DetailedError{Err: derrors.ErrNotFound, Message: "no such harness h@2", Details: map[string]any{"id": "h"}},

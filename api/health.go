@@ -93,11 +93,9 @@ func (s *Server) readyz(c echo.Context) error {
 
 	if len(failed) > 0 {
 		sort.Strings(failed)
-		return &DetailedError{
-			Err:     derrors.ErrUnavailable,
-			Message: "not ready: " + strings.Join(failed, ", ") + "; details.checks has every dependency",
-			Details: map[string]any{"checks": results},
-		}
+		return WithDetails(
+			derrors.Unavailablef("not ready: %s; details.checks has every dependency", strings.Join(failed, ", ")),
+			map[string]any{"checks": results})
 	}
 	return c.JSON(http.StatusOK, readyResponse{OK: true, Checks: results})
 }

@@ -12,16 +12,14 @@ import (
 	"github.com/labstack/echo/v4"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
+
+	"svc/reqid"
 )
 
-type requestIDKey struct{}
-
 // RequestID returns the id of the request ctx belongs to, or "" outside a
-// request. Code below the handlers logs it so one id finds every line.
-func RequestID(ctx context.Context) string {
-	id, _ := ctx.Value(requestIDKey{}).(string)
-	return id
-}
+// request. Code below the handlers logs it (through package reqid, which
+// the services can import) so one id finds every line.
+func RequestID(ctx context.Context) string { return reqid.From(ctx) }
 
 // requestIDOf reads the id back from the response header, which the
 // requestID middleware sets before anything else can fail.
@@ -56,7 +54,7 @@ func (s *Server) requestID(next echo.HandlerFunc) echo.HandlerFunc {
 			id = rand.Text()
 		}
 		c.Response().Header().Set(echo.HeaderXRequestID, id)
-		ctx := context.WithValue(req.Context(), requestIDKey{}, id)
+		ctx := reqid.With(req.Context(), id)
 		trace.SpanFromContext(ctx).SetAttributes(attribute.String("http.request.id", id))
 		c.SetRequest(req.WithContext(ctx))
 		return next(c)

@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/common/model"
 
 	"svc/api"
+	"svc/internal/testwait"
 )
 
 var generatedID = regexp.MustCompile(`^[A-Za-z0-9._:-]{1,128}$`)
@@ -130,8 +131,7 @@ func TestMetrics(t *testing.T) {
 		{"DELETE", "unmatched", "405", 1},
 	}
 	var families map[string]*dto.MetricFamily
-	deadline := time.Now().Add(5 * time.Second)
-	for {
+	testwait.UntilValue(t, 5*time.Second, "the request counts in /metrics", func() (string, bool) {
 		res := client.Get(t, "/metrics")
 		if res.Status != http.StatusOK {
 			t.Fatalf("status = %d, want 200", res.Status)
@@ -142,14 +142,8 @@ func TestMetrics(t *testing.T) {
 		if err != nil {
 			t.Fatalf("metrics are not the text format: %v", err)
 		}
-		if counterValue(families["svc_http_requests_total"], "DELETE", "unmatched", "405") == 1 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("request counts never appeared:\n%s", res.Body)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return "\n" + string(res.Body), counterValue(families["svc_http_requests_total"], "DELETE", "unmatched", "405") == 1
+	})
 
 	for _, w := range want {
 		if got := counterValue(families["svc_http_requests_total"], w.method, w.route, w.status); got != w.count {

@@ -103,27 +103,55 @@ func (s *Server) getScorecard(c echo.Context) error {
 	default:
 		return derrors.Invalidf("view must be detail (the default: the per-case table included) or summary (progress, summary and steps only), not %q", view)
 	}
-	if _, pretty := c.QueryParams()["pretty"]; pretty {
-		// c.JSON indents for ?pretty; the cached bytes are compact.
-		sc, err := s.scorecards.Get(c.Request().Context(), principal(c), id)
-		if err != nil {
-			return err
-		}
-		return c.JSON(http.StatusOK, sc)
+	// The table is paged when the read asks for a page (casesAfter,
+	// limit) or holds more than scorecards.MaxUnpagedCaseTrials rows.
+	page, err := detailPage(c)
+	if err != nil {
+		return err
 	}
+	_, pretty := c.QueryParams()["pretty"]
 	// The same bytes c.JSON would write, built from the pieces the service
-	// keeps per batch, so that polling a running batch stays cheap.
-	body, err := s.scorecards.GetJSON(c.Request().Context(), principal(c), id)
+	// keeps per batch, so that polling a running batch stays cheap; c.JSON
+	// indents for ?pretty, the cached bytes are compact.
+	sc, body, err := s.scorecards.GetPage(c.Request().Context(), principal(c), id, page, !pretty)
 	if err != nil {
 		return err
 	}
 	res := c.Response()
+	if sc.ScorecardPage != nil && sc.ScorecardPage.Next != "" {
+		res.Header().Set(headerNextCursor, sc.ScorecardPage.Next)
+	}
+	if pretty {
+		return c.JSON(http.StatusOK, sc)
+	}
 	if res.Header().Get(echo.HeaderContentType) == "" {
 		res.Header().Set(echo.HeaderContentType, echo.MIMEApplicationJSON)
 	}
 	res.WriteHeader(http.StatusOK)
 	_, err = body.WriteTo(res)
 	return err
+}
+
+// detailPage reads the page a detail read asks for: nil when it sets
+// neither casesAfter nor limit.
+func detailPage(c echo.Context) (*scorecards.DetailPage, error) {
+	q := c.QueryParams()
+	if _, ok := q["casesAfter"]; !ok {
+		if _, ok := q["limit"]; !ok {
+			return nil, nil
+		}
+	}
+	limit, err := intQuery(c, "limit", 1, scorecards.MaxDetailPage)
+	if err != nil {
+		return nil, err
+	}
+	p := &scorecards.DetailPage{CasesAfter: c.QueryParam("casesAfter"), Limit: limit}
+	if p.CasesAfter != "" {
+		if _, _, err := scorecards.ParseCasesAfter(p.CasesAfter); err != nil {
+			return nil, err
+		}
+	}
+	return p, nil
 }
 
 func (s *Server) cancelScorecard(c echo.Context) error {

@@ -1,14 +1,11 @@
 package api
 
 import (
-	"errors"
 	"net/http"
 
 	"github.com/labstack/echo/v4"
 
 	"svc/auth"
-	"svc/derrors"
-	"svc/registry/service"
 )
 
 // Workspace secrets hold the credentials runtimes name (authSecret,
@@ -45,13 +42,9 @@ func (s *Server) putSecret(c echo.Context) error {
 	if err := Bind(c, &req); err != nil {
 		return err
 	}
+	// Without SVC_SECRET_KEY this is derrors.ErrNoSecretKey, a 503 whose
+	// text tells the operator what to set.
 	err = s.registries.PutSecret(c.Request().Context(), principal(c), name, req.Value, req.AllowedHosts)
-	if errors.Is(err, service.ErrNoSecretKey) {
-		// 503 bodies carry a generic message unless the text is set here;
-		// this one is safe and tells the operator what to do.
-		return publicError(derrors.ErrUnavailable, nil,
-			"secrets cannot be stored: the server has no SVC_SECRET_KEY; an operator sets it to the base64 of 32 random bytes (openssl rand -base64 32)")
-	}
 	if err != nil {
 		return err
 	}

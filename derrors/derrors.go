@@ -27,6 +27,17 @@ var (
 	ErrRateLimited = errors.New("rate limited")
 	// ErrUnavailable means a dependency (database, Temporal) cannot be reached (503).
 	ErrUnavailable = errors.New("unavailable")
+
+	// ErrNoSecretKey means SVC_SECRET_KEY is not set, so secret values
+	// (workspace secrets, webhook signing secrets) cannot be sealed or
+	// opened: the feature is off, the request is not wrong (503). Its text
+	// is written for the client and says what the operator sets.
+	ErrNoSecretKey error = &Public{Kind: ErrUnavailable,
+		Msg: "SVC_SECRET_KEY is not set on the server, so secret values cannot be stored or opened; an operator sets it to the base64 of 32 random bytes (openssl rand -base64 32)"}
+	// ErrUnsealable means a sealed secret value cannot be opened: it was
+	// sealed with another key, for another workspace or name, or altered.
+	// No status of its own: reaching a client, it is a 500.
+	ErrUnsealable = errors.New("secret cannot be opened")
 )
 
 // Wrap adds context to *errp when it is non-nil, keeping the chain for errors.Is:
@@ -73,6 +84,8 @@ func (e *Public) Error() string { return e.Msg }
 func (e *Public) Unwrap() error { return e.Kind }
 
 // Unavailablef returns a Public ErrUnavailable with a formatted message.
+// It is the one way to write a 503 whose text the client reads; any other
+// 503 says only that a dependency is unavailable.
 func Unavailablef(format string, args ...any) error {
 	return &Public{Kind: ErrUnavailable, Msg: fmt.Sprintf(format, args...)}
 }

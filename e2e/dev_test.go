@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"svc/config"
+	"svc/internal/testwait"
 	"svc/store/pgtest"
 )
 
@@ -19,7 +20,7 @@ func TestDevAnswersAndShutsDownGracefully(t *testing.T) {
 	if code := call(t, "GET", p.URL+"/healthz", nil, &health); code != 200 || health["ok"] != true {
 		t.Fatalf("GET /healthz = %d %v, want 200 {ok:true}", code, health)
 	}
-	eventually(t, 30*time.Second, "/readyz 200", func() bool { return call(t, "GET", p.URL+"/readyz", nil, nil) == 200 })
+	testwait.Until(t, 30*time.Second, "/readyz 200", func() bool { return call(t, "GET", p.URL+"/readyz", nil, nil) == 200 })
 	mustContain(t, p.Stdout(), "try: curl -s "+p.URL+"/healthz")
 
 	p.signal(syscall.SIGTERM)
@@ -99,10 +100,10 @@ func TestServeAndWorkerAgainstPostgresAndTemporal(t *testing.T) {
 	mustContain(t, m.Stdout(), "up to date")
 
 	s := start(t, env, true, "serve")
-	eventually(t, 30*time.Second, "serve /readyz 200", func() bool { return call(t, "GET", s.URL+"/readyz", nil, nil) == 200 })
+	testwait.Until(t, 30*time.Second, "serve /readyz 200", func() bool { return call(t, "GET", s.URL+"/readyz", nil, nil) == 200 })
 
 	w := start(t, env, false, "worker")
-	eventually(t, 30*time.Second, "worker polling line", func() bool { return strings.Contains(w.Stdout(), "polling task queue") })
+	testwait.Until(t, 30*time.Second, "worker polling line", func() bool { return strings.Contains(w.Stdout(), "polling task queue") })
 
 	for _, p := range []*proc{w, s} {
 		p.signal(syscall.SIGTERM)

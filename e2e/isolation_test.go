@@ -10,6 +10,7 @@ import (
 
 	"svc/drivers/local"
 	"svc/eval"
+	"svc/internal/testwait"
 )
 
 // isolationProbe is a harness that tries, as issue 11 found a harness
@@ -54,7 +55,7 @@ func TestLocalJobsCannotReachTheService(t *testing.T) {
 	other := submit("sleeper")
 	// Where svc dev puts the work areas: a tmpfs when there is one.
 	root, _ := local.DefaultRoot(dataDir)
-	eventually(t, time.Minute, "the other run's answer file", func() bool {
+	testwait.Until(t, time.Minute, "the other run's answer file", func() bool {
 		_, err := os.Stat(filepath.Join(root, other, "work", "answer"))
 		return err == nil
 	})
@@ -66,7 +67,7 @@ func TestLocalJobsCannotReachTheService(t *testing.T) {
 	register("probe", probe)
 	id := submit("probe")
 	var run eval.Run
-	eventually(t, time.Minute, "the probe run to end", func() bool {
+	testwait.Until(t, time.Minute, "the probe run to end", func() bool {
 		if code := call(t, "GET", svc.URL+"/runs/"+id, nil, &run); code != 200 {
 			t.Fatalf("GET /runs/%s = %d", id, code)
 		}

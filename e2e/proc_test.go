@@ -200,18 +200,6 @@ func call(t *testing.T, method, url string, body any, out any, headers ...string
 	return resp.StatusCode
 }
 
-// eventually polls f until it returns true or the deadline passes.
-func eventually(t *testing.T, d time.Duration, what string, f func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !f() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", d, what)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-}
-
 func devEnv(dataDir string, extra ...string) []string {
 	return append([]string{
 		"SVC_DATA_DIR=" + dataDir,

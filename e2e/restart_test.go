@@ -4,6 +4,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"svc/internal/testwait"
 )
 
 // TestDevKeepsDataAfterKill: records written through the API of `svc dev`
@@ -29,7 +31,7 @@ func TestDevKeepsDataAfterKill(t *testing.T) {
 	first.wait(time.Minute)
 
 	second := start(t, devEnv(dir), true, "dev")
-	eventually(t, 30*time.Second, "/readyz 200 after restart", func() bool { return call(t, "GET", second.URL+"/readyz", nil, nil) == 200 })
+	testwait.Until(t, 30*time.Second, "/readyz 200 after restart", func() bool { return call(t, "GET", second.URL+"/readyz", nil, nil) == 200 })
 
 	var list []map[string]any
 	if code := call(t, "GET", second.URL+"/workspaces", nil, &list); code != 200 {

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"svc/eval"
+	"svc/internal/testwait"
 	"svc/records"
 	"svc/runs"
 	"svc/store"
@@ -84,7 +85,7 @@ func runSurvivesKill(t *testing.T, waitForHarness bool) {
 	id := queued.ID
 
 	if waitForHarness {
-		eventually(t, time.Minute, "the harness's first start", func() bool { return len(readStarts(t, startsFile)) >= 1 })
+		testwait.Until(t, time.Minute, "the harness's first start", func() bool { return len(readStarts(t, startsFile)) >= 1 })
 		var run eval.Run
 		if code := call(t, "GET", first.URL+"/runs/"+id, nil, &run); code != 200 || run.Status != eval.StatusRunning {
 			t.Fatalf("GET /runs/%s = %d %s while the harness runs, want 200 running", id, code, run.Status)
@@ -100,7 +101,7 @@ func runSurvivesKill(t *testing.T, waitForHarness bool) {
 	if waitForHarness && len(firstAttempt) != 1 {
 		t.Fatalf("%d harness starts before the kill, want 1: %v", len(firstAttempt), firstAttempt)
 	}
-	eventually(t, 30*time.Second, "the first attempt's harness, its child and its shim to die with svc", func() bool {
+	testwait.Until(t, 30*time.Second, "the first attempt's harness, its child and its shim to die with svc", func() bool {
 		return noneAlive(firstAttempt)
 	})
 	t.Logf("the first attempt's processes (%v) were gone %s after the kill", firstAttempt, time.Since(killed).Round(time.Millisecond))
@@ -108,7 +109,7 @@ func runSurvivesKill(t *testing.T, waitForHarness bool) {
 	second := start(t, env, true, "dev")
 	restarted := time.Now()
 	var run eval.Run
-	eventually(t, 2*time.Minute, "the run to end after the restart", func() bool {
+	testwait.Until(t, 2*time.Minute, "the run to end after the restart", func() bool {
 		if code := call(t, "GET", second.URL+"/runs/"+id, nil, &run); code != 200 {
 			t.Fatalf("GET /runs/%s after the restart = %d", id, code)
 		}
@@ -149,7 +150,7 @@ func runSurvivesKill(t *testing.T, waitForHarness bool) {
 	// record is written after the receiver answered, so once it is there
 	// the receiver has every request of that attempt.
 	var attempts []store.WebhookDelivery
-	eventually(t, time.Minute, "a recorded webhook delivery", func() bool {
+	testwait.Until(t, time.Minute, "a recorded webhook delivery", func() bool {
 		if code := call(t, "GET", second.URL+"/runs/"+id+"/webhook-deliveries", nil, &attempts); code != 200 {
 			t.Fatalf("GET /runs/%s/webhook-deliveries = %d", id, code)
 		}
@@ -193,7 +194,7 @@ func runSurvivesKill(t *testing.T, waitForHarness bool) {
 	}
 
 	// Nothing of any attempt outlives its job.
-	eventually(t, 30*time.Second, "every harness, child and shim of every attempt to be gone", func() bool {
+	testwait.Until(t, 30*time.Second, "every harness, child and shim of every attempt to be gone", func() bool {
 		return noneAlive(readStarts(t, startsFile))
 	})
 }

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"svc/eval"
+	"svc/internal/testwait"
 	"svc/store"
 )
 
@@ -124,7 +125,7 @@ func survivesKills(t *testing.T, batchCases, batchConcurrency int, killAfter []i
 	kill := func(want int) (restarted *proc, doneAtRestart int) {
 		n := len(kills) + 1
 		var d int
-		eventually(t, 2*time.Minute, fmt.Sprintf("%d cases done before kill %d", want, n), func() bool {
+		testwait.Until(t, 2*time.Minute, fmt.Sprintf("%d cases done before kill %d", want, n), func() bool {
 			d = done(svc.URL)
 			return d >= want
 		})
@@ -134,12 +135,12 @@ func survivesKills(t *testing.T, batchCases, batchConcurrency int, killAfter []i
 		m := killMark{at: time.Now(), done: d, starts: len(before)}
 
 		// The shims notice svc is gone and kill their harnesses' trees.
-		eventually(t, 30*time.Second, fmt.Sprintf("the harnesses running at kill %d to die with svc", n), func() bool { return noneAlive(before) })
+		testwait.Until(t, 30*time.Second, fmt.Sprintf("the harnesses running at kill %d to die with svc", n), func() bool { return noneAlive(before) })
 
 		next := start(t, env, true, "dev")
 		m.listening = time.Now()
 		after := done(next.URL)
-		eventually(t, 2*time.Minute, fmt.Sprintf("progress after restart %d", n), func() bool { return done(next.URL) > after })
+		testwait.Until(t, 2*time.Minute, fmt.Sprintf("progress after restart %d", n), func() bool { return done(next.URL) > after })
 		m.resumed = time.Now()
 		kills = append(kills, m)
 		return next, after
@@ -151,7 +152,7 @@ func survivesKills(t *testing.T, batchCases, batchConcurrency int, killAfter []i
 	}
 
 	var sc eval.Scorecard
-	eventually(t, 10*time.Minute, "the batch to end after the last restart", func() bool {
+	testwait.Until(t, 10*time.Minute, "the batch to end after the last restart", func() bool {
 		var cur eval.Scorecard // fresh: decoding does not clear absent fields
 		if code := call(t, "GET", svc.URL+"/scorecards/"+id, nil, &cur); code != 200 {
 			t.Fatalf("GET /scorecards/%s = %d", id, code)
@@ -275,7 +276,7 @@ func survivesKills(t *testing.T, batchCases, batchConcurrency int, killAfter []i
 	}
 
 	// Nothing of any attempt outlives its job.
-	eventually(t, 30*time.Second, "every harness, child and shim of every attempt to be gone", func() bool {
+	testwait.Until(t, 30*time.Second, "every harness, child and shim of every attempt to be gone", func() bool {
 		return noneAlive(readStarts(t, startsFile))
 	})
 }

@@ -23,16 +23,13 @@ type WebhookSecret struct {
 // of a workspace secret cannot be replayed as the signing secret.
 const webhookSecretName = "svc.webhook-signing"
 
-// ErrNoSealer is the refusal to keep a signing secret without SVC_SECRET_KEY.
-var ErrNoSealer = derrors.Unavailablef("webhook signing secrets are stored encrypted under SVC_SECRET_KEY, which is not set; an operator sets it to the base64 of 32 random bytes")
-
 // EnsureWebhookSecret returns workspace's signing secret, creating one when
 // there is none. The run service and the delivery activity both call it.
 // Call it inside a transaction so that two first uses cannot mint two
 // secrets.
 func EnsureWebhookSecret(ctx context.Context, st store.Tx, sealer *secrets.Sealer, workspace, subject string, now func() time.Time) (WebhookSecret, error) {
 	if sealer == nil {
-		return WebhookSecret{}, ErrNoSealer
+		return WebhookSecret{}, fmt.Errorf("records: the webhook signing secret of %q: %w", workspace, derrors.ErrNoSecretKey)
 	}
 	ws, err := st.GetWebhookSecret(ctx, workspace)
 	if errors.Is(err, derrors.ErrNotFound) {
@@ -52,7 +49,7 @@ func EnsureWebhookSecret(ctx context.Context, st store.Tx, sealer *secrets.Seale
 // sealed, replacing the one before.
 func PutWebhookSecret(ctx context.Context, st store.Tx, sealer *secrets.Sealer, workspace, subject string, now time.Time) (WebhookSecret, error) {
 	if sealer == nil {
-		return WebhookSecret{}, ErrNoSealer
+		return WebhookSecret{}, fmt.Errorf("records: the webhook signing secret of %q: %w", workspace, derrors.ErrNoSecretKey)
 	}
 	secret, err := webhooks.NewSecret()
 	if err != nil {

@@ -8,6 +8,7 @@ package runs
 
 import (
 	"context"
+	"log/slog"
 	"time"
 
 	"svc/registry/service"
@@ -39,6 +40,9 @@ type Options struct {
 	// less is unlimited.
 	TenantRuns int
 	Now        func() time.Time
+	// Logger records the writes that fail after the client's answer is
+	// decided, with the request id; slog.Default() when nil.
+	Logger *slog.Logger
 }
 
 // BudgetWindow is the rolling window SVC_TENANT_RUNS counts runs in.
@@ -55,7 +59,10 @@ func New(o Options) *Service {
 		o.Now = time.Now
 	}
 	if o.Guard == nil {
-		o.Guard, _ = webhooks.NewGuard("")
+		o.Guard, _ = webhooks.NewGuard("") // "" allows no extra networks: cannot fail
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
 	}
 	return &Service{o: o}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 
 	"svc/auth"
@@ -12,6 +13,7 @@ import (
 	"svc/graders"
 	"svc/records"
 	"svc/registry"
+	"svc/reqid"
 	"svc/store"
 )
 
@@ -137,17 +139,32 @@ func (s *Service) Submit(ctx context.Context, p auth.Principal, req SubmitReques
 		return eval.Run{}, err
 	}
 	if err := s.o.Starter.StartRun(ctx, p.Workspace, run.ID); err != nil {
-		// Nothing is left queued forever: the record says why it failed.
-		run.Status = eval.StatusFailed
-		run.Error = &eval.Error{Code: eval.CodeDispatch, Phase: "dispatch", Message: "the run's workflow could not be started: " + oneLine(err)}
-		run.UpdatedAt = s.o.Now().UTC()
-		if row, rerr := records.Row(run); rerr == nil {
-			_, _ = s.o.Store.PutRun(context.WithoutCancel(ctx), row)
-		}
-		// The client reads the first; the log gets both.
-		return eval.Run{}, errors.Join(derrors.Unavailablef("the run %s was recorded but its workflow could not be started; it is marked failed, submit it again", run.ID), err)
+		return eval.Run{}, s.failStart(ctx, run, err)
 	}
 	return run, nil
+}
+
+// failStart marks run failed (phase dispatch) after its workflow could not
+// be started, so that nothing is left queued forever, and returns the 503
+// the client reads (the log gets the causes too). When the mark cannot be
+// written either, the run stays queued: that is logged with the request
+// id and returned with the start error, and the client is told.
+func (s *Service) failStart(ctx context.Context, run eval.Run, startErr error) error {
+	run.Status = eval.StatusFailed
+	run.Error = &eval.Error{Code: eval.CodeDispatch, Phase: eval.PhaseDispatch, Message: "the run's workflow could not be started: " + oneLine(startErr)}
+	run.UpdatedAt = s.o.Now().UTC()
+	row, err := records.Row(run)
+	if err == nil {
+		_, err = s.o.Store.PutRun(context.WithoutCancel(ctx), row)
+	}
+	if err != nil {
+		s.o.Logger.LogAttrs(ctx, slog.LevelError, "a run whose workflow could not be started is left queued: marking it failed did not work",
+			reqid.Attr(ctx), slog.String("workspace", run.Tenant), slog.String("run", run.ID),
+			slog.String("start_error", startErr.Error()), slog.String("error", err.Error()))
+		return errors.Join(derrors.Unavailablef("the run %s was recorded but its workflow could not be started, and it could not be marked failed; it may show queued: submit it again", run.ID),
+			startErr, fmt.Errorf("marking run %s failed: %w", run.ID, err))
+	}
+	return errors.Join(derrors.Unavailablef("the run %s was recorded but its workflow could not be started; it is marked failed, submit it again", run.ID), startErr)
 }
 
 func oneLine(err error) string {

@@ -1,15 +1,20 @@
 package scorecards
 
 import (
+	"cmp"
 	"container/list"
 	"context"
 	"errors"
 	"net"
 	"reflect"
 	"slices"
+	"sort"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
+	"svc/auth"
 	"svc/derrors"
 	"svc/eval"
 	"svc/records"
@@ -226,37 +231,10 @@ func (d *batchDetail) read(ctx context.Context, st store.Store, version int64, n
 }
 
 // detail returns the detail read of batch id of workspace ws through the
-// cache, and with encode its JSON too.
+// cache, the whole table, and with encode its JSON too.
 func (s *Service) detail(ctx context.Context, ws, id string, encode bool) (eval.Scorecard, net.Buffers, error) {
-	// The version first: a read of a batch that does not exist makes no
-	// entry (and evicts none).
-	version, err := s.o.Store.ScorecardVersion(ctx, ws, id)
-	if err != nil {
-		if errors.Is(err, derrors.ErrNotFound) {
-			return eval.Scorecard{}, nil, notFound(id)
-		}
-		return eval.Scorecard{}, nil, err
-	}
-	d := s.details.entry(batchKey{ws, id})
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	defer s.details.resize(d)
-	v, err := d.read(ctx, s.o.Store, version, s.o.Now)
-	if errors.Is(err, derrors.ErrNotFound) {
-		err = notFound(id)
-	}
-	if err != nil {
-		return eval.Scorecard{}, nil, err
-	}
-	sc := s.answer(v)
-	if !encode {
-		return sc, nil, nil
-	}
-	doc, err := d.encode(sc)
-	if err != nil {
-		return eval.Scorecard{}, nil, err
-	}
-	return sc, doc, nil
+	sc, doc, _, err := s.detailPage(ctx, ws, id, nil, false, encode)
+	return sc, doc, err
 }
 
 // answer is the detail read of v: the record with the fields only the
@@ -278,4 +256,183 @@ func (s *Service) answer(v detailView) eval.Scorecard {
 	}
 	s.progressOf(&sc, v.counts)
 	return sc
+}
+
+// Paging of the detail read's per-case table. Up to MaxUnpagedCaseTrials
+// rows the detail read answers the whole table, as the spec's detail read
+// does; a larger table, or a read that asks for a page, answers one page
+// of it, in the table's order (case, then trial), with ScorecardPage
+// saying which and where the next starts. A page of the largest batch the
+// cache keeps costs its own rows to encode: the record's JSON is kept per
+// version, and each row's JSON until the row changes.
+const (
+	// MaxUnpagedCaseTrials is the largest table the detail read answers
+	// whole when no page is asked for.
+	MaxUnpagedCaseTrials = 10_000
+	// DefaultDetailPage is the rows of a page when the read sets no limit.
+	DefaultDetailPage = 1_000
+	// MaxDetailPage is the most rows a read may ask for.
+	MaxDetailPage = 10_000
+)
+
+// unpagedCaseTrials is MaxUnpagedCaseTrials; tests lower it.
+var unpagedCaseTrials = MaxUnpagedCaseTrials
+
+// DetailPage asks for one page of the detail read's per-case table.
+type DetailPage struct {
+	// CasesAfter is the cursor: "<caseId>#<trial>" of the last row of the
+	// previous page (its ScorecardPage.Next); the page starts after every
+	// row of that case and trial. "" starts from the first row.
+	CasesAfter string
+	// Limit is the page's rows, from 1 to MaxDetailPage; 0 means
+	// DefaultDetailPage.
+	Limit int
+}
+
+// ScorecardPage is what a paged detail read says of its table: the rows
+// it holds are those after After, at most Limit; Next, when more follow,
+// is the cursor of the next page; Total counts the rows of the whole
+// table. caseRuns holds the keys of the page's rows only; the summary,
+// progress and steps are the whole batch's.
+type ScorecardPage struct {
+	Limit int    `json:"limit"`
+	After string `json:"after,omitempty"`
+	Next  string `json:"next,omitempty"`
+	Total int    `json:"total"`
+}
+
+// PagedScorecard is a detail read with its page: the record's fields, and
+// scorecardPage when the table is paged.
+type PagedScorecard struct {
+	eval.Scorecard
+	ScorecardPage *ScorecardPage `json:"scorecardPage,omitempty"`
+}
+
+// ParseCasesAfter splits a cursor "<caseId>#<trial>" (the last '#'
+// separates them, as a case id may hold one); a cursor of another shape
+// is ErrInvalid.
+func ParseCasesAfter(cursor string) (caseID string, trial int, err error) {
+	i := strings.LastIndexByte(cursor, '#')
+	if i <= 0 {
+		return "", 0, derrors.Invalidf("casesAfter %q: want <caseId>#<trial>", clipCursor(cursor))
+	}
+	trial, err = strconv.Atoi(cursor[i+1:])
+	if err != nil || trial < 0 || strconv.Itoa(trial) != cursor[i+1:] {
+		return "", 0, derrors.Invalidf("casesAfter %q: the trial after the last # is not a whole number", clipCursor(cursor))
+	}
+	return cursor[:i], trial, nil
+}
+
+func clipCursor(s string) string {
+	if len(s) > 200 {
+		return s[:200] + "..."
+	}
+	return s
+}
+
+// GetPage is the detail read with its table paged: q nil asks for the
+// spec's detail read, which is paged only when the table holds more than
+// MaxUnpagedCaseTrials rows; q asks for one page whatever the size. The
+// page is nil when the answer holds the whole table. With encode it
+// returns the answer's JSON too (PagedScorecard's, as GetJSON's). What it
+// returns is shared as Get's is: callers must not modify it.
+func (s *Service) GetPage(ctx context.Context, p auth.Principal, id string, q *DetailPage, encode bool) (PagedScorecard, net.Buffers, error) {
+	if q != nil {
+		if q.Limit < 0 || q.Limit > MaxDetailPage {
+			return PagedScorecard{}, nil, derrors.Invalidf("limit %d: want 1 to %d", q.Limit, MaxDetailPage)
+		}
+		if q.CasesAfter != "" {
+			if _, _, err := ParseCasesAfter(q.CasesAfter); err != nil {
+				return PagedScorecard{}, nil, err
+			}
+		}
+	}
+	sc, doc, page, err := s.detailPage(ctx, p.Workspace, id, q, true, encode)
+	if err != nil {
+		return PagedScorecard{}, nil, err
+	}
+	return PagedScorecard{Scorecard: sc, ScorecardPage: page}, doc, nil
+}
+
+// detailPage is the detail read of batch id of workspace ws through the
+// cache, with encode its JSON too, and its table paged as q says (or, with
+// large, when it holds more than unpagedCaseTrials rows).
+func (s *Service) detailPage(ctx context.Context, ws, id string, q *DetailPage, large, encode bool) (eval.Scorecard, net.Buffers, *ScorecardPage, error) {
+	// The version first: a read of a batch that does not exist makes no
+	// entry (and evicts none).
+	version, err := s.o.Store.ScorecardVersion(ctx, ws, id)
+	if err != nil {
+		if errors.Is(err, derrors.ErrNotFound) {
+			return eval.Scorecard{}, nil, nil, notFound(id)
+		}
+		return eval.Scorecard{}, nil, nil, err
+	}
+	d := s.details.entry(batchKey{ws, id})
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	defer s.details.resize(d)
+	v, err := d.read(ctx, s.o.Store, version, s.o.Now)
+	if errors.Is(err, derrors.ErrNotFound) {
+		err = notFound(id)
+	}
+	if err != nil {
+		return eval.Scorecard{}, nil, nil, err
+	}
+	sc := s.answer(v)
+	if q == nil && (!large || len(sc.Scorecard) <= unpagedCaseTrials) {
+		if !encode {
+			return sc, nil, nil, nil
+		}
+		doc, err := d.encode(sc, nil)
+		return sc, doc, nil, err
+	}
+	if q == nil {
+		q = &DetailPage{}
+	}
+	page := pageOf(&sc, *q)
+	if !encode {
+		return sc, nil, page, nil
+	}
+	doc, err := d.encode(sc, page)
+	return sc, doc, page, err
+}
+
+// pageOf cuts sc's table (in table order: case, then trial, then run) to
+// the page q asks for, and caseRuns to the page's rows, and says which
+// page it is. The cursor was checked.
+func pageOf(sc *eval.Scorecard, q DetailPage) *ScorecardPage {
+	limit := q.Limit
+	if limit == 0 {
+		limit = DefaultDetailPage
+	}
+	rows := sc.Scorecard
+	page := &ScorecardPage{Limit: limit, After: q.CasesAfter, Total: len(rows)}
+	from := 0
+	if q.CasesAfter != "" {
+		caseID, trial, _ := ParseCasesAfter(q.CasesAfter)
+		from = sort.Search(len(rows), func(i int) bool {
+			r := rows[i]
+			return cmp.Or(strings.Compare(r.CaseID, caseID), cmp.Compare(r.Trial, trial)) > 0
+		})
+	}
+	to := min(len(rows), from+limit)
+	// A case and trial with two canonical runs (which the store's unique
+	// index rules out) is not cut between pages.
+	for to < len(rows) && to > from && rows[to].CaseID == rows[to-1].CaseID && rows[to].Trial == rows[to-1].Trial {
+		to++
+	}
+	sc.Scorecard = rows[from:to:to]
+	caseRuns := make(map[string]string, to-from)
+	for _, r := range sc.Scorecard {
+		key := CaseRunKey(r.CaseID, r.Trial)
+		if id, ok := sc.CaseRuns[key]; ok {
+			caseRuns[key] = id
+		}
+	}
+	sc.CaseRuns = caseRuns
+	if to < len(rows) && to > from {
+		last := rows[to-1]
+		page.Next = CaseRunKey(last.CaseID, last.Trial)
+	}
+	return page
 }

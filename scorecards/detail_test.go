@@ -379,3 +379,126 @@ func TestGetManyChildren(t *testing.T) {
 	}
 	f.check(t, "re-scored")
 }
+
+// TestGetPagePagesLargeTables: above the unpaged bound the detail read
+// answers the table a page at a time, in the table's order; walking the
+// pages by their next cursor gives the rows of a fresh read once each,
+// every page carrying the whole batch's summary, progress and steps and
+// the caseRuns of its own rows, its JSON that of PagedScorecard. At or
+// under the bound, and without a page asked for, the read is the spec's.
+func TestGetPagePagesLargeTables(t *testing.T) {
+	const n = 40
+	f := newDetailFixture(t, n)
+	b, clk := f.batch, f.clk
+	for i := range n {
+		b.Start(t, i, clk.add(time.Millisecond))
+		if i != 7 { // one case still running
+			b.Finish(t, i, i%3 != 0, clk.add(time.Millisecond))
+		}
+	}
+	ctx := t.Context()
+	want, err := freshGet(ctx, f.s, f.p, b.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	get := func(what string, q *DetailPage) PagedScorecard {
+		t.Helper()
+		got, _, err := f.s.GetPage(ctx, f.p, b.ID, q, false)
+		if err != nil {
+			t.Fatalf("%s: GetPage: %v", what, err)
+		}
+		// The JSON is what json.Encoder writes for the answer.
+		var wantJSON bytes.Buffer
+		if err := json.NewEncoder(&wantJSON).Encode(got); err != nil {
+			t.Fatal(err)
+		}
+		_, pieces, err := f.s.GetPage(ctx, f.p, b.ID, q, true)
+		if err != nil {
+			t.Fatalf("%s: GetPage encoded: %v", what, err)
+		}
+		var written bytes.Buffer
+		if _, err := pieces.WriteTo(&written); err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(written.Bytes(), wantJSON.Bytes()) {
+			t.Fatalf("%s: GetPage's JSON differs from its answer's:\n got %.2000s\nwant %.2000s", what, written.Bytes(), wantJSON.Bytes())
+		}
+		return got
+	}
+
+	// Under the bound: the spec's read, no page.
+	if got := get("unpaged", nil); got.ScorecardPage != nil {
+		t.Errorf("a table of %d rows is paged: %+v", n, got.ScorecardPage)
+	} else if diff := cmp.Diff(want, got.Scorecard); diff != "" {
+		t.Errorf("unpaged GetPage differs from a fresh read (-want +got):\n%s", diff)
+	}
+
+	defer func(old int) { unpagedCaseTrials = old }(unpagedCaseTrials)
+	unpagedCaseTrials = n - 1
+	if got := get("over the bound", nil); got.ScorecardPage == nil {
+		t.Errorf("a table of %d rows over a bound of %d is not paged", n, unpagedCaseTrials)
+	} else if diff := cmp.Diff(&ScorecardPage{Limit: DefaultDetailPage, Total: n}, got.ScorecardPage); diff != "" {
+		t.Errorf("first page of the default size (-want +got):\n%s", diff)
+	}
+
+	for _, limit := range []int{1, 7, n - 1, n} {
+		var rows []eval.CaseRow
+		q := &DetailPage{Limit: limit}
+		for pages := 0; ; pages++ {
+			if pages > n {
+				t.Fatalf("limit %d: the walk does not end", limit)
+			}
+			got := get(fmt.Sprintf("limit %d after %q", limit, q.CasesAfter), q)
+			pg := got.ScorecardPage
+			if pg == nil || pg.Limit != limit || pg.After != q.CasesAfter || pg.Total != n || len(got.Scorecard.Scorecard) > limit {
+				t.Fatalf("limit %d after %q: page %+v of %d rows", limit, q.CasesAfter, pg, len(got.Scorecard.Scorecard))
+			}
+			wantRuns := map[string]string{}
+			for _, r := range got.Scorecard.Scorecard {
+				key := CaseRunKey(r.CaseID, r.Trial)
+				wantRuns[key] = want.CaseRuns[key]
+			}
+			if diff := cmp.Diff(wantRuns, got.CaseRuns); diff != "" {
+				t.Errorf("limit %d: caseRuns of the page (-want +got):\n%s", limit, diff)
+			}
+			// Everything but the table is the whole batch's.
+			rest := got.Scorecard
+			rest.Scorecard, rest.CaseRuns = want.Scorecard, want.CaseRuns
+			if diff := cmp.Diff(want, rest); diff != "" {
+				t.Errorf("limit %d: the page's record differs from a fresh read (-want +got):\n%s", limit, diff)
+			}
+			rows = append(rows, got.Scorecard.Scorecard...)
+			if pg.Next == "" {
+				break
+			}
+			last := got.Scorecard.Scorecard[len(got.Scorecard.Scorecard)-1]
+			if pg.Next != CaseRunKey(last.CaseID, last.Trial) {
+				t.Errorf("limit %d: next %q is not the page's last row %s", limit, pg.Next, CaseRunKey(last.CaseID, last.Trial))
+			}
+			q = &DetailPage{CasesAfter: pg.Next, Limit: limit}
+		}
+		if diff := cmp.Diff(want.Scorecard, rows); diff != "" {
+			t.Errorf("limit %d: the pages' rows differ from a fresh read's table (-want +got):\n%s", limit, diff)
+		}
+	}
+
+	// A cursor between rows, or past the last, starts after it.
+	got := get("between rows", &DetailPage{CasesAfter: scorecardstest.CaseID(4) + "x#0", Limit: 2})
+	if ids := []string{got.Scorecard.Scorecard[0].CaseID, got.Scorecard.Scorecard[1].CaseID}; !slices.Equal(ids, []string{scorecardstest.CaseID(5), scorecardstest.CaseID(6)}) {
+		t.Errorf("after a cursor between rows: cases %v", ids)
+	}
+	got = get("past the last", &DetailPage{CasesAfter: "zzz#0"})
+	if len(got.Scorecard.Scorecard) != 0 || got.ScorecardPage.Next != "" {
+		t.Errorf("after the last row: %d rows, next %q; want none", len(got.Scorecard.Scorecard), got.ScorecardPage.Next)
+	}
+
+	for _, q := range []DetailPage{{CasesAfter: "no-trial"}, {CasesAfter: "#0"}, {CasesAfter: "case#x"}, {CasesAfter: "case#-1"},
+		{CasesAfter: "case#01"}, {Limit: -1}, {Limit: MaxDetailPage + 1}} {
+		if _, _, err := f.s.GetPage(ctx, f.p, b.ID, &q, false); !errors.Is(err, derrors.ErrInvalid) {
+			t.Errorf("GetPage(%+v) = %v, want ErrInvalid", q, err)
+		}
+	}
+	if _, _, err := f.s.GetPage(ctx, f.p, "sc_absent", nil, true); !errors.Is(err, derrors.ErrNotFound) {
+		t.Errorf("GetPage of an absent batch = %v, want ErrNotFound", err)
+	}
+}

@@ -114,8 +114,10 @@ func newDocTemplate(sc eval.Scorecard, shape docShape) (*docTemplate, error) {
 // encode returns sc, the answer of this read of d, as json.Encoder writes
 // it, in pieces: the template's, shared by the reads of a version, and the
 // holes' (the table's, shared until a row changes). No piece is written
-// again. The caller holds d.mu.
-func (d *batchDetail) encode(sc eval.Scorecard) (net.Buffers, error) {
+// again. With page, sc holds one page of the table (see pageOf) and the
+// answer is PagedScorecard's: the page's rows and caseRuns, and
+// scorecardPage last. The caller holds d.mu.
+func (d *batchDetail) encode(sc eval.Scorecard, page *ScorecardPage) (net.Buffers, error) {
 	shape := docShape{version: d.version, rows: len(sc.Scorecard) > 0, caseRuns: len(sc.CaseRuns) > 0,
 		summary: len(sc.Summary) > 0, steps: len(sc.Steps) > 0}
 	if d.tmpl == nil || d.tmpl.shape != shape {
@@ -124,7 +126,13 @@ func (d *batchDetail) encode(sc eval.Scorecard) (net.Buffers, error) {
 			return nil, err
 		}
 		if t == nil {
-			doc, err := json.Marshal(sc)
+			var doc []byte
+			var err error
+			if page != nil {
+				doc, err = json.Marshal(PagedScorecard{Scorecard: sc, ScorecardPage: page})
+			} else {
+				doc, err = json.Marshal(sc)
+			}
 			return net.Buffers{doc, newline}, err
 		}
 		d.tmpl = t
@@ -136,12 +144,20 @@ func (d *batchDetail) encode(sc eval.Scorecard) (net.Buffers, error) {
 		var err error
 		switch h {
 		case holeRows:
+			if page != nil {
+				fill, err = d.kids.rowsJSON(sc.Scorecard)
+				break
+			}
 			var rows [][]byte
 			if rows, err = d.kids.tablePieces(); err == nil {
 				doc = append(doc, rows[:len(rows)-1]...)
 				fill = rows[len(rows)-1]
 			}
 		case holeCaseRuns:
+			if page != nil {
+				fill, err = json.Marshal(sc.CaseRuns)
+				break
+			}
 			fill = d.kids.caseRunsJSONOf()
 		case holeSummary:
 			fill, err = json.Marshal(sc.Summary)
@@ -159,7 +175,50 @@ func (d *batchDetail) encode(sc eval.Scorecard) (net.Buffers, error) {
 		}
 		doc = append(doc, fill)
 	}
-	return append(doc, d.tmpl.parts[len(d.tmpl.holes)], newline), nil
+	last := d.tmpl.parts[len(d.tmpl.holes)]
+	if page == nil {
+		return append(doc, last, newline), nil
+	}
+	// PagedScorecard's JSON: the record's fields, then scorecardPage, the
+	// last field, before the object's closing brace.
+	enc, err := json.Marshal(page)
+	if err != nil {
+		return nil, err
+	}
+	tail := make([]byte, 0, len(enc)+len(`,"scorecardPage":}`))
+	tail = append(append(append(tail, `,"scorecardPage":`...), enc...), '}')
+	return append(doc, last[:len(last)-1], tail, newline), nil
+}
+
+// rowsJSON is the JSON of rows, a page of the table, as encoding/json
+// writes the slice: each row's JSON as the table keeps it, encoded once
+// after the row changed. The caller holds the batch's mu.
+func (k *kidSet) rowsJSON(rows []eval.CaseRow) ([]byte, error) {
+	b := []byte{'['}
+	for i, r := range rows {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		n := k.byID[r.RunID]
+		if n == nil || !n.shown {
+			// Not the table's row (a read rebuilt without the cache).
+			enc, err := json.Marshal(r)
+			if err != nil {
+				return nil, err
+			}
+			b = append(b, enc...)
+			continue
+		}
+		if n.json == nil {
+			enc, err := json.Marshal(n.row)
+			if err != nil {
+				return nil, err
+			}
+			n.json = enc
+		}
+		b = append(b, n.json...)
+	}
+	return append(b, ']'), nil
 }
 
 var (

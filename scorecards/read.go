@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"strconv"
 	"strings"
@@ -14,6 +15,7 @@ import (
 	"svc/derrors"
 	"svc/eval"
 	"svc/records"
+	"svc/reqid"
 	"svc/scoring"
 	"svc/store"
 )
@@ -214,14 +216,21 @@ func (s *Service) stop(ctx context.Context, p auth.Principal, id string, to eval
 	if err != nil {
 		return eval.Scorecard{}, err
 	}
-	_ = s.o.Store.AppendScorecardSteps(ctx, []store.ScorecardStep{{Workspace: sc.Tenant, ScorecardID: sc.ID, Key: "stop",
+	s.appendSteps(ctx, []store.ScorecardStep{{Workspace: sc.Tenant, ScorecardID: sc.ID, Key: "stop",
 		TS: s.o.Now().UTC(), Phase: "cancel", Status: string(to), Message: fmt.Sprintf("%s by %s", to, p.Subject)}})
 	if s.o.Orchestrator != nil {
 		if err := s.o.Orchestrator.Cancel(ctx, id); err != nil {
 			return eval.Scorecard{}, fmt.Errorf("cancelling the workflow of %s: %w", id, err)
 		}
 		if sc.ScoringInFlight != "" {
-			_ = s.o.Orchestrator.Cancel(ctx, sc.ScoringInFlight)
+			// The batch is stopped; a scoring pass still running only
+			// wastes work (its finish releases the batch), so this is
+			// logged, not returned.
+			if err := s.o.Orchestrator.Cancel(ctx, sc.ScoringInFlight); err != nil {
+				s.o.Logger.LogAttrs(ctx, slog.LevelWarn, "cancelling the scoring pass of a stopped batch",
+					reqid.Attr(ctx), slog.String("workspace", sc.Tenant), slog.String("scorecard", sc.ID),
+					slog.String("pass", sc.ScoringInFlight), slog.String("error", err.Error()))
+			}
 		}
 	}
 	return summaryView(sc), nil

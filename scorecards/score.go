@@ -3,6 +3,8 @@ package scorecards
 import (
 	"context"
 	"errors"
+	"fmt"
+	"log/slog"
 
 	"svc/auth"
 	"svc/derrors"
@@ -11,6 +13,7 @@ import (
 	"svc/manifest"
 	"svc/records"
 	"svc/registry"
+	"svc/reqid"
 	"svc/scoring"
 )
 
@@ -95,12 +98,20 @@ func (s *Service) Score(ctx context.Context, p auth.Principal, id string, req Sc
 		Workspace: sc.Tenant, ScorecardID: sc.ID, Pass: pass, Judges: uses, CreatedBy: p.Subject, Concurrency: scoreConcurrency,
 	})
 	if err != nil {
-		_, _ = records.UpdateScorecard(context.WithoutCancel(ctx), s.o.Store, p.Workspace, id, func(x *eval.Scorecard) error {
+		// Released, so that the next pass is not refused as one in flight.
+		_, rerr := records.UpdateScorecard(context.WithoutCancel(ctx), s.o.Store, p.Workspace, id, func(x *eval.Scorecard) error {
 			if x.ScoringInFlight == pass {
 				x.ScoringInFlight = ""
 			}
 			return nil
 		})
+		if rerr != nil {
+			s.o.Logger.LogAttrs(ctx, slog.LevelError, "a scoring pass that could not be started still holds its batch: releasing it did not work",
+				reqid.Attr(ctx), slog.String("workspace", p.Workspace), slog.String("scorecard", id), slog.String("pass", pass),
+				slog.String("start_error", err.Error()), slog.String("error", rerr.Error()))
+			return eval.Scorecard{}, errors.Join(derrors.Unavailablef("the scoring pass %s could not be started, and scorecard %s could not be released from it, so a new pass is refused as one in flight; quote the requestId to an operator", pass, id),
+				err, fmt.Errorf("releasing scorecard %s from pass %s: %w", id, pass, rerr))
+		}
 		return eval.Scorecard{}, errors.Join(derrors.Unavailablef("the scoring pass could not be started; try again"), err)
 	}
 	return summaryView(sc), nil

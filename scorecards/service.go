@@ -7,10 +7,12 @@ package scorecards
 
 import (
 	"context"
+	"log/slog"
 	"time"
 
 	"svc/flows"
 	"svc/registry/service"
+	"svc/reqid"
 	"svc/store"
 )
 
@@ -32,6 +34,10 @@ type Options struct {
 	// 503 and the driver-ops routes 404.
 	Orchestrator Orchestrator
 	Now          func() time.Time
+	// Logger records the writes that fail after the client's answer is
+	// decided (a step, a release), with the request id; slog.Default()
+	// when nil.
+	Logger *slog.Logger
 }
 
 // Service implements the batch routes.
@@ -47,6 +53,9 @@ func New(o Options) *Service {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
 	return &Service{o: o, details: newDetailCache()}
 }
 
@@ -57,3 +66,17 @@ const (
 	MaxTrials          = 100
 	MaxJudges          = 20
 )
+
+// appendSteps appends steps, best effort: a step is the batch's side
+// record, written after the write that matters succeeded, so a failure is
+// logged with the request id rather than returned.
+func (s *Service) appendSteps(ctx context.Context, steps []store.ScorecardStep) {
+	if len(steps) == 0 {
+		return
+	}
+	if err := s.o.Store.AppendScorecardSteps(ctx, steps); err != nil {
+		s.o.Logger.LogAttrs(ctx, slog.LevelWarn, "appending scorecard steps",
+			reqid.Attr(ctx), slog.String("workspace", steps[0].Workspace), slog.String("scorecard", steps[0].ScorecardID),
+			slog.String("step", steps[0].Key), slog.Int("steps", len(steps)), slog.String("error", err.Error()))
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strings"
 
@@ -18,6 +19,7 @@ import (
 	"svc/records"
 	"svc/registry"
 	"svc/registry/service"
+	"svc/reqid"
 	"svc/scoring"
 	"svc/store"
 )
@@ -344,21 +346,38 @@ func (s *Service) record(ctx context.Context, p auth.Principal, pl plan, source 
 		n.Workspace, n.ScorecardID, n.TS = sc.Tenant, sc.ID, now
 		steps = append(steps, n)
 	}
-	_ = s.o.Store.AppendScorecardSteps(ctx, steps)
+	s.appendSteps(ctx, steps)
 	err = s.o.Orchestrator.StartScorecard(ctx, flows.ScorecardInput{
 		Workspace: sc.Tenant, ScorecardID: sc.ID, Total: sc.Progress.Total, Trials: pl.trials,
 		Concurrency: pl.concurrency, Judged: len(pl.judges) > 0,
 	})
 	if err != nil {
-		_, _ = records.UpdateScorecard(context.WithoutCancel(ctx), s.o.Store, sc.Tenant, sc.ID, func(x *eval.Scorecard) error {
-			x.Status = eval.ScorecardFailed
-			x.Error = &eval.Error{Code: "BATCH_FAILED", Phase: eval.PhaseDispatch, Message: "the batch's workflow could not be started"}
-			x.UpdatedAt = s.o.Now().UTC()
-			return nil
-		})
-		return eval.Scorecard{}, errors.Join(derrors.Unavailablef("the batch %s was recorded but its workflow could not be started; it is marked failed, submit it again", sc.ID), err)
+		return eval.Scorecard{}, s.failStart(ctx, sc, err)
 	}
 	return summaryView(sc), nil
+}
+
+// failStart marks the batch sc failed (phase dispatch) after its workflow
+// could not be started, so that nothing is left queued forever, and
+// returns the 503 the client reads (the log gets the causes too). When the
+// mark cannot be written either, the batch stays queued: that is logged
+// with the request id and returned with the start error, and the client
+// is told.
+func (s *Service) failStart(ctx context.Context, sc eval.Scorecard, startErr error) error {
+	_, err := records.UpdateScorecard(context.WithoutCancel(ctx), s.o.Store, sc.Tenant, sc.ID, func(x *eval.Scorecard) error {
+		x.Status = eval.ScorecardFailed
+		x.Error = &eval.Error{Code: "BATCH_FAILED", Phase: eval.PhaseDispatch, Message: "the batch's workflow could not be started"}
+		x.UpdatedAt = s.o.Now().UTC()
+		return nil
+	})
+	if err != nil {
+		s.o.Logger.LogAttrs(ctx, slog.LevelError, "a batch whose workflow could not be started is left queued: marking it failed did not work",
+			reqid.Attr(ctx), slog.String("workspace", sc.Tenant), slog.String("scorecard", sc.ID),
+			slog.String("start_error", startErr.Error()), slog.String("error", err.Error()))
+		return errors.Join(derrors.Unavailablef("the batch %s was recorded but its workflow could not be started, and it could not be marked failed; it may show queued: submit it again", sc.ID),
+			startErr, fmt.Errorf("marking scorecard %s failed: %w", sc.ID, err))
+	}
+	return errors.Join(derrors.Unavailablef("the batch %s was recorded but its workflow could not be started; it is marked failed, submit it again", sc.ID), startErr)
 }
 
 // maxGraderNotes bounds the grader notes of one submit, as the checker

@@ -18,7 +18,6 @@ import (
 	"encoding/base64"
 	"encoding/binary"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"regexp"
 	"strings"
@@ -42,12 +41,6 @@ const (
 	// overhead is what Seal adds to a plaintext: header, nonce and the 16-byte GCM tag.
 	overhead = headerLen + nonceSize + 16
 )
-
-// ErrUnsealable means a sealed value cannot be opened: it was sealed with
-// another key, for another workspace or name, or it was altered. It is a
-// server-side fault (the caller sent nothing wrong), so it wraps no derrors
-// sentinel and the API answers 500.
-var ErrUnsealable = errors.New("secret cannot be opened")
 
 // namePattern is the secret name grammar from the interface spec.
 var namePattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`)
@@ -139,9 +132,10 @@ func (s *Sealer) String() string {
 // GoString keeps the key material out of %#v output.
 func (s *Sealer) GoString() string { return s.String() }
 
-// errNoKey is what a nil Sealer answers: the feature is off, not the request wrong.
+// errNoKey is what a nil Sealer answers: the feature is off, not the
+// request wrong (derrors.ErrNoSecretKey, a 503 that says what to set).
 func errNoKey() error {
-	return fmt.Errorf("%w: secret values cannot be stored or read while %s is unset; %s", derrors.ErrUnavailable, KeyEnv, keyHint)
+	return fmt.Errorf("secrets: %w", derrors.ErrNoSecretKey)
 }
 
 // Seal encrypts plaintext for the secret name in workspace. The result is
@@ -169,13 +163,13 @@ func (s *Sealer) Seal(workspace, name string, plaintext []byte) ([]byte, error) 
 
 // Open decrypts a value made by Seal for the same workspace and name. A value
 // sealed with another key, for another workspace or name, truncated or
-// altered is an ErrUnsealable; Open never panics on any input.
+// altered is a derrors.ErrUnsealable; Open never panics on any input.
 func (s *Sealer) Open(workspace, name string, sealed []byte) ([]byte, error) {
 	if s == nil {
 		return nil, errNoKey()
 	}
 	fail := func(why string) error {
-		return fmt.Errorf("secrets: open %q in workspace %q: %w: %s", name, workspace, ErrUnsealable, why)
+		return fmt.Errorf("secrets: open %q in workspace %q: %w: %s", name, workspace, derrors.ErrUnsealable, why)
 	}
 	if len(sealed) < overhead {
 		return nil, fail(fmt.Sprintf("%d bytes is shorter than any sealed value", len(sealed)))

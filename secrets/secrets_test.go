@@ -116,7 +116,7 @@ func TestBindingToWorkspaceAndName(t *testing.T) {
 		{"ws1", "token\x00"}, // trailing bytes
 	} {
 		got, err := s.Open(tc.workspace, tc.name, sealed)
-		if !errors.Is(err, secrets.ErrUnsealable) {
+		if !errors.Is(err, derrors.ErrUnsealable) {
 			t.Errorf("Open(%q, %q) = %q, %v; want ErrUnsealable", tc.workspace, tc.name, got, err)
 		}
 	}
@@ -133,17 +133,17 @@ func TestTamper(t *testing.T) {
 		for bit := range 8 {
 			c := bytes.Clone(sealed)
 			c[i] ^= 1 << bit
-			if got, err := s.Open("ws", "name", c); !errors.Is(err, secrets.ErrUnsealable) {
+			if got, err := s.Open("ws", "name", c); !errors.Is(err, derrors.ErrUnsealable) {
 				t.Fatalf("byte %d bit %d flipped: Open = %q, %v; want ErrUnsealable", i, bit, got, err)
 			}
 		}
 	}
 	for _, n := range []int{0, 1, 9, 21, 36, len(sealed) - 1} {
-		if got, err := s.Open("ws", "name", sealed[:n]); !errors.Is(err, secrets.ErrUnsealable) {
+		if got, err := s.Open("ws", "name", sealed[:n]); !errors.Is(err, derrors.ErrUnsealable) {
 			t.Errorf("truncated to %d bytes: Open = %q, %v; want ErrUnsealable", n, got, err)
 		}
 	}
-	if got, err := s.Open("ws", "name", append(bytes.Clone(sealed), 0)); !errors.Is(err, secrets.ErrUnsealable) {
+	if got, err := s.Open("ws", "name", append(bytes.Clone(sealed), 0)); !errors.Is(err, derrors.ErrUnsealable) {
 		t.Errorf("extended by a byte: Open = %q, %v; want ErrUnsealable", got, err)
 	}
 }
@@ -155,7 +155,7 @@ func TestWrongKey(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = b.Open("ws", "name", sealed)
-	if !errors.Is(err, secrets.ErrUnsealable) {
+	if !errors.Is(err, derrors.ErrUnsealable) {
 		t.Fatalf("Open with another key: %v; want ErrUnsealable", err)
 	}
 	// The message names both key ids so an operator can find the right key.
@@ -175,7 +175,7 @@ func TestWrongKey(t *testing.T) {
 		t.Fatal(err)
 	}
 	copy(forged[1:9], other[1:9])
-	if _, err := b.Open("ws", "name", forged); !errors.Is(err, secrets.ErrUnsealable) {
+	if _, err := b.Open("ws", "name", forged); !errors.Is(err, derrors.ErrUnsealable) {
 		t.Errorf("forged key id: %v; want ErrUnsealable", err)
 	}
 }
@@ -301,7 +301,7 @@ func FuzzOpen(f *testing.F) {
 		if err == nil && !(workspace == "ws" && name == "name" && bytes.Equal(data, valid)) {
 			t.Fatalf("Open accepted bytes it did not seal: %q", got)
 		}
-		if err != nil && !errors.Is(err, secrets.ErrUnsealable) {
+		if err != nil && !errors.Is(err, derrors.ErrUnsealable) {
 			t.Fatalf("Open error %v is not ErrUnsealable", err)
 		}
 	})

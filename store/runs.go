@@ -66,6 +66,14 @@ type ChildRunState struct {
 	UpdatedAt time.Time `json:"updatedAt"`
 }
 
+// ChildRunPage selects one keyset page of a batch's child runs.
+type ChildRunPage struct {
+	// After is the cursor: only runs whose ID is greater. "" starts from
+	// the first.
+	After string
+	Limit int // 0 means 500; at most 5000
+}
+
 // Runs stores run records.
 type Runs interface {
 	// CreateRun inserts r; an existing ID is ErrConflict. CreatedAt and
@@ -100,6 +108,13 @@ type Runs interface {
 	// or all of them when ids is nil. Ids of no child of the batch are
 	// skipped.
 	ListChildRuns(ctx context.Context, workspace, scorecardID string, ids []string) ([]Run, error)
+	// ListChildRunPage returns one keyset page of a batch's child runs
+	// with their Doc, canonical or not and of every Audience, in ID order:
+	// at most p.Limit of those whose ID is greater than p.After. A reader
+	// walks the batch by passing the last ID of a page as the next After,
+	// and is done at a page shorter than its limit; each page costs its
+	// own size, whatever the size of the batch.
+	ListChildRunPage(ctx context.Context, workspace, scorecardID string, p ChildRunPage) ([]Run, error)
 	// CountRuns counts the workspace's top-level runs (no parent scorecard)
 	// created at or after since: the budget admission reads it in the
 	// same transaction as CreateRun.

@@ -3,6 +3,7 @@ package telemetry_test
 import (
 	"compress/gzip"
 	"encoding/hex"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -20,6 +21,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"svc/api"
+	"svc/internal/testwait"
 	"svc/telemetry"
 )
 
@@ -90,25 +92,21 @@ func (r *receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 // waitForSpan polls until a span named name has arrived.
 func (r *receiver) waitForSpan(t *testing.T, name string) receivedSpan {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
+	var found receivedSpan
+	testwait.UntilValue(t, 5*time.Second, fmt.Sprintf("span %q to reach the receiver", name), func() ([]string, bool) {
 		r.mu.Lock()
-		for _, s := range r.spans {
-			if s.span.GetName() == name {
-				r.mu.Unlock()
-				return s
-			}
-		}
+		defer r.mu.Unlock()
 		var names []string
 		for _, s := range r.spans {
+			if s.span.GetName() == name {
+				found = s
+				return nil, true
+			}
 			names = append(names, s.span.GetName())
 		}
-		r.mu.Unlock()
-		if time.Now().After(deadline) {
-			t.Fatalf("no span %q reached the receiver; got %q", name, names)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return names, false
+	})
+	return found
 }
 
 func attrs(kvs []*commonpb.KeyValue) map[string]string {

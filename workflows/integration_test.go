@@ -25,6 +25,7 @@ import (
 	"svc/config"
 	"svc/eval"
 	"svc/internal/stacktest"
+	"svc/internal/testwait"
 	"svc/records"
 	"svc/runs"
 	"svc/store"
@@ -164,29 +165,13 @@ func (s *stack) harness(t *testing.T, id, version, body string, extra map[string
 // wait polls GET /runs/:id until the run is terminal.
 func (s *stack) wait(t *testing.T, id string) eval.Run {
 	t.Helper()
-	deadline := time.Now().Add(2 * time.Minute)
-	for {
-		var run eval.Run
+	var run eval.Run
+	testwait.UntilValue(t, 2*time.Minute, "run "+id+" to end", func() (eval.Status, bool) {
+		run = eval.Run{}
 		s.call(t, "GET", "/runs/"+id, "", 200, &run)
-		if run.Status.Terminal() {
-			return run
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("run %s still %s after 2 minutes", id, run.Status)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
-func poll(t *testing.T, what string, ok func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for !ok() {
-		if time.Now().After(deadline) {
-			t.Fatalf("gave up waiting: %s", what)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return run.Status, run.Status.Terminal()
+	})
+	return run
 }
 
 // agentScript is a harness that reads its case, writes one trace event of
@@ -284,7 +269,7 @@ func TestRunEndToEnd(t *testing.T) {
 			}
 
 			// The webhook: one delivery, signed with the workspace secret.
-			poll(t, "the webhook delivery", func() bool { return len(s.hooks.deliveries()) == 1 })
+			testwait.Until(t, time.Minute, "the webhook delivery", func() bool { return len(s.hooks.deliveries()) == 1 })
 			var secret records.WebhookSecret
 			s.call(t, "GET", "/workspace/webhook-secret", "", 200, &secret)
 			d := s.hooks.deliveries()[0]
@@ -299,7 +284,7 @@ func TestRunEndToEnd(t *testing.T) {
 				t.Errorf("webhook body: %v %+v", err, posted)
 			}
 			var attempts []store.WebhookDelivery
-			poll(t, "the delivery record", func() bool {
+			testwait.Until(t, time.Minute, "the delivery record", func() bool {
 				s.call(t, "GET", "/runs/"+run.ID+"/webhook-deliveries", "", 200, &attempts)
 				return len(attempts) == 1
 			})
@@ -357,7 +342,7 @@ func TestRunFailures(t *testing.T) {
 	}
 	// The notification follows the terminal record, from the next activity.
 	var feed []store.Notification
-	poll(t, "two notifications", func() bool {
+	testwait.Until(t, time.Minute, "two notifications", func() bool {
 		feed = nil
 		s.call(t, "GET", "/notifications", "", 200, &feed)
 		return len(feed) >= 2
@@ -468,7 +453,7 @@ func TestRunTimeoutAndCancelKillTree(t *testing.T) {
 			s.harness(t, "tree-"+tc.name, "1", treeScript(pidFile), nil)
 			var q eval.Run
 			s.call(t, "POST", "/runs", tc.body, 202, &q)
-			poll(t, "the harness tree to start", func() bool { return len(readPids(t, pidFile)) == 4 })
+			testwait.Until(t, time.Minute, "the harness tree to start", func() bool { return len(readPids(t, pidFile)) == 4 })
 			pids := readPids(t, pidFile)
 			if tc.name == "cancel" {
 				if err := s.tc.CancelWorkflow(t.Context(), q.ID, ""); err != nil {
@@ -480,7 +465,7 @@ func TestRunTimeoutAndCancelKillTree(t *testing.T) {
 				t.Fatalf("run %s error %+v, want failed %s", run.Status, run.Error, tc.code)
 			}
 			saveHistory(t, s.tc, run.ID, "run_"+tc.name)
-			poll(t, "every process of the tree to be gone", func() bool {
+			testwait.Until(t, time.Minute, "every process of the tree to be gone", func() bool {
 				for _, p := range pids {
 					if alive(p) {
 						return false

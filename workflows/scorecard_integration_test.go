@@ -10,6 +10,7 @@ import (
 
 	"svc/eval"
 	"svc/flows"
+	"svc/internal/testwait"
 	"svc/manifest"
 	"svc/store"
 	"svc/traces"
@@ -59,18 +60,14 @@ func (s *stack) judge(t *testing.T, id, version, code string) {
 // waitBatch polls GET /scorecards/:id until the batch is terminal.
 func (s *stack) waitBatch(t *testing.T, id string) eval.Scorecard {
 	t.Helper()
-	deadline := time.Now().Add(3 * time.Minute)
-	for {
-		var sc eval.Scorecard
+	var sc eval.Scorecard
+	testwait.UntilValue(t, 3*time.Minute, "batch "+id+" to end and publish", func() (string, bool) {
+		sc = eval.Scorecard{}
 		s.call(t, "GET", "/scorecards/"+id, "", 200, &sc)
-		if eval.ScorecardTerminal(sc.Status) && sc.FinishedAt != nil && sc.Publication != nil && sc.Publication.State == "published" {
-			return sc
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("batch %s still %s (%+v) after 3 minutes", id, sc.Status, sc.Progress)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return fmt.Sprintf("%s %+v", sc.Status, sc.Progress),
+			eval.ScorecardTerminal(sc.Status) && sc.FinishedAt != nil && sc.Publication != nil && sc.Publication.State == "published"
+	})
+	return sc
 }
 
 func TestScorecardEndToEnd(t *testing.T) {
@@ -162,7 +159,7 @@ func TestScorecardEndToEnd(t *testing.T) {
 	// Children do not notify; the batch does, once (just after its
 	// record turns final).
 	var feed []store.Notification
-	poll(t, "the batch's notification", func() bool {
+	testwait.Until(t, time.Minute, "the batch's notification", func() bool {
 		feed = nil
 		s.call(t, "GET", "/notifications", "", 200, &feed)
 		return len(feed) > 0
@@ -180,7 +177,7 @@ func TestScorecardEndToEnd(t *testing.T) {
 
 	// The record is final a moment before the workflow itself completes.
 	var drv flows.DriverView
-	poll(t, "the batch workflow to complete", func() bool {
+	testwait.Until(t, time.Minute, "the batch workflow to complete", func() bool {
 		drv = flows.DriverView{}
 		s.call(t, "GET", "/ops/driver/batch/"+sc.ID, "", 200, &drv)
 		return drv.Status == "Completed"
@@ -194,18 +191,12 @@ func TestScorecardEndToEnd(t *testing.T) {
 	s.judge(t, "strict", "1", `import json; print(json.dumps({"metric":"judge","value":0,"pass":False,"detail":"never satisfied"}))`)
 	s.call(t, "POST", "/scorecards/"+sc.ID+"/score", `{"judges":[{"id":"strict"}]}`, 202, nil)
 	s.call(t, "POST", "/scorecards/"+sc.ID+"/score", `{"judges":[{"id":"strict"}]}`, 409, nil)
-	deadline := time.Now().Add(2 * time.Minute)
-	for {
+	testwait.UntilValue(t, 2*time.Minute, "a second scoring revision", func() (string, bool) {
 		var cur eval.Scorecard // a fresh value: decoding does not clear absent fields
 		s.call(t, "GET", "/scorecards/"+sc.ID, "", 200, &cur)
-		if sc = cur; len(sc.Scoring) == 2 && sc.ScoringInFlight == "" {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no second scoring revision: %+v in flight %q", sc.Scoring, sc.ScoringInFlight)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		sc = cur
+		return fmt.Sprintf("revisions %+v in flight %q", sc.Scoring, sc.ScoringInFlight), len(sc.Scoring) == 2 && sc.ScoringInFlight == ""
+	})
 	saveHistory(t, s.tc, sc.Scoring[1].JudgeRun, "score_pass")
 	if sc.Scoring[1].Kind != "rescore" || len(sc.Scoring[1].Judges) != 1 || sc.Scoring[1].Judges[0].ID != "strict" {
 		t.Errorf("revision 2 = %+v", sc.Scoring[1])
@@ -280,18 +271,12 @@ func TestExperimentThenScore(t *testing.T) {
 	var again eval.Scorecard
 	s.call(t, "GET", "/groups/"+g.ID, "", 200, &again)
 	s.call(t, "POST", "/groups/"+g.ID+"/score", `{"judges":[{"id":"len","version":"1"}]}`, 202, nil)
-	deadline := time.Now().Add(2 * time.Minute)
-	for {
+	testwait.Until(t, 2*time.Minute, "scoring the experiment to make a revision", func() bool {
 		var cur eval.Scorecard
 		s.call(t, "GET", "/groups/"+g.ID, "", 200, &cur)
-		if g = cur; len(g.Scoring) == 1 && g.ScoringInFlight == "" {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("scoring the experiment made no revision")
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		g = cur
+		return len(g.Scoring) == 1 && g.ScoringInFlight == ""
+	})
 	if g.Kind != eval.KindScorecard || g.Scoring[0].Kind != "initial" {
 		t.Errorf("after scoring: kind %s, revision %+v", g.Kind, g.Scoring[0])
 	}
@@ -310,7 +295,7 @@ func TestScorecardCancel(t *testing.T) {
 	s.dataset(t, "many", ids...)
 	var q eval.Scorecard
 	s.call(t, "POST", "/scorecards", `{"dataset":{"id":"many","version":"latest"},"harness":{"id":"slow","version":"1"},"concurrency":2}`, 202, &q)
-	poll(t, "two cases running", func() bool { return len(readPids(t, pidFile)) >= 4 })
+	testwait.Until(t, time.Minute, "two cases running", func() bool { return len(readPids(t, pidFile)) >= 4 })
 	var cancelled eval.Scorecard
 	s.call(t, "POST", "/scorecards/"+q.ID+"/cancel", "", 200, &cancelled)
 	if cancelled.Status != eval.ScorecardCancelled {
@@ -323,7 +308,7 @@ func TestScorecardCancel(t *testing.T) {
 	}
 	saveHistory(t, s.tc, q.ID, "scorecard_cancelled")
 	pids := readPids(t, pidFile)
-	poll(t, "every harness process to be gone", func() bool {
+	testwait.Until(t, time.Minute, "every harness process to be gone", func() bool {
 		for _, p := range pids {
 			if alive(p) {
 				return false

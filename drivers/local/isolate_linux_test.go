@@ -15,6 +15,7 @@ import (
 
 	"svc/drivers"
 	"svc/drivers/local/shim"
+	"svc/internal/testwait"
 )
 
 // isolatedDriver returns a driver that isolates jobs the way svc does,
@@ -90,7 +91,7 @@ func testIsolationHidesTheService(t *testing.T, pool bool) {
 		other <- err
 	}()
 	otherArea := filepath.Join(d.Root(), "other-run", "work")
-	waitFor(t, "the other run's file", func() bool {
+	testwait.Until(t, 30*time.Second, "the other run's file", func() bool {
 		_, err := os.Stat(filepath.Join(otherArea, "answer"))
 		return err == nil
 	})
@@ -212,7 +213,7 @@ func testIsolationParentDeath(t *testing.T, pool bool) {
 		how, runs = "pool", []string{"parent-death", "parent-death-2"}
 	}
 	svc := startService(t, filepath.Join(dataDir, "work"), "/dev/null", how)
-	waitFor(t, "the jobs' trees", func() bool {
+	testwait.Until(t, 30*time.Second, "the jobs' trees", func() bool {
 		svc.running(t)
 		for _, run := range runs {
 			if len(jobProcesses(run)) < treePids {
@@ -232,10 +233,10 @@ func testIsolationParentDeath(t *testing.T, pool bool) {
 	}
 	svc.kill(t)
 	for _, run := range runs {
-		waitFor(t, "every process of "+run+" to die with the service", func() bool { return len(jobProcesses(run)) == 0 })
+		testwait.Until(t, 30*time.Second, "every process of "+run+" to die with the service", func() bool { return len(jobProcesses(run)) == 0 })
 	}
 	for _, pid := range supervisors {
-		waitFor(t, fmt.Sprintf("supervisor %d to die with the service", pid), func() bool { return !running(pid) })
+		testwait.Until(t, 30*time.Second, fmt.Sprintf("supervisor %d to die with the service", pid), func() bool { return !running(pid) })
 	}
 }
 

@@ -18,6 +18,7 @@ import (
 	"svc/derrors"
 	"svc/drivers"
 	"svc/drivers/local/shim"
+	"svc/internal/testwait"
 )
 
 // poolDriver returns a driver whose jobs run on the job server, its root
@@ -58,7 +59,7 @@ id -u`),
 		})
 		a <- err
 	}()
-	waitFor(t, "job A to publish", func() bool {
+	testwait.Until(t, 30*time.Second, "job A to publish", func() bool {
 		_, err := os.Stat(filepath.Join(shared, "a"))
 		return err == nil
 	})
@@ -325,7 +326,7 @@ func TestPoolRetryAfterCrash(t *testing.T) {
 	if err != nil || res.Stdout != "retried\n" {
 		t.Fatalf("Run: %+v, %v", res, err)
 	}
-	waitFor(t, "the recorded server to die", func() bool { return !running(old) })
+	testwait.Until(t, 30*time.Second, "the recorded server to die", func() bool { return !running(old) })
 	// Its driver starts another.
 	if res, err := crashed.Run(t.Context(), drivers.Job{RunID: "next", Command: sh(`echo next`)}); err != nil || res.Stdout != "next\n" {
 		t.Fatalf("Run on the driver whose server was killed: %+v, %v", res, err)
@@ -375,7 +376,7 @@ func TestKillUID(t *testing.T) {
 	if err := shim.KillUID(DefaultUIDs.Last - 1); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the uid's process to die", func() bool { return !running(victim) })
+	testwait.Until(t, 30*time.Second, "the uid's process to die", func() bool { return !running(victim) })
 	if !running(bystander) {
 		t.Error("a process of another uid was killed")
 	}

@@ -23,6 +23,7 @@ import (
 	"svc/derrors"
 	"svc/drivers"
 	"svc/drivers/local/shim"
+	"svc/internal/testwait"
 )
 
 // helperEnv switches the test binary into a helper process that runs one
@@ -235,18 +236,6 @@ func running(pid int) bool {
 	}
 	p, ok := shim.ParseStat(pid, b)
 	return ok && !p.Zombie
-}
-
-// waitFor polls cond until it holds or the deadline passes.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
 }
 
 // assertAreaRemoved checks that nothing of the job is left on disk.
@@ -676,7 +665,7 @@ func startLeftover(t *testing.T, env []string) (pgid, sleepPid int) {
 		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 		<-waited
 	})
-	waitFor(t, "the leftover's pid", func() bool {
+	testwait.Until(t, 30*time.Second, "the leftover's pid", func() bool {
 		b, err := os.ReadFile(pidsFile)
 		return err == nil && bytes.HasSuffix(b, []byte("\n"))
 	})
@@ -832,7 +821,7 @@ func TestParentDeath(t *testing.T) {
 	root := t.TempDir()
 	pidsFile := filepath.Join(t.TempDir(), "pids")
 	svc := startService(t, root, pidsFile, "")
-	waitFor(t, "the job's tree", func() bool {
+	testwait.Until(t, 30*time.Second, "the job's tree", func() bool {
 		svc.running(t)
 		_, err := os.Stat(pidsFile + ".ready")
 		return err == nil
@@ -848,7 +837,7 @@ func TestParentDeath(t *testing.T) {
 
 	svc.kill(t)
 	for _, pid := range pids {
-		waitFor(t, fmt.Sprintf("process %d of the job to be killed and reaped", pid), func() bool { return gone(nil, pid) })
+		testwait.Until(t, 30*time.Second, fmt.Sprintf("process %d of the job to be killed and reaped", pid), func() bool { return gone(nil, pid) })
 	}
-	waitFor(t, "the shim to exit", func() bool { return !running(shimPid) })
+	testwait.Until(t, 30*time.Second, "the shim to exit", func() bool { return !running(shimPid) })
 }

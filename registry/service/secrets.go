@@ -18,10 +18,6 @@ import (
 // smaller.
 const MaxSecretBytes = 64 << 10
 
-// ErrNoSecretKey is the refusal to store a secret while SVC_SECRET_KEY is
-// unset: the feature is off (503), the request is not wrong.
-var ErrNoSecretKey = fmt.Errorf("%w: SVC_SECRET_KEY is not set, so secret values cannot be stored; an operator sets it to the base64 of 32 random bytes (openssl rand -base64 32)", derrors.ErrUnavailable)
-
 // PutSecret seals value and stores it as the workspace secret name bound
 // to allowedHosts (netguard's rules: a probe or driver sends it to no other
 // host), replacing any previous value and hosts. No hosts means the
@@ -44,7 +40,8 @@ func (s *Service) PutSecret(ctx context.Context, p auth.Principal, name, value s
 		return derrors.Invalidf("value must be valid UTF-8")
 	}
 	if s.sealer == nil {
-		return ErrNoSecretKey
+		// The feature is off (503), the request is not wrong.
+		return derrors.ErrNoSecretKey
 	}
 	sealed, err := s.sealer.Seal(p.Workspace, name, []byte(value))
 	if err != nil {

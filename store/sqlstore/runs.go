@@ -311,6 +311,39 @@ func (o ops) ListChildRuns(ctx context.Context, workspace, scorecardID string, i
 	return out, nil
 }
 
+// Child run pages: the size when a page asks for none, and the largest.
+const (
+	defaultChildRunPage = 500
+	maxChildRunPage     = 5000
+)
+
+// ListChildRunPage returns one keyset page of a batch's child runs; see
+// store.Runs.
+func (o ops) ListChildRunPage(ctx context.Context, workspace, scorecardID string, p store.ChildRunPage) (_ []store.Run, err error) {
+	defer derrors.Wrap(&err, "%s.ListChildRunPage(ctx, %q, %q, after %q, limit %d)", o.kind, workspace, scorecardID, p.After, p.Limit)
+	if err := checkBatch(workspace, scorecardID); err != nil {
+		return nil, err
+	}
+	if err := checkText(p.After); err != nil {
+		return nil, err
+	}
+	limit, err := checkPage(time.Time{}, "", p.Limit, defaultChildRunPage)
+	if err != nil {
+		return nil, err
+	}
+	if limit > maxChildRunPage {
+		return nil, derrors.Invalidf("limit %d is above %d", limit, maxChildRunPage)
+	}
+	// parent_scorecard_id <> '' is the predicate of the partial
+	// runs_scorecard_id_idx (workspace, parent_scorecard_id, id): both
+	// planners range-scan it from the cursor and stop at the limit, so a
+	// page reads its own rows only.
+	return queryList(ctx, o, scanRun, `SELECT `+runColumns+` FROM runs
+	WHERE workspace = $1 AND parent_scorecard_id = $2 AND parent_scorecard_id <> '' AND id > $3
+	ORDER BY id LIMIT $4`,
+		workspace, scorecardID, p.After, limit)
+}
+
 // CountRuns counts a workspace's top-level runs created since; see store.Runs.
 func (o ops) CountRuns(ctx context.Context, workspace string, since time.Time) (_ int, err error) {
 	defer derrors.Wrap(&err, "%s.CountRuns(ctx, %q, %s)", o.kind, workspace, since.Format(time.RFC3339))

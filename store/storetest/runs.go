@@ -451,6 +451,76 @@ var runCases = []Case{
 			t.Errorf("ListRuns = %v, want nothing stored", runIDs(got))
 		}
 	}},
+	{"runs/child_run_keyset_pages", func(t *testing.T, s store.Store) {
+		ctx := t.Context()
+		runs := childRunFixture(t, s)
+		byID := map[string]store.Run{}
+		for _, r := range runs {
+			byID[r.ID] = r
+		}
+		pick := func(ids ...string) []store.Run {
+			out := []store.Run{}
+			for _, id := range ids {
+				out = append(out, byID[id])
+			}
+			return out
+		}
+		page := func(what string, p store.ChildRunPage) []store.Run {
+			t.Helper()
+			got, err := s.ListChildRunPage(ctx, "acme", "sc-1", p)
+			if err != nil {
+				t.Fatalf("%s: ListChildRunPage(%+v): %v", what, p, err)
+			}
+			return got
+		}
+		// Walking the batch two at a time visits every child once, in id
+		// order: the superseded attempt c4 and bob's c5 too, never sc-2's
+		// d1, globex's c9 or the top-level run.
+		var walked [][]string
+		for after := ""; ; {
+			got := page("walk", store.ChildRunPage{After: after, Limit: 2})
+			walked = append(walked, runIDs(got))
+			if len(got) < 2 {
+				break
+			}
+			after = got[len(got)-1].ID
+		}
+		if diff := cmp.Diff([][]string{{"c1", "c2"}, {"c3", "c4"}, {"c5"}}, walked); diff != "" {
+			t.Errorf("pages of two (-want +got):\n%s", diff)
+		}
+		for _, tc := range []struct {
+			what string
+			p    store.ChildRunPage
+			want []store.Run
+		}{
+			{"first page, documents and all", store.ChildRunPage{Limit: 3}, pick("c1", "c2", "c3")},
+			{"no limit: the default page", store.ChildRunPage{After: "c2"}, pick("c3", "c4", "c5")},
+			// The cursor need not be a child's id: the page starts past it.
+			{"a cursor between ids", store.ChildRunPage{After: "c25", Limit: 10}, pick("c3", "c4", "c5")},
+			{"past the last child", store.ChildRunPage{After: "c5", Limit: 10}, pick()},
+		} {
+			if diff := cmp.Diff(tc.want, page(tc.what, tc.p), runDocEqual); diff != "" {
+				t.Errorf("%s: ListChildRunPage (-want +got):\n%s", tc.what, diff)
+			}
+		}
+		if got, err := s.ListChildRunPage(ctx, "acme", "absent", store.ChildRunPage{}); err != nil || len(got) != 0 {
+			t.Errorf("ListChildRunPage of an absent batch = %v, %v; want none", runIDs(got), err)
+		}
+		for _, tc := range []struct {
+			what          string
+			workspace, sc string
+			p             store.ChildRunPage
+		}{
+			{"no workspace", "", "sc-1", store.ChildRunPage{}},
+			{"no batch", "acme", "", store.ChildRunPage{}},
+			{"negative limit", "acme", "sc-1", store.ChildRunPage{Limit: -1}},
+			{"limit above the largest page", "acme", "sc-1", store.ChildRunPage{Limit: 5001}},
+			{"cursor with NUL", "acme", "sc-1", store.ChildRunPage{After: "c\x00"}},
+		} {
+			_, err := s.ListChildRunPage(ctx, tc.workspace, tc.sc, tc.p)
+			wantErr(t, "ListChildRunPage: "+tc.what, err, derrors.ErrInvalid)
+		}
+	}},
 }
 
 // logChunk is chunk seq of run in workspace, on stdout.

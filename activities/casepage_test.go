@@ -1,0 +1,87 @@
+package activities
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"go.temporal.io/sdk/testsuite"
+
+	"svc/eval"
+	"svc/records"
+	"svc/registry"
+	"svc/store"
+	"svc/store/sqlite/sqlitetest"
+)
+
+// countingStore counts the reads of a scorecard's whole record.
+type countingStore struct {
+	store.Store
+	gets int
+}
+
+func (s *countingStore) GetScorecard(ctx context.Context, ws, id string) (store.Scorecard, error) {
+	s.gets++
+	return s.Store.GetScorecard(ctx, ws, id)
+}
+
+// TestCasePageDecodesTheSelectionOnce: the workflow reads a batch's case
+// selection a page at a time; the record holding it (hundreds of KB for a
+// large batch) is read and decoded once per version, not once per page,
+// so a page costs its own size. A new version is read again.
+func TestCasePageDecodesTheSelectionOnce(t *testing.T) {
+	ctx := t.Context()
+	st := &countingStore{Store: sqlitetest.New(t)}
+	const ws, n = "acme", 2000
+	ids := make([]string, n)
+	for i := range ids {
+		ids[i] = fmt.Sprintf("case-%05d", i)
+	}
+	sc := eval.Scorecard{ID: "sc_pages", Tenant: ws, Kind: eval.KindScorecard, Status: eval.ScorecardRunning,
+		Dataset: registry.Ref{ID: "ds", Version: "1.0.0"}, Harness: registry.Ref{ID: "h", Version: "1.0.0"},
+		CreatedAt: progressT0, UpdatedAt: progressT0, Trials: 1, Orchestration: &eval.Orchestration{CaseIDs: ids}}
+	row, err := records.ScorecardRow(sc, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.CreateScorecard(ctx, row); err != nil {
+		t.Fatal(err)
+	}
+	a := &Activities{Store: st}
+	env := (&testsuite.WorkflowTestSuite{}).NewTestActivityEnvironment()
+	env.RegisterActivity(a)
+	ref := ScorecardRef{Workspace: ws, ScorecardID: sc.ID}
+	var got []string
+	for from := 0; ; from += 300 {
+		v, err := env.ExecuteActivity(a.CasePage, CasePageInput{ScorecardRef: ref, From: from, Limit: 300})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var page []string
+		if err := v.Get(&page); err != nil {
+			t.Fatal(err)
+		}
+		if len(page) == 0 {
+			break
+		}
+		got = append(got, page...)
+	}
+	if diff := cmp.Diff(ids, got); diff != "" {
+		t.Errorf("the pages' case ids (-want +got):\n%s", diff)
+	}
+	if st.gets != 1 {
+		t.Errorf("%d pages read the record %d times, want once", n/300+1, st.gets)
+	}
+	// A new version of the record (a cancel, a finish) is read anew.
+	if _, err := records.UpdateScorecard(ctx, st, ws, sc.ID, func(sc *eval.Scorecard) error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	before := st.gets
+	if _, err := env.ExecuteActivity(a.CasePage, CasePageInput{ScorecardRef: ref, From: 0, Limit: 300}); err != nil {
+		t.Fatal(err)
+	}
+	if st.gets != before+1 {
+		t.Errorf("a page after the record changed read it %d times, want once", st.gets-before)
+	}
+}

@@ -1,0 +1,238 @@
+package activities
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"svc/auth"
+	"svc/eval"
+	"svc/flows"
+	"svc/records"
+	"svc/registry"
+	"svc/scoring"
+	"svc/store"
+	"svc/traces"
+)
+
+// FinishInput ends a batch.
+type FinishInput struct {
+	ScorecardRef
+	Cancelled bool   `json:"cancelled,omitempty"`
+	Phase     string `json:"phase,omitempty"` // set when an infrastructure error fails the batch
+	Message   string `json:"message,omitempty"`
+}
+
+// FinishScoreInput ends a detached scoring pass.
+type FinishScoreInput struct {
+	ScorecardRef
+	Pass      string           `json:"pass"`
+	Judges    []flows.JudgeUse `json:"judges"`
+	CreatedBy string           `json:"createdBy,omitempty"`
+	Aborted   bool             `json:"aborted,omitempty"`
+	Message   string           `json:"message,omitempty"`
+}
+
+// FinishScorecard ends a batch: it rebuilds the per-case table from the
+// child runs, computes the summary, appends scoring revision 1 (for a
+// scorecard that finished), writes the terminal status with the final
+// progress and the publication plan, and notifies the creator
+// (scorecard_completed or scorecard_failed; a cancelled batch notifies no
+// one).
+func (a *Activities) FinishScorecard(ctx context.Context, in FinishInput) error {
+	children, err := a.batchChildren(ctx, in.Workspace, in.ScorecardID)
+	if err != nil {
+		return err
+	}
+	heartbeat(ctx)
+	var final eval.Scorecard
+	changed := false
+	final, err = a.update(ctx, in.ScorecardRef, func(sc *eval.Scorecard) error {
+		if eval.ScorecardTerminal(sc.Status) && sc.Status != eval.ScorecardCancelled && sc.Status != eval.ScorecardSuperseded {
+			return errStop // finished by an earlier attempt
+		}
+		policy, _ := scoring.ResolvePolicy(sc.VerdictPolicy, sc.Manifest)
+		rows := make([]eval.CaseRow, 0, len(children))
+		for _, r := range children {
+			rows = append(rows, scoring.CaseRow(policy, r))
+		}
+		sc.Summary = scoring.Summarize(rows)
+		sc.RunIDs = nil
+		for _, r := range children {
+			sc.RunIDs = append(sc.RunIDs, r.ID)
+		}
+		now := a.now()
+		sc.FinishedAt = &now
+		// The final counts and pace, so lists show them without counting.
+		sc.Progress = records.CountProgress(sc.Progress.Total, records.CountChildren(children), now)
+		switch {
+		case sc.Status == eval.ScorecardCancelled || sc.Status == eval.ScorecardSuperseded:
+			// Stopped through the API: the status is already written.
+		case in.Cancelled:
+			sc.Status = eval.ScorecardCancelled
+		case in.Phase != "":
+			sc.Status = eval.ScorecardFailed
+			sc.Error = &eval.Error{Code: "BATCH_FAILED", Phase: in.Phase, Message: clip(in.Message, 2000)}
+		case dispatchFailedAll(children) != "":
+			// Not one case reached its harness (a command that does not
+			// exist, a harness that cannot be resolved): the batch
+			// measured nothing, and says why.
+			sc.Status = eval.ScorecardFailed
+			sc.Error = &eval.Error{Code: "BATCH_FAILED", Phase: eval.PhaseDispatch,
+				Message: clip(fmt.Sprintf("no case could be dispatched (%d of %d case runs): %s", len(children), sc.Progress.Total, dispatchFailedAll(children)), 2000)}
+		default:
+			sc.Status = eval.ScorecardSucceeded
+			if sc.Kind == eval.KindScorecard && len(sc.Scoring) == 0 {
+				sc.Scoring = append(sc.Scoring, eval.ScoringRevision{
+					Revision: 1, Kind: "initial", Judges: sealedJudges(sc), ScorePlaneDigest: scoring.ScorePlaneDigest(rows),
+					AnalysisRef: records.AnalysisRef(sc.ID, 1), CreatedAt: now, CreatedBy: sc.CreatedBy,
+				})
+				sc.AnalysisRef = records.AnalysisRef(sc.ID, 1)
+			}
+		}
+		sc.Publication = &eval.Publication{State: "published", Artifacts: []string{}, Exports: []string{}}
+		if sc.AnalysisRef != "" {
+			sc.Publication.Artifacts = append(sc.Publication.Artifacts, sc.AnalysisRef)
+		}
+		changed = true
+		return nil
+	})
+	if err != nil && !errors.Is(err, errStop) {
+		return err
+	}
+	if !changed {
+		if final, _, err = records.LoadScorecard(ctx, a.Store, in.Workspace, in.ScorecardID); err != nil {
+			return err
+		}
+	}
+	if err := a.freezeAnalysis(ctx, final, caseRows(final, children)); err != nil {
+		return err
+	}
+	return a.announce(ctx, final)
+}
+
+// dispatchFailedAll returns the error message of the first child when
+// every child of a batch failed to be dispatched (and there is one), else
+// "".
+func dispatchFailedAll(children []eval.Run) string {
+	if len(children) == 0 {
+		return ""
+	}
+	for _, r := range children {
+		if r.Error == nil || r.Error.Code != eval.CodeDispatch {
+			return ""
+		}
+	}
+	return children[0].Error.Message
+}
+
+// caseRows is the per-case table of sc over its children, under the
+// policy the batch stamped.
+func caseRows(sc eval.Scorecard, children []eval.Run) []eval.CaseRow {
+	policy, _ := scoring.ResolvePolicy(sc.VerdictPolicy, sc.Manifest)
+	rows := make([]eval.CaseRow, 0, len(children))
+	for _, r := range children {
+		rows = append(rows, scoring.CaseRow(policy, r))
+	}
+	return rows
+}
+
+func sealedJudges(sc *eval.Scorecard) []eval.SealedJudge {
+	if sc.Manifest != nil && len(sc.Manifest.Judges) > 0 {
+		return sc.Manifest.Judges
+	}
+	return []eval.SealedJudge{}
+}
+
+// FinishScore ends a detached scoring pass: on success it appends a
+// scoring revision (initial for a batch that had none, else rescore),
+// flips an experiment into a scorecard, refreshes the summary and emits
+// scorecard.scored; an aborted pass adds no revision. Either way the batch
+// is released for the next pass.
+func (a *Activities) FinishScore(ctx context.Context, in FinishScoreInput) error {
+	children, err := a.batchChildren(ctx, in.Workspace, in.ScorecardID)
+	if err != nil {
+		return err
+	}
+	// Seal the judges as they resolve now: their spec digests.
+	cur, _, err := records.LoadScorecard(ctx, a.Store, in.Workspace, in.ScorecardID)
+	if err != nil {
+		return err
+	}
+	who := auth.Principal{Subject: cur.CreatedBy, Workspace: cur.Tenant, Roles: []auth.Role{auth.RoleMember}}
+	var sealed []eval.SealedJudge
+	for _, j := range in.Judges {
+		d := "unresolved"
+		if r, err := a.Registries.Resolve(ctx, who, registry.Judge, j.ID, j.Version); err == nil {
+			d = r.Digest
+		}
+		sealed = append(sealed, eval.SealedJudge{ID: j.ID, Version: j.Version, Digest: d})
+	}
+	var revision int
+	sc, err := a.update(ctx, in.ScorecardRef, func(sc *eval.Scorecard) error {
+		if sc.ScoringInFlight != in.Pass {
+			return errStop // settled by an earlier attempt
+		}
+		sc.ScoringInFlight = ""
+		// Judges may have turned verdicts, even in a pass that aborted.
+		sc.Progress = records.Recount(sc.Progress, records.CountChildren(children))
+		if in.Aborted {
+			revision = 0
+			return nil
+		}
+		policy, _ := scoring.ResolvePolicy(sc.VerdictPolicy, sc.Manifest)
+		rows := make([]eval.CaseRow, 0, len(children))
+		for _, r := range children {
+			rows = append(rows, scoring.CaseRow(policy, r))
+		}
+		sc.Summary = scoring.Summarize(rows)
+		kind := "rescore"
+		if len(sc.Scoring) == 0 {
+			kind = "initial"
+		}
+		revision = len(sc.Scoring) + 1
+		sc.Scoring = append(sc.Scoring, eval.ScoringRevision{Revision: revision, Kind: kind, Judges: sealed, JudgeRun: in.Pass,
+			ScorePlaneDigest: scoring.ScorePlaneDigest(rows), AnalysisRef: records.AnalysisRef(sc.ID, revision), CreatedAt: a.now(), CreatedBy: in.CreatedBy})
+		sc.AnalysisRef = records.AnalysisRef(sc.ID, revision)
+		sc.Kind = eval.KindScorecard
+		return nil
+	})
+	if errors.Is(err, errStop) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	ref := in.ScorecardRef
+	if !in.Aborted {
+		if err := a.freezeAnalysis(ctx, sc, caseRows(sc, children)); err != nil {
+			return err
+		}
+	}
+	if in.Aborted {
+		return a.step(ctx, ref, "score:"+in.Pass, "judges", "failed", "scoring pass "+in.Pass+" added no revision: "+in.Message, "")
+	}
+	if err := a.step(ctx, ref, "score:"+in.Pass, "judges", "succeeded", fmt.Sprintf("scoring revision %d by pass %s", revision, in.Pass), ""); err != nil {
+		return err
+	}
+	data, _ := json.Marshal(map[string]any{"scorecardId": sc.ID, "revision": revision, "pass": in.Pass, "judges": in.Judges})
+	_, err = a.Store.AppendEvent(ctx, store.Event{ID: "scorecard.scored:" + in.Pass, Workspace: sc.Tenant, Type: "scorecard.scored",
+		Subject: "scorecard:" + sc.ID, Actor: in.CreatedBy, Data: data})
+	return err
+}
+
+// freezeAnalysis stores the bundle of the batch's last revision, once.
+func (a *Activities) freezeAnalysis(ctx context.Context, sc eval.Scorecard, rows []eval.CaseRow) error {
+	if len(sc.Scoring) == 0 {
+		return nil
+	}
+	rev := sc.Scoring[len(sc.Scoring)-1]
+	doc, digest, err := traces.BuildAnalysis(sc, rows, rev)
+	if err != nil {
+		return err
+	}
+	_, _, err = a.Store.PutAnalysis(ctx, store.Analysis{Workspace: sc.Tenant, ScorecardID: sc.ID, Revision: rev.Revision,
+		Digest: digest, Doc: doc, CreatedAt: rev.CreatedAt})
+	return err
+}
