@@ -15,6 +15,7 @@ import (
 	"svc/registry"
 	"svc/reqid"
 	"svc/scoring"
+	"svc/store"
 )
 
 // ScoreRequest is the body of POST /scorecards/:id/score and
@@ -49,17 +50,11 @@ func (s *Service) Score(ctx context.Context, p auth.Principal, id string, req Sc
 	if sc.Status != eval.ScorecardSucceeded {
 		return eval.Scorecard{}, derrors.Conflictf("scorecard %s is %s; only a succeeded batch can be scored", id, sc.Status)
 	}
-	children, err := records.ListChildren(ctx, s.o.Store, sc.Tenant, sc.ID)
+	has, err := s.anyResult(ctx, sc.Tenant, sc.ID)
 	if err != nil {
 		return eval.Scorecard{}, err
 	}
-	withResults := 0
-	for _, c := range children {
-		if c.Result != nil {
-			withResults++
-		}
-	}
-	if withResults == 0 {
+	if !has {
 		return eval.Scorecard{}, derrors.Invalidf("scorecard %s has no case results to score", id)
 	}
 	var uses []flows.JudgeUse
@@ -169,4 +164,34 @@ func (s *Service) VerifyManifest(ctx context.Context, p auth.Principal, id strin
 	cur.Policy = policy
 	cur.Runtime = sc.Runtime
 	return manifest.Verify(*sc.Manifest, cur), nil
+}
+
+// anyResult reports whether a canonical child run of the batch has a
+// result, reading the children by keyset pages and stopping at the first
+// (a batch of 100,000 children costs one page, not the whole batch).
+func (s *Service) anyResult(ctx context.Context, ws, scorecardID string) (bool, error) {
+	const page = 500
+	after := ""
+	for {
+		rows, err := s.o.Store.ListChildRunPage(ctx, ws, scorecardID, store.ChildRunPage{After: after, Limit: page})
+		if err != nil {
+			return false, err
+		}
+		for _, row := range rows {
+			if !row.Canonical || (row.Audience != "" && row.Audience != systemViewer) {
+				continue
+			}
+			r, err := records.FromRow(row)
+			if err != nil {
+				return false, err
+			}
+			if r.Result != nil {
+				return true, nil
+			}
+		}
+		if len(rows) < page {
+			return false, nil
+		}
+		after = rows[len(rows)-1].ID
+	}
 }
