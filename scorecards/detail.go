@@ -75,11 +75,12 @@ const systemViewer = "svc:system"
 
 // Bounds of a detailCache: the batches it keeps, and the child runs all of
 // them hold (a case row is about a KB). A batch with more children than
-// maxDetailChildren is rebuilt on every read.
-const (
-	maxDetailBatches  = 64
-	maxDetailChildren = 50_000
-)
+// maxDetailChildren is rebuilt on every read, and its light read
+// (?view=summary) counts instead of reading children (countedSummary).
+// maxDetailChildren is a variable for the tests.
+const maxDetailBatches = 64
+
+var maxDetailChildren = 50_000
 
 // detailCache keeps the detail reads of recently read batches, least
 // recently used first out.

@@ -502,3 +502,42 @@ func TestGetPagePagesLargeTables(t *testing.T) {
 		t.Errorf("GetPage of an absent batch = %v, want ErrNotFound", err)
 	}
 }
+
+// TestSummaryOfALargeBatchCounts: above maxDetailChildren the light read
+// is built from counts and steps, without the table, and agrees with the
+// detail read on progress and steps.
+func TestSummaryOfALargeBatchCounts(t *testing.T) {
+	f := newDetailFixture(t, 6)
+	for i := range 6 {
+		f.batch.Start(t, i, f.clk.add(time.Second))
+		if i < 4 {
+			f.batch.Finish(t, i, i%2 == 0, f.clk.add(time.Second))
+		}
+	}
+	if err := f.st.AppendScorecardSteps(t.Context(), []store.ScorecardStep{{Workspace: f.p.Workspace, ScorecardID: f.batch.ID,
+		Key: "case:x", TS: f.clk.Now(), Phase: "case", Status: "failed", Message: "boom", CaseID: scorecardstest.CaseID(1)}}); err != nil {
+		t.Fatal(err)
+	}
+	full, err := f.s.Get(t.Context(), f.p, f.batch.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func(n int) { maxDetailChildren = n }(maxDetailChildren)
+	maxDetailChildren = 3
+	light, err := f.s.Summary(t.Context(), f.p, f.batch.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if light.Scorecard != nil || light.CaseRuns != nil || light.FailedCases != nil {
+		t.Errorf("the counted light read has a table, caseRuns or failedCases: %+v", light)
+	}
+	if diff := cmp.Diff(full.Progress, light.Progress); diff != "" {
+		t.Errorf("progress (-detail +light):\n%s", diff)
+	}
+	if diff := cmp.Diff(full.Steps, light.Steps); diff != "" {
+		t.Errorf("steps (-detail +light):\n%s", diff)
+	}
+	if light.PolicyResolution == nil || *light.PolicyResolution != *full.PolicyResolution {
+		t.Errorf("policyResolution %+v, want %+v", light.PolicyResolution, full.PolicyResolution)
+	}
+}

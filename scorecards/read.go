@@ -95,6 +95,13 @@ func (s *Service) GetJSON(ctx context.Context, p auth.Principal, id string) (net
 // steps (failed cases among them) and policyResolution stay, and
 // failedCases names the cases that did not pass (at most MaxFailedCases).
 func (s *Service) Summary(ctx context.Context, p auth.Principal, id string) (eval.Scorecard, error) {
+	rec, _, err := s.load(ctx, p, id)
+	if err != nil {
+		return eval.Scorecard{}, err
+	}
+	if rec.Progress.Total > maxDetailChildren {
+		return s.countedSummary(ctx, rec)
+	}
 	sc, _, err := s.detail(ctx, p.Workspace, id, false)
 	if err != nil {
 		return eval.Scorecard{}, err
@@ -109,6 +116,37 @@ func (s *Service) Summary(ctx context.Context, p auth.Principal, id string) (eva
 			sc.FailedCases = append(sc.FailedCases, r.CaseID)
 		}
 	}
+	sc.Scorecard, sc.CaseRuns = nil, nil
+	if sc.Orchestration != nil {
+		o := *sc.Orchestration
+		o.CaseIDs, o.AdhocCase = nil, nil
+		sc.Orchestration = &o
+	}
+	return sc, nil
+}
+
+// countedSummary is the light read of a batch too large for the detail
+// cache: built from the record, the store's counts of the children and the
+// steps, without reading a child run, so that polling a 100,000-case batch
+// costs a count, not a table. It has no failedCases, and no summary until
+// the batch's finish records one (`svc scorecard show --failed` pages the
+// table).
+func (s *Service) countedSummary(ctx context.Context, sc eval.Scorecard) (eval.Scorecard, error) {
+	c, err := s.o.Store.ChildRunCounts(ctx, sc.Tenant, sc.ID)
+	if err != nil {
+		return eval.Scorecard{}, err
+	}
+	s.progressOf(&sc, c)
+	steps, err := s.o.Store.ListScorecardSteps(ctx, sc.Tenant, sc.ID, 0, maxSteps)
+	if err != nil {
+		return eval.Scorecard{}, err
+	}
+	sc.Steps = make([]eval.Step, 0, len(steps))
+	for _, st := range steps {
+		sc.Steps = append(sc.Steps, eval.Step{TS: st.TS, Phase: st.Phase, Status: st.Status, Message: st.Message, CaseID: st.CaseID})
+	}
+	_, res := scoring.ResolvePolicy(sc.VerdictPolicy, sc.Manifest)
+	sc.PolicyResolution = &res
 	sc.Scorecard, sc.CaseRuns = nil, nil
 	if sc.Orchestration != nil {
 		o := *sc.Orchestration
