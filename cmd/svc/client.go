@@ -308,6 +308,31 @@ func parseArgs(fs *flag.FlagSet, args []string) ([]string, error) {
 	}
 }
 
+// parseOne is parseArgs for a command that takes exactly one positional
+// argument, what (named in the usage error).
+func parseOne(fs *flag.FlagSet, args []string, what string) (string, error) {
+	pos, err := parseArgs(fs, args)
+	if err != nil {
+		return "", err
+	}
+	if len(pos) != 1 {
+		return "", fmt.Errorf("%w: want exactly one %s, got %d arguments", errUsage, what, len(pos))
+	}
+	return pos[0], nil
+}
+
+// parseNone is parseArgs for a command that takes flags only.
+func parseNone(fs *flag.FlagSet, args []string) error {
+	pos, err := parseArgs(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 0 {
+		return fmt.Errorf("%w: unexpected arguments %q", errUsage, pos)
+	}
+	return nil
+}
+
 // clientCommand is one client command: it returns its exit code, or an
 // error that run prints and maps to exitProblem.
 type clientCommand func(ctx context.Context, x *cli, args []string) (int, error)

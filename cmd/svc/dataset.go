@@ -72,18 +72,15 @@ func runDatasetPush(ctx context.Context, x *cli, args []string) (int, error) {
 	fs.Var(&graders, "grader", "a `grader` for every case that has none: an id (exact, exit_code, ...) or a JSON object; repeatable")
 	dryRun := fs.Bool("dry-run", false, "validate only: say whether registering would succeed, register nothing")
 	asJSON := fs.Bool("json", false, "print the service's answer as JSON")
-	pos, err := parseArgs(fs, args)
+	arg, err := parseOne(fs, args, "dataset file")
 	if err != nil {
 		return 0, err
 	}
-	if len(pos) != 1 {
-		return 0, fmt.Errorf("%w: want exactly one dataset file, got %d arguments", errUsage, len(pos))
-	}
-	doc, err := loadDataset(pos[0], *typ)
+	doc, err := loadDataset(arg, *typ)
 	if err != nil {
 		return 0, err
 	}
-	if err := completeDataset(doc, pos[0], *id, *version, *description, graders); err != nil {
+	if err := completeDataset(doc, arg, *id, *version, *description, graders); err != nil {
 		return 0, err
 	}
 	c, err := cf.client(x.getenv)
@@ -495,12 +492,8 @@ func runRegistryList(ctx context.Context, x *cli, name, synopsis, collection str
 	cf.register(fs, x.getenv)
 	format := fs.String("format", formatTable, "output `format`: table, csv, jsonl or md")
 	asJSON := fs.Bool("json", false, "print the service's JSON array")
-	pos, err := parseArgs(fs, args)
-	if err != nil {
+	if err := parseNone(fs, args); err != nil {
 		return 0, err
-	}
-	if len(pos) > 0 {
-		return 0, fmt.Errorf("%w: unexpected arguments %q", errUsage, pos)
 	}
 	if err := checkFormat(*format); err != nil {
 		return 0, err

@@ -172,14 +172,11 @@ func runEvalRun(ctx context.Context, x *cli, args []string) (int, error) {
 	timeout := fs.Duration("timeout", 0, "give up waiting after this long (the batch keeps running); overrides the file's")
 	failOnDispatch := fs.Bool("fail-on-dispatch-errors", false, "exit 1 when any case-trial could not be dispatched")
 	asJSON := fs.Bool("json", false, `print {"scorecard": the final detail read, "gate": the decision} as JSON`)
-	pos, err := parseArgs(fs, args)
+	arg, err := parseOne(fs, args, "eval file")
 	if err != nil {
 		return 0, err
 	}
-	if len(pos) != 1 {
-		return 0, fmt.Errorf("%w: want exactly one eval file, got %d arguments", errUsage, len(pos))
-	}
-	f, err := readEvalFile(pos[0], x.getenv)
+	f, err := readEvalFile(arg, x.getenv)
 	if err != nil {
 		return 0, err
 	}

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"fmt"
 )
 
 const harnessSynopsis = `usage: svc harness register FILE [--id id] [--version v] [--json]
@@ -33,18 +32,15 @@ func runHarnessRegister(ctx context.Context, x *cli, args []string) (int, error)
 	id := fs.String("id", "", "the harness's id (default: the file's)")
 	version := fs.String("version", "", "the version to register (default: the file's)")
 	asJSON := fs.Bool("json", false, "print the service's answer as JSON")
-	pos, err := parseArgs(fs, args)
+	arg, err := parseOne(fs, args, "harness file")
 	if err != nil {
 		return 0, err
 	}
-	if len(pos) != 1 {
-		return 0, fmt.Errorf("%w: want exactly one harness file, got %d arguments", errUsage, len(pos))
-	}
-	doc, err := readSpecFile(pos[0])
+	doc, err := readSpecFile(arg)
 	if err != nil {
 		return 0, err
 	}
-	if err := setIDVersion(doc, *id, *version, "harness", pos[0]); err != nil {
+	if err := setIDVersion(doc, *id, *version, "harness", arg); err != nil {
 		return 0, err
 	}
 	c, err := cf.client(x.getenv)

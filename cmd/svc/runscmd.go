@@ -58,12 +58,9 @@ func runRunsLogs(ctx context.Context, x *cli, args []string) (int, error) {
 	cf.register(fs, x.getenv)
 	follow := fs.Bool("follow", false, "keep reading until the run is over")
 	asJSON := fs.Bool("json", false, "print each page the service answers as a line of JSON")
-	pos, err := parseArgs(fs, args)
+	arg, err := parseOne(fs, args, "run id")
 	if err != nil {
 		return 0, err
-	}
-	if len(pos) != 1 {
-		return 0, fmt.Errorf("%w: want exactly one run id, got %d arguments", errUsage, len(pos))
 	}
 	c, err := cf.client(x.getenv)
 	if err != nil {
@@ -73,7 +70,7 @@ func runRunsLogs(ctx context.Context, x *cli, args []string) (int, error) {
 	for {
 		var p logPage
 		q := url.Values{"after": {strconv.FormatInt(after, 10)}, "limit": {strconv.Itoa(logPageSize)}}
-		raw, err := c.do(ctx, "GET", "/runs/"+url.PathEscape(pos[0])+"/logs?"+q.Encode(), nil, &p)
+		raw, err := c.do(ctx, "GET", "/runs/"+url.PathEscape(arg)+"/logs?"+q.Encode(), nil, &p)
 		if err != nil {
 			return 0, err
 		}
@@ -115,12 +112,9 @@ func runRunsTrace(ctx context.Context, x *cli, args []string) (int, error) {
 	cf.register(fs, x.getenv)
 	format := fs.String("format", formatTable, "output `format`: table, csv, jsonl (each event as sent) or md")
 	asJSON := fs.Bool("json", false, "print the service's JSON")
-	pos, err := parseArgs(fs, args)
+	arg, err := parseOne(fs, args, "run id")
 	if err != nil {
 		return 0, err
-	}
-	if len(pos) != 1 {
-		return 0, fmt.Errorf("%w: want exactly one run id, got %d arguments", errUsage, len(pos))
 	}
 	if err := checkFormat(*format); err != nil {
 		return 0, err
@@ -138,7 +132,7 @@ func runRunsTrace(ctx context.Context, x *cli, args []string) (int, error) {
 		} `json:"meta"`
 		Events []json.RawMessage `json:"events"`
 	}
-	raw, err := c.do(ctx, "GET", "/runs/"+url.PathEscape(pos[0])+"/trajectory", nil, &t)
+	raw, err := c.do(ctx, "GET", "/runs/"+url.PathEscape(arg)+"/trajectory", nil, &t)
 	if err != nil {
 		return 0, err
 	}
@@ -184,7 +178,7 @@ func runRunsTrace(ctx context.Context, x *cli, args []string) (int, error) {
 		if t.Meta.SealedAt != nil {
 			sealed = "sealed"
 		}
-		fmt.Fprintf(x.stdout, "run %s: %d %s (%s, source %s)\n", pos[0], len(t.Events), plural(len(t.Events), "event"), sealed, t.Meta.Source)
+		fmt.Fprintf(x.stdout, "run %s: %d %s (%s, source %s)\n", arg, len(t.Events), plural(len(t.Events), "event"), sealed, t.Meta.Source)
 		if len(t.Events) == 0 {
 			return exitOK, nil
 		}

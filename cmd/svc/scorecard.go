@@ -100,12 +100,9 @@ func runScorecardRun(ctx context.Context, x *cli, args []string) (int, error) {
 	fs.DurationVar(&timeout, "timeout", 0, "with --wait, give up after this long (the batch keeps running); 0 waits for ever")
 	fs.BoolVar(&failOnDispatch, "fail-on-dispatch-errors", false, "with --wait, exit 1 when any case-trial could not be dispatched, even if the batch succeeded")
 	fs.BoolVar(&asJSON, "json", false, "print the record as JSON instead of the id")
-	pos, err := parseArgs(fs, args)
+	err := parseNone(fs, args)
 	if err != nil {
 		return 0, err
-	}
-	if len(pos) > 0 {
-		return 0, fmt.Errorf("%w: unexpected arguments %q", errUsage, pos)
 	}
 	req := scorecards.SubmitRequest{Runtime: runtime}
 	if req.Dataset, err = parseRef("--dataset", dataset); err != nil {
@@ -220,12 +217,9 @@ func runScorecardWait(ctx context.Context, x *cli, args []string) (int, error) {
 	timeout := fs.Duration("timeout", 0, "give up after this long (the batch keeps running); 0 waits for ever")
 	failOnDispatch := fs.Bool("fail-on-dispatch-errors", false, "exit 1 when any case-trial could not be dispatched, even if the batch succeeded")
 	asJSON := fs.Bool("json", false, "print the final record as JSON instead of the id")
-	pos, err := parseArgs(fs, args)
+	arg, err := parseOne(fs, args, "scorecard id")
 	if err != nil {
 		return 0, err
-	}
-	if len(pos) != 1 {
-		return 0, fmt.Errorf("%w: want exactly one scorecard id, got %d arguments", errUsage, len(pos))
 	}
 	if *timeout < 0 {
 		return 0, fmt.Errorf("%w: --timeout must not be negative", errUsage)
@@ -234,7 +228,7 @@ func runScorecardWait(ctx context.Context, x *cli, args []string) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	sc, raw, err := waitScorecard(ctx, x, c, pos[0], *timeout, *asJSON)
+	sc, raw, err := waitScorecard(ctx, x, c, arg, *timeout, *asJSON)
 	if err != nil {
 		return 0, err
 	}
@@ -553,18 +547,15 @@ func runScorecardGet(ctx context.Context, x *cli, args []string) (int, error) {
 	var cf clientFlags
 	cf.register(fs, x.getenv)
 	asJSON := fs.Bool("json", false, "print the detail read as JSON")
-	pos, err := parseArgs(fs, args)
+	arg, err := parseOne(fs, args, "scorecard id")
 	if err != nil {
 		return 0, err
-	}
-	if len(pos) != 1 {
-		return 0, fmt.Errorf("%w: want exactly one scorecard id, got %d arguments", errUsage, len(pos))
 	}
 	c, err := cf.client(x.getenv)
 	if err != nil {
 		return 0, err
 	}
-	r := &batchReader{c: c, id: pos[0]}
+	r := &batchReader{c: c, id: arg}
 	if *asJSON {
 		_, raw, err := r.detail(ctx)
 		if err != nil {

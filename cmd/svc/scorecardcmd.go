@@ -25,12 +25,8 @@ func runScorecardList(ctx context.Context, x *cli, args []string) (int, error) {
 	cursor := fs.String("cursor", "", "the page after the one that printed this `cursor`")
 	format := fs.String("format", formatTable, "output `format`: table, csv, jsonl or md")
 	asJSON := fs.Bool("json", false, "print the service's JSON array")
-	pos, err := parseArgs(fs, args)
-	if err != nil {
+	if err := parseNone(fs, args); err != nil {
 		return 0, err
-	}
-	if len(pos) > 0 {
-		return 0, fmt.Errorf("%w: unexpected arguments %q", errUsage, pos)
 	}
 	if err := checkFormat(*format); err != nil {
 		return 0, err
@@ -107,12 +103,9 @@ func runScorecardScore(ctx context.Context, x *cli, args []string) (int, error) 
 	wait := fs.Bool("wait", false, "wait until the scoring pass is over")
 	timeout := fs.Duration("timeout", 0, "with --wait, give up after this long (the pass keeps running); 0 waits for ever")
 	asJSON := fs.Bool("json", false, "print the record as JSON (with --wait, the final detail read)")
-	pos, err := parseArgs(fs, args)
+	arg, err := parseOne(fs, args, "scorecard id")
 	if err != nil {
 		return 0, err
-	}
-	if len(pos) != 1 {
-		return 0, fmt.Errorf("%w: want exactly one scorecard id, got %d arguments", errUsage, len(pos))
 	}
 	if len(judges) == 0 {
 		return 0, fmt.Errorf("%w: --judge is required: the judges whose verdicts the pass replaces", errUsage)
@@ -132,7 +125,7 @@ func runScorecardScore(ctx context.Context, x *cli, args []string) (int, error) 
 	if err != nil {
 		return 0, err
 	}
-	id := pos[0]
+	id := arg
 	r := &batchReader{c: c, id: id}
 	// The revisions before the pass: one more after it means it succeeded.
 	before, _, err := r.light(ctx)
@@ -215,19 +208,16 @@ func runScorecardCancel(ctx context.Context, x *cli, args []string) (int, error)
 	var cf clientFlags
 	cf.register(fs, x.getenv)
 	asJSON := fs.Bool("json", false, "print the cancelled record as JSON")
-	pos, err := parseArgs(fs, args)
+	arg, err := parseOne(fs, args, "scorecard id")
 	if err != nil {
 		return 0, err
-	}
-	if len(pos) != 1 {
-		return 0, fmt.Errorf("%w: want exactly one scorecard id, got %d arguments", errUsage, len(pos))
 	}
 	c, err := cf.client(x.getenv)
 	if err != nil {
 		return 0, err
 	}
 	var sc eval.Scorecard
-	raw, err := c.do(ctx, "POST", "/scorecards/"+url.PathEscape(pos[0])+"/cancel", nil, &sc)
+	raw, err := c.do(ctx, "POST", "/scorecards/"+url.PathEscape(arg)+"/cancel", nil, &sc)
 	if err != nil {
 		return 0, err
 	}

@@ -20,12 +20,9 @@ func runScorecardShow(ctx context.Context, x *cli, args []string) (int, error) {
 	failed := fs.Bool("failed", false, "only the cases with a trial that did not pass")
 	format := fs.String("format", formatTable, "output `format`: table, csv, jsonl or md")
 	asJSON := fs.Bool("json", false, "print the detail read as the service's JSON")
-	pos, err := parseArgs(fs, args)
+	arg, err := parseOne(fs, args, "scorecard id")
 	if err != nil {
 		return 0, err
-	}
-	if len(pos) != 1 {
-		return 0, fmt.Errorf("%w: want exactly one scorecard id, got %d arguments", errUsage, len(pos))
 	}
 	if err := checkFormat(*format); err != nil {
 		return 0, err
@@ -34,7 +31,7 @@ func runScorecardShow(ctx context.Context, x *cli, args []string) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	sc, raw, err := (&batchReader{c: c, id: pos[0]}).detail(ctx)
+	sc, raw, err := (&batchReader{c: c, id: arg}).detail(ctx)
 	if err != nil {
 		return 0, err
 	}

@@ -24,14 +24,11 @@ func runVerify(ctx context.Context, x *cli, args []string) (int, error) {
 	var cf clientFlags
 	cf.register(fs, x.getenv)
 	asJSON := fs.Bool("json", false, "print the verification as the service's JSON instead of the table")
-	pos, err := parseArgs(fs, args)
+	arg, err := parseOne(fs, args, "scorecard id")
 	if err != nil {
 		return 0, err
 	}
-	if len(pos) != 1 {
-		return 0, fmt.Errorf("%w: want exactly one scorecard id, got %d arguments", errUsage, len(pos))
-	}
-	id := pos[0]
+	id := arg
 	c, err := cf.client(x.getenv)
 	if err != nil {
 		return 0, err
