@@ -5,7 +5,6 @@ import (
 
 	"svc/eval"
 	"svc/records"
-	"svc/store"
 )
 
 // ChildPageInput pages a batch's canonical child runs.
@@ -21,11 +20,6 @@ type ChildPage struct {
 	More  bool       `json:"more"`
 }
 
-// systemViewer is the subject batch activities read children as, as
-// records.ListChildren does: a child restricted to another subject is not
-// the batch's to judge.
-const systemViewer = "svc:system"
-
 // maxChildReadPage bounds one store read of ChildRunPage (the store's
 // largest page).
 const maxChildReadPage = 5000
@@ -39,34 +33,21 @@ const maxChildReadPage = 5000
 func (a *Activities) ChildRunPage(ctx context.Context, in ChildPageInput) (ChildPage, error) {
 	read := min(max(in.Limit+1, 1), maxChildReadPage)
 	var out ChildPage
-	after := in.After
-	for {
-		rows, err := a.Store.ListChildRunPage(ctx, in.Workspace, in.ScorecardID, store.ChildRunPage{After: after, Limit: read})
-		if err != nil {
-			return ChildPage{}, err
+	err := records.EachChild(ctx, a.Store, in.Workspace, in.ScorecardID, in.After, read, nil, func(r eval.Run) (bool, error) {
+		if r.Result == nil {
+			return true, nil
 		}
-		for _, row := range rows {
-			if !row.Canonical || (row.Audience != "" && row.Audience != systemViewer) {
-				continue
-			}
-			r, err := records.FromRow(row)
-			if err != nil {
-				return ChildPage{}, err
-			}
-			if r.Result == nil {
-				continue
-			}
-			if len(out.Items) == in.Limit {
-				out.More = true
-				return out, nil
-			}
-			out.Items = append(out.Items, CaseItem{ScorecardRef: in.ScorecardRef, CaseID: r.CaseID, Trial: r.Trial, RunID: r.ID})
+		if len(out.Items) == in.Limit {
+			out.More = true
+			return false, nil
 		}
-		if len(rows) < read {
-			return out, nil
-		}
-		after = rows[len(rows)-1].ID
+		out.Items = append(out.Items, CaseItem{ScorecardRef: in.ScorecardRef, CaseID: r.CaseID, Trial: r.Trial, RunID: r.ID})
+		return true, nil
+	})
+	if err != nil {
+		return ChildPage{}, err
 	}
+	return out, nil
 }
 
 // childReadPage is the store page batchChildren reads at a time.
@@ -78,26 +59,9 @@ const childReadPage = 1000
 // the batch's size once; it heartbeats between pages.
 func (a *Activities) batchChildren(ctx context.Context, ws, scorecardID string) ([]eval.Run, error) {
 	var out []eval.Run
-	after := ""
-	for {
-		rows, err := a.Store.ListChildRunPage(ctx, ws, scorecardID, store.ChildRunPage{After: after, Limit: childReadPage})
-		if err != nil {
-			return nil, err
-		}
-		for _, row := range rows {
-			if !row.Canonical || (row.Audience != "" && row.Audience != systemViewer) {
-				continue
-			}
-			r, err := records.FromRow(row)
-			if err != nil {
-				return nil, err
-			}
-			out = append(out, r)
-		}
-		if len(rows) < childReadPage {
-			return out, nil
-		}
-		after = rows[len(rows)-1].ID
-		heartbeat(ctx)
-	}
+	err := records.EachChild(ctx, a.Store, ws, scorecardID, "", childReadPage, func() { heartbeat(ctx) }, func(r eval.Run) (bool, error) {
+		out = append(out, r)
+		return true, nil
+	})
+	return out, err
 }

@@ -29,7 +29,7 @@ func ListChildren(ctx context.Context, st store.Tx, ws, scorecardID string) ([]e
 // (a DecodeCache's, for reads that repeat).
 func ListChildrenWith(ctx context.Context, st store.Tx, ws, scorecardID string, decode func(store.Run) (eval.Run, error)) ([]eval.Run, error) {
 	var out []eval.Run
-	f := store.RunFilter{Workspace: ws, ScorecardID: scorecardID, Viewer: "svc:system", Limit: 1000}
+	f := store.RunFilter{Workspace: ws, ScorecardID: scorecardID, Viewer: SystemViewer, Limit: 1000}
 	for {
 		rows, err := st.ListRuns(ctx, f)
 		if err != nil {
@@ -57,4 +57,46 @@ func ListChildrenWith(ctx context.Context, st store.Tx, ws, scorecardID string, 
 
 func sortRuns(rs []eval.Run) {
 	sort.Slice(rs, func(i, j int) bool { return rs[i].ID < rs[j].ID })
+}
+
+// SystemViewer is the subject a batch's reads list its children as: a
+// child run restricted to another member is not the batch's to count,
+// show or judge.
+const SystemViewer = "svc:system"
+
+// Counted reports whether a stored child run counts in its batch: the
+// canonical run of its (case, trial), visible to SystemViewer.
+func Counted(r store.Run) bool { return r.Canonical && eval.Visible(r.Audience, SystemViewer) }
+
+// EachChild calls fn with each counted child run of a batch whose id is
+// after after, in run-id order, reading the store by keyset pages of page
+// runs (store.ListChildRunPage), so that reading costs what is read, not
+// the batch; between, when not nil, runs between pages (a heartbeat). It
+// stops early when fn returns false or an error.
+func EachChild(ctx context.Context, st store.Tx, ws, scorecardID, after string, page int, between func(), fn func(eval.Run) (bool, error)) error {
+	for {
+		rows, err := st.ListChildRunPage(ctx, ws, scorecardID, store.ChildRunPage{After: after, Limit: page})
+		if err != nil {
+			return err
+		}
+		for _, row := range rows {
+			if !Counted(row) {
+				continue
+			}
+			r, err := FromRow(row)
+			if err != nil {
+				return err
+			}
+			if more, err := fn(r); err != nil || !more {
+				return err
+			}
+		}
+		if len(rows) < page {
+			return nil
+		}
+		after = rows[len(rows)-1].ID
+		if between != nil {
+			between()
+		}
+	}
 }

@@ -68,11 +68,6 @@ const lateCommit = 2 * time.Second
 // so does the read after the record changed (the batch may have finished).
 const sweepEvery = 30 * time.Second
 
-// systemViewer is the subject the detail read lists children as, as
-// records.ListChildren does: a run restricted to another subject is
-// left out of the batch's table.
-const systemViewer = "svc:system"
-
 // Bounds of a detailCache: the batches it keeps, and the child runs all of
 // them hold (a case row is about a KB). A batch with more children than
 // maxDetailChildren is rebuilt on every read, and its light read
@@ -212,7 +207,7 @@ func (d *batchDetail) read(ctx context.Context, st store.Store, version int64, n
 			return detailView{}, err
 		}
 		for _, s := range steps {
-			d.steps = append(d.steps, eval.Step{TS: s.TS, Phase: s.Phase, Status: s.Status, Message: s.Message, CaseID: s.CaseID})
+			d.steps = append(d.steps, stepOf(s))
 			d.lastSeq = s.Seq
 		}
 	}

@@ -132,7 +132,7 @@ func (d *batchDetail) readKids(ctx context.Context, st store.Store, sweep bool, 
 	// Decode before changing anything, so that an error leaves k as it was.
 	next := make([]kid, len(fresh))
 	for i, r := range fresh {
-		next[i] = kid{state: stateOf(r), shown: r.Canonical && eval.Visible(r.Audience, systemViewer)}
+		next[i] = kid{state: stateOf(r), shown: records.Counted(r)}
 		if next[i].shown {
 			run, err := records.FromRow(r)
 			if err != nil {

@@ -35,13 +35,26 @@ func (s *Service) load(ctx context.Context, p auth.Principal, id string) (eval.S
 // summaryView is a batch as lists show it: no per-case table, no
 // timeline, no selection.
 func summaryView(sc eval.Scorecard) eval.Scorecard {
-	sc.Scorecard, sc.Steps, sc.CaseRuns = nil, nil, nil
+	sc = lightView(sc)
+	sc.Steps = nil
+	return sc
+}
+
+// lightView is the light read's trim of a batch (?view=summary): no
+// per-case table, no caseRuns, no selection; the timeline stays.
+func lightView(sc eval.Scorecard) eval.Scorecard {
+	sc.Scorecard, sc.CaseRuns = nil, nil
 	if sc.Orchestration != nil {
 		o := *sc.Orchestration
 		o.CaseIDs, o.AdhocCase = nil, nil
 		sc.Orchestration = &o
 	}
 	return sc
+}
+
+// stepOf is a stored timeline entry as records show it.
+func stepOf(s store.ScorecardStep) eval.Step {
+	return eval.Step{TS: s.TS, Phase: s.Phase, Status: s.Status, Message: s.Message, CaseID: s.CaseID}
 }
 
 // progress fills sc.Progress from the batch's child runs.
@@ -116,13 +129,7 @@ func (s *Service) Summary(ctx context.Context, p auth.Principal, id string) (eva
 			sc.FailedCases = append(sc.FailedCases, r.CaseID)
 		}
 	}
-	sc.Scorecard, sc.CaseRuns = nil, nil
-	if sc.Orchestration != nil {
-		o := *sc.Orchestration
-		o.CaseIDs, o.AdhocCase = nil, nil
-		sc.Orchestration = &o
-	}
-	return sc, nil
+	return lightView(sc), nil
 }
 
 // countedSummary is the light read of a batch too large for the detail
@@ -143,17 +150,11 @@ func (s *Service) countedSummary(ctx context.Context, sc eval.Scorecard) (eval.S
 	}
 	sc.Steps = make([]eval.Step, 0, len(steps))
 	for _, st := range steps {
-		sc.Steps = append(sc.Steps, eval.Step{TS: st.TS, Phase: st.Phase, Status: st.Status, Message: st.Message, CaseID: st.CaseID})
+		sc.Steps = append(sc.Steps, stepOf(st))
 	}
 	_, res := scoring.ResolvePolicy(sc.VerdictPolicy, sc.Manifest)
 	sc.PolicyResolution = &res
-	sc.Scorecard, sc.CaseRuns = nil, nil
-	if sc.Orchestration != nil {
-		o := *sc.Orchestration
-		o.CaseIDs, o.AdhocCase = nil, nil
-		sc.Orchestration = &o
-	}
-	return sc, nil
+	return lightView(sc), nil
 }
 
 // CaseRunKey keys caseRuns: "<caseId>#<trial>".

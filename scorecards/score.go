@@ -15,7 +15,6 @@ import (
 	"svc/registry"
 	"svc/reqid"
 	"svc/scoring"
-	"svc/store"
 )
 
 // ScoreRequest is the body of POST /scorecards/:id/score and
@@ -170,28 +169,10 @@ func (s *Service) VerifyManifest(ctx context.Context, p auth.Principal, id strin
 // result, reading the children by keyset pages and stopping at the first
 // (a batch of 100,000 children costs one page, not the whole batch).
 func (s *Service) anyResult(ctx context.Context, ws, scorecardID string) (bool, error) {
-	const page = 500
-	after := ""
-	for {
-		rows, err := s.o.Store.ListChildRunPage(ctx, ws, scorecardID, store.ChildRunPage{After: after, Limit: page})
-		if err != nil {
-			return false, err
-		}
-		for _, row := range rows {
-			if !row.Canonical || (row.Audience != "" && row.Audience != systemViewer) {
-				continue
-			}
-			r, err := records.FromRow(row)
-			if err != nil {
-				return false, err
-			}
-			if r.Result != nil {
-				return true, nil
-			}
-		}
-		if len(rows) < page {
-			return false, nil
-		}
-		after = rows[len(rows)-1].ID
-	}
+	found := false
+	err := records.EachChild(ctx, s.o.Store, ws, scorecardID, "", 500, nil, func(r eval.Run) (bool, error) {
+		found = r.Result != nil
+		return !found, nil
+	})
+	return found, err
 }
