@@ -5,6 +5,8 @@ import (
 
 	"svc/eval"
 	"svc/records"
+	"svc/scoring"
+	"svc/store"
 )
 
 // ChildPageInput pages a batch's canonical child runs.
@@ -50,18 +52,44 @@ func (a *Activities) ChildRunPage(ctx context.Context, in ChildPageInput) (Child
 	return out, nil
 }
 
-// childReadPage is the store page batchChildren reads at a time.
+// childReadPage is the store page tallyChildren reads at a time.
 const childReadPage = 1000
 
-// batchChildren returns every canonical child run of a batch that the
-// system may read, in run-id order, as records.ListChildren does, reading
-// the store by keyset pages (ListChildRunPage) so that the whole read costs
-// the batch's size once; it heartbeats between pages.
-func (a *Activities) batchChildren(ctx context.Context, ws, scorecardID string) ([]eval.Run, error) {
-	var out []eval.Run
+// batchTally is what ending a batch needs of its children, read without
+// holding them: each child's case row under the batch's policy, the run
+// ids, the counts, and, when no child reached its harness, why. A child
+// run decodes to several KB (its case, result and trace summary); its row
+// is a few hundred bytes, so a 100,000-case batch ends in tens of MB
+// rather than hundreds.
+type batchTally struct {
+	rows   []eval.CaseRow
+	runIDs []string
+	counts store.RunCounts
+	// dispatchFailed is the first child's error message when every child
+	// failed to be dispatched (and there is one), else "".
+	dispatchFailed string
+}
+
+// tallyChildren reads every canonical child run of a batch that the
+// system may read, in run-id order, by keyset pages (ListChildRunPage),
+// heartbeating between pages, and tallies them under policy.
+func (a *Activities) tallyChildren(ctx context.Context, ws, scorecardID string, policy eval.VerdictPolicy) (batchTally, error) {
+	t := batchTally{counts: records.NewRunCounts()}
+	allDispatch := true
 	err := records.EachChild(ctx, a.Store, ws, scorecardID, "", childReadPage, func() { heartbeat(ctx) }, func(r eval.Run) (bool, error) {
-		out = append(out, r)
+		t.rows = append(t.rows, scoring.CaseRow(policy, r))
+		t.runIDs = append(t.runIDs, r.ID)
+		records.CountChild(&t.counts, r)
+		switch {
+		case r.Error == nil || r.Error.Code != eval.CodeDispatch:
+			allDispatch = false
+		case len(t.runIDs) == 1:
+			t.dispatchFailed = r.Error.Message
+		}
 		return true, nil
 	})
-	return out, err
+	if !allDispatch {
+		t.dispatchFailed = ""
+	}
+	return t, err
 }

@@ -41,7 +41,7 @@ type FinishScoreInput struct {
 // (scorecard_completed or scorecard_failed; a cancelled batch notifies no
 // one).
 func (a *Activities) FinishScorecard(ctx context.Context, in FinishInput) error {
-	children, err := a.batchChildren(ctx, in.Workspace, in.ScorecardID)
+	t, err := a.tally(ctx, in.ScorecardRef)
 	if err != nil {
 		return err
 	}
@@ -52,20 +52,12 @@ func (a *Activities) FinishScorecard(ctx context.Context, in FinishInput) error 
 		if eval.ScorecardTerminal(sc.Status) && sc.Status != eval.ScorecardCancelled && sc.Status != eval.ScorecardSuperseded {
 			return errStop // finished by an earlier attempt
 		}
-		policy, _ := scoring.ResolvePolicy(sc.VerdictPolicy, sc.Manifest)
-		rows := make([]eval.CaseRow, 0, len(children))
-		for _, r := range children {
-			rows = append(rows, scoring.CaseRow(policy, r))
-		}
-		sc.Summary = scoring.Summarize(rows)
-		sc.RunIDs = nil
-		for _, r := range children {
-			sc.RunIDs = append(sc.RunIDs, r.ID)
-		}
+		sc.Summary = scoring.Summarize(t.rows)
+		sc.RunIDs = t.runIDs
 		now := a.now()
 		sc.FinishedAt = &now
 		// The final counts and pace, so lists show them without counting.
-		sc.Progress = records.CountProgress(sc.Progress.Total, records.CountChildren(children), now)
+		sc.Progress = records.CountProgress(sc.Progress.Total, t.counts, now)
 		switch {
 		case sc.Status == eval.ScorecardCancelled || sc.Status == eval.ScorecardSuperseded:
 			// Stopped through the API: the status is already written.
@@ -74,18 +66,18 @@ func (a *Activities) FinishScorecard(ctx context.Context, in FinishInput) error 
 		case in.Phase != "":
 			sc.Status = eval.ScorecardFailed
 			sc.Error = &eval.Error{Code: "BATCH_FAILED", Phase: in.Phase, Message: clip(in.Message, 2000)}
-		case dispatchFailedAll(children) != "":
+		case t.dispatchFailed != "":
 			// Not one case reached its harness (a command that does not
 			// exist, a harness that cannot be resolved): the batch
 			// measured nothing, and says why.
 			sc.Status = eval.ScorecardFailed
 			sc.Error = &eval.Error{Code: "BATCH_FAILED", Phase: eval.PhaseDispatch,
-				Message: clip(fmt.Sprintf("no case could be dispatched (%d of %d case runs): %s", len(children), sc.Progress.Total, dispatchFailedAll(children)), 2000)}
+				Message: clip(fmt.Sprintf("no case could be dispatched (%d of %d case runs): %s", t.counts.Total, sc.Progress.Total, t.dispatchFailed), 2000)}
 		default:
 			sc.Status = eval.ScorecardSucceeded
 			if sc.Kind == eval.KindScorecard && len(sc.Scoring) == 0 {
 				sc.Scoring = append(sc.Scoring, eval.ScoringRevision{
-					Revision: 1, Kind: "initial", Judges: sealedJudges(sc), ScorePlaneDigest: scoring.ScorePlaneDigest(rows),
+					Revision: 1, Kind: "initial", Judges: sealedJudges(sc), ScorePlaneDigest: scoring.ScorePlaneDigest(t.rows),
 					AnalysisRef: records.AnalysisRef(sc.ID, 1), CreatedAt: now, CreatedBy: sc.CreatedBy,
 				})
 				sc.AnalysisRef = records.AnalysisRef(sc.ID, 1)
@@ -106,36 +98,21 @@ func (a *Activities) FinishScorecard(ctx context.Context, in FinishInput) error 
 			return err
 		}
 	}
-	if err := a.freezeAnalysis(ctx, final, caseRows(final, children)); err != nil {
+	if err := a.freezeAnalysis(ctx, final, t.rows); err != nil {
 		return err
 	}
 	return a.announce(ctx, final)
 }
 
-// dispatchFailedAll returns the error message of the first child when
-// every child of a batch failed to be dispatched (and there is one), else
-// "".
-func dispatchFailedAll(children []eval.Run) string {
-	if len(children) == 0 {
-		return ""
+// tally reads the batch's record for its verdict policy (which never
+// changes after the submit) and tallies its children under it.
+func (a *Activities) tally(ctx context.Context, ref ScorecardRef) (batchTally, error) {
+	sc, _, err := records.LoadScorecard(ctx, a.Store, ref.Workspace, ref.ScorecardID)
+	if err != nil {
+		return batchTally{}, err
 	}
-	for _, r := range children {
-		if r.Error == nil || r.Error.Code != eval.CodeDispatch {
-			return ""
-		}
-	}
-	return children[0].Error.Message
-}
-
-// caseRows is the per-case table of sc over its children, under the
-// policy the batch stamped.
-func caseRows(sc eval.Scorecard, children []eval.Run) []eval.CaseRow {
 	policy, _ := scoring.ResolvePolicy(sc.VerdictPolicy, sc.Manifest)
-	rows := make([]eval.CaseRow, 0, len(children))
-	for _, r := range children {
-		rows = append(rows, scoring.CaseRow(policy, r))
-	}
-	return rows
+	return a.tallyChildren(ctx, ref.Workspace, ref.ScorecardID, policy)
 }
 
 func sealedJudges(sc *eval.Scorecard) []eval.SealedJudge {
@@ -151,7 +128,7 @@ func sealedJudges(sc *eval.Scorecard) []eval.SealedJudge {
 // scorecard.scored; an aborted pass adds no revision. Either way the batch
 // is released for the next pass.
 func (a *Activities) FinishScore(ctx context.Context, in FinishScoreInput) error {
-	children, err := a.batchChildren(ctx, in.Workspace, in.ScorecardID)
+	t, err := a.tally(ctx, in.ScorecardRef)
 	if err != nil {
 		return err
 	}
@@ -176,24 +153,19 @@ func (a *Activities) FinishScore(ctx context.Context, in FinishScoreInput) error
 		}
 		sc.ScoringInFlight = ""
 		// Judges may have turned verdicts, even in a pass that aborted.
-		sc.Progress = records.Recount(sc.Progress, records.CountChildren(children))
+		sc.Progress = records.Recount(sc.Progress, t.counts)
 		if in.Aborted {
 			revision = 0
 			return nil
 		}
-		policy, _ := scoring.ResolvePolicy(sc.VerdictPolicy, sc.Manifest)
-		rows := make([]eval.CaseRow, 0, len(children))
-		for _, r := range children {
-			rows = append(rows, scoring.CaseRow(policy, r))
-		}
-		sc.Summary = scoring.Summarize(rows)
+		sc.Summary = scoring.Summarize(t.rows)
 		kind := "rescore"
 		if len(sc.Scoring) == 0 {
 			kind = "initial"
 		}
 		revision = len(sc.Scoring) + 1
 		sc.Scoring = append(sc.Scoring, eval.ScoringRevision{Revision: revision, Kind: kind, Judges: sealed, JudgeRun: in.Pass,
-			ScorePlaneDigest: scoring.ScorePlaneDigest(rows), AnalysisRef: records.AnalysisRef(sc.ID, revision), CreatedAt: a.now(), CreatedBy: in.CreatedBy})
+			ScorePlaneDigest: scoring.ScorePlaneDigest(t.rows), AnalysisRef: records.AnalysisRef(sc.ID, revision), CreatedAt: a.now(), CreatedBy: in.CreatedBy})
 		sc.AnalysisRef = records.AnalysisRef(sc.ID, revision)
 		sc.Kind = eval.KindScorecard
 		return nil
@@ -206,7 +178,7 @@ func (a *Activities) FinishScore(ctx context.Context, in FinishScoreInput) error
 	}
 	ref := in.ScorecardRef
 	if !in.Aborted {
-		if err := a.freezeAnalysis(ctx, sc, caseRows(sc, children)); err != nil {
+		if err := a.freezeAnalysis(ctx, sc, t.rows); err != nil {
 			return err
 		}
 	}

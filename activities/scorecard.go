@@ -81,11 +81,11 @@ func (a *Activities) StartScorecard(ctx context.Context, ref ScorecardRef) error
 
 // CasePage returns the case ids of the batch's selection from in.From.
 func (a *Activities) CasePage(ctx context.Context, in CasePageInput) ([]string, error) {
-	sc, err := a.batchPlan(ctx, in.Workspace, in.ScorecardID)
+	sel, err := a.plans.Selection(ctx, a.Store, in.Workspace, in.ScorecardID)
 	if err != nil {
 		return nil, err
 	}
-	ids := sc.Orchestration.CaseIDs
+	ids := sel.CaseIDs
 	if in.From >= len(ids) {
 		return nil, nil
 	}

@@ -121,9 +121,9 @@ func (e *testEnv) seedChild(t testing.TB, sc eval.Scorecard, caseID string, tria
 // storedScorecard reads a batch straight from the store.
 func (e *testEnv) storedScorecard(t testing.TB, ws, id string) eval.Scorecard {
 	t.Helper()
-	sc, _, err := records.LoadScorecard(t.Context(), e.store, ws, id)
+	sc, _, err := records.LoadScorecardFull(t.Context(), e.store, ws, id)
 	if err != nil {
-		t.Fatalf("LoadScorecard: %v", err)
+		t.Fatalf("LoadScorecardFull: %v", err)
 	}
 	return sc
 }
@@ -320,8 +320,11 @@ func TestSubmitScorecard(t *testing.T) {
 	if diff := cmp.Diff(&eval.Subset{Total: 2, Selected: 1, IDs: []string{"b"}}, sc.Subset); diff != "" {
 		t.Errorf("subset (-want +got):\n%s", diff)
 	}
-	if sc.Manifest == nil || len(sc.Manifest.Cases) != 1 || sc.Manifest.Policy == nil || len(sc.Manifest.Policy.CriticalCases) != 1 {
-		t.Errorf("manifest = %+v, want one case and the composed policy", sc.Manifest)
+	if sc.Manifest == nil || sc.Manifest.Cases != nil || sc.Manifest.Policy == nil || len(sc.Manifest.Policy.CriticalCases) != 1 {
+		t.Errorf("manifest = %+v, want the composed policy and no per-case digests (a summary view)", sc.Manifest)
+	}
+	if stored := e.storedScorecard(t, a.ws, sc.ID); stored.Manifest == nil || len(stored.Manifest.Cases) != 1 {
+		t.Errorf("stored manifest = %+v, want one case", stored.Manifest)
 	}
 	if sc.Orchestration == nil || sc.Orchestration.CaseIDs != nil {
 		t.Errorf("the submit's answer is a summary view: orchestration %+v should have no caseIds", sc.Orchestration)
@@ -671,10 +674,18 @@ func TestVerifyManifest(t *testing.T) {
 	}
 
 	// A hand-edited stamp no longer verifies.
-	if _, err := records.UpdateScorecard(t.Context(), e.store, a.ws, sc.ID, func(x *eval.Scorecard) error {
-		x.Manifest.Cases["a"] = "sha256:" + strings.Repeat("0", 64)
-		return nil
-	}); err != nil {
+	// (The per-case digests are the batch's selection, stored apart: the
+	// edit writes the record read with it.)
+	edited, row, err := records.LoadScorecardFull(t.Context(), e.store, a.ws, sc.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	edited.Manifest.Cases["a"] = "sha256:" + strings.Repeat("0", 64)
+	next, err := records.ScorecardRow(edited, row.Version)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.store.PutScorecard(t.Context(), next); err != nil {
 		t.Fatal(err)
 	}
 	v = verify("verify an edited stamp")

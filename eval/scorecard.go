@@ -257,8 +257,10 @@ type EvidenceStatus struct {
 // digest is "sha256:<64 hex>"; older batches carry a bare 16-hex stamp.
 type Manifest struct {
 	IdentityVersion int `json:"identityVersion"`
-	// Cases maps case id -> digest of the resolved case bundle.
-	Cases        map[string]string `json:"cases"`
+	// Cases maps case id -> digest of the resolved case bundle. It is
+	// part of the batch's selection, stored apart from the record and
+	// shown by the detail read only (a page of it: the page's cases).
+	Cases        map[string]string `json:"cases,omitempty"`
 	Dataset      string            `json:"dataset"` // digest of the dataset version as resolved
 	Harness      string            `json:"harness"` // digest of the resolved harness spec
 	HarnessModel string            `json:"harnessModel,omitempty"`

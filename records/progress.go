@@ -41,19 +41,30 @@ func Recount(p eval.Progress, c store.RunCounts) eval.Progress {
 	return p
 }
 
+// NewRunCounts returns empty counts, ready for CountChild.
+func NewRunCounts() store.RunCounts {
+	return store.RunCounts{ByStatus: map[string]int{}, ByOutcome: map[string]int{}}
+}
+
 // CountChildren counts children as store.Scorecards.ChildRunCounts does,
 // for a caller that has them in hand.
 func CountChildren(children []eval.Run) store.RunCounts {
-	c := store.RunCounts{ByStatus: map[string]int{}, ByOutcome: map[string]int{}}
+	c := NewRunCounts()
 	for _, r := range children {
-		c.Total++
-		c.ByStatus[string(r.Status)]++
-		if o := r.Outcome(); o != "" {
-			c.ByOutcome[o]++
-		}
-		if c.FirstCreatedAt.IsZero() || r.CreatedAt.Before(c.FirstCreatedAt) {
-			c.FirstCreatedAt = r.CreatedAt
-		}
+		CountChild(&c, r)
 	}
 	return c
+}
+
+// CountChild adds one child run to c (made by NewRunCounts), as
+// CountChildren counts it.
+func CountChild(c *store.RunCounts, r eval.Run) {
+	c.Total++
+	c.ByStatus[string(r.Status)]++
+	if o := r.Outcome(); o != "" {
+		c.ByOutcome[o]++
+	}
+	if c.FirstCreatedAt.IsZero() || r.CreatedAt.Before(c.FirstCreatedAt) {
+		c.FirstCreatedAt = r.CreatedAt
+	}
 }

@@ -23,7 +23,8 @@ func decodeScorecard(row store.Scorecard) (eval.Scorecard, error) {
 	return sc, nil
 }
 
-// LoadScorecard reads a batch's record.
+// LoadScorecard reads a batch's record, without its selection (see
+// Selection and LoadScorecardFull).
 func LoadScorecard(ctx context.Context, st store.Tx, ws, id string) (eval.Scorecard, store.Scorecard, error) {
 	row, err := st.GetScorecard(ctx, ws, id)
 	if err != nil {
@@ -36,8 +37,15 @@ func LoadScorecard(ctx context.Context, st store.Tx, ws, id string) (eval.Scorec
 	return sc, row, nil
 }
 
-// ScorecardRow is the stored form of sc, at the version it was read.
+// ScorecardRow is the stored form of sc, at the version it was read: the
+// selection sc carries, if any, goes to the row's Selection, never into
+// its Doc (a record read by LoadScorecard carries none, so its write
+// leaves the stored selection as it is).
 func ScorecardRow(sc eval.Scorecard, version int64) (store.Scorecard, error) {
+	sc, sel, err := detach(sc)
+	if err != nil {
+		return store.Scorecard{}, err
+	}
 	doc, err := json.Marshal(sc)
 	if err != nil {
 		return store.Scorecard{}, fmt.Errorf("encoding scorecard %s: %w", sc.ID, err)
@@ -45,7 +53,7 @@ func ScorecardRow(sc eval.Scorecard, version int64) (store.Scorecard, error) {
 	return store.Scorecard{
 		ID: sc.ID, Workspace: sc.Tenant, Kind: sc.Kind, Status: string(sc.Status),
 		DatasetID: sc.Dataset.ID, HarnessID: sc.Harness.ID, CreatedBy: sc.CreatedBy,
-		Doc: doc, Version: version, CreatedAt: sc.CreatedAt, UpdatedAt: sc.UpdatedAt,
+		Doc: doc, Selection: sel, Version: version, CreatedAt: sc.CreatedAt, UpdatedAt: sc.UpdatedAt,
 	}, nil
 }
 
@@ -82,11 +90,12 @@ func AnalysisRef(scorecardID string, revision int) string {
 	return fmt.Sprintf("analysis:%s@%d", scorecardID, revision)
 }
 
-// ScorecardReader is what a PlanCache reads: the record's version, and
-// the record when the version changed.
+// ScorecardReader is what a PlanCache reads: the record's version, the
+// record when the version changed, and the selection once.
 type ScorecardReader interface {
 	ScorecardVersion(ctx context.Context, ws, id string) (int64, error)
 	GetScorecard(ctx context.Context, ws, id string) (store.Scorecard, error)
+	GetScorecardSelection(ctx context.Context, ws, id string) ([]byte, error)
 }
 
 // PlanCache keeps decoded batch records by workspace, id and version. Every
@@ -95,14 +104,19 @@ type ScorecardReader interface {
 // selection and the manifest, hundreds of KB for a large batch) would make
 // a batch cost quadratic time. The zero value is ready to use.
 type PlanCache struct {
-	mu sync.Mutex
-	m  map[string]cachedPlan
+	mu   sync.Mutex
+	m    map[string]cachedPlan
+	sels map[string]Selection
 }
 
 type cachedPlan struct {
 	version int64
 	sc      eval.Scorecard
 }
+
+// selCacheSize bounds the selections a PlanCache keeps (a selection is
+// about 200 bytes a case): the batches a worker runs at once.
+const selCacheSize = 8
 
 const planCacheSize = 256
 
@@ -138,4 +152,34 @@ func (c *PlanCache) Plan(ctx context.Context, st ScorecardReader, ws, id string)
 	c.m[key] = cachedPlan{version: row.Version, sc: sc}
 	c.mu.Unlock()
 	return sc, nil
+}
+
+// Selection returns the batch's selection, read once: it never changes.
+// Callers must not modify what it returns.
+func (c *PlanCache) Selection(ctx context.Context, st ScorecardReader, ws, id string) (Selection, error) {
+	key := ws + "\x00" + id
+	c.mu.Lock()
+	s, ok := c.sels[key]
+	c.mu.Unlock()
+	if ok {
+		return s, nil
+	}
+	row, err := st.GetScorecard(ctx, ws, id)
+	if err != nil {
+		return Selection{}, err
+	}
+	sc, err := decodeScorecard(row)
+	if err != nil {
+		return Selection{}, err
+	}
+	if s, err = LoadSelection(ctx, st, sc, row); err != nil {
+		return Selection{}, err
+	}
+	c.mu.Lock()
+	if c.sels == nil || len(c.sels) >= selCacheSize {
+		c.sels = map[string]Selection{}
+	}
+	c.sels[key] = s
+	c.mu.Unlock()
+	return s, nil
 }

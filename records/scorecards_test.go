@@ -25,6 +25,10 @@ func (v *versioned) GetScorecard(context.Context, string, string) (store.Scoreca
 	return v.row, nil
 }
 
+func (v *versioned) GetScorecardSelection(context.Context, string, string) ([]byte, error) {
+	return nil, nil
+}
+
 // TestPlanCacheDecodesOncePerVersion: the case activities of a batch read
 // its record once per version, and see a write as soon as it is stored.
 func TestPlanCacheDecodesOncePerVersion(t *testing.T) {

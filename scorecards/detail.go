@@ -110,6 +110,10 @@ type batchDetail struct {
 	steps   []eval.Step // the first maxSteps, in seq order
 	lastSeq int64
 
+	// sel is the batch's selection (records.Selection), read once when
+	// an answer first shows it: it never changes.
+	sel *records.Selection
+
 	// What encode keeps: the answer's template, and the JSON of the
 	// first stepsEncoded steps, comma-separated.
 	tmpl         *docTemplate
@@ -375,7 +379,12 @@ func (s *Service) detailPage(ctx context.Context, ws, id string, q *DetailPage, 
 		return eval.Scorecard{}, nil, nil, err
 	}
 	sc := s.answer(v)
+	sel, err := d.selection(ctx, s.o.Store)
+	if err != nil {
+		return eval.Scorecard{}, nil, nil, err
+	}
 	if q == nil && (!large || len(sc.Scorecard) <= unpagedCaseTrials) {
+		sel.Attach(&sc)
 		if !encode {
 			return sc, nil, nil, nil
 		}
@@ -386,11 +395,48 @@ func (s *Service) detailPage(ctx context.Context, ws, id string, q *DetailPage, 
 		q = &DetailPage{}
 	}
 	page := pageOf(&sc, *q)
+	pageSelection(&sc, sel)
 	if !encode {
 		return sc, nil, page, nil
 	}
 	doc, err := d.encode(sc, page)
 	return sc, doc, page, err
+}
+
+// selection returns the batch's selection, read once. The caller holds
+// d.mu, and d.sc is read.
+func (d *batchDetail) selection(ctx context.Context, st store.Store) (records.Selection, error) {
+	if d.sel == nil {
+		row, err := st.GetScorecard(ctx, d.key.workspace, d.key.id)
+		if err != nil {
+			return records.Selection{}, err
+		}
+		row.Doc = nil // the record is d.sc's
+		sel, err := records.LoadSelection(ctx, st, d.sc, row)
+		if err != nil {
+			return records.Selection{}, err
+		}
+		d.sel = &sel
+	}
+	return *d.sel, nil
+}
+
+// pageSelection sets what a page of the detail read shows of the batch's
+// selection: the manifest digests of the page's own cases, and no case
+// ids (the page's rows name them).
+func pageSelection(sc *eval.Scorecard, sel records.Selection) {
+	ids := make([]string, 0, len(sc.Scorecard))
+	for i, r := range sc.Scorecard {
+		if i == 0 || r.CaseID != sc.Scorecard[i-1].CaseID {
+			ids = append(ids, r.CaseID)
+		}
+	}
+	sel.Only(ids).Attach(sc)
+	if sc.Orchestration != nil && sc.Orchestration.CaseIDs != nil {
+		o := *sc.Orchestration
+		o.CaseIDs = nil
+		sc.Orchestration = &o
+	}
 }
 
 // pageOf cuts sc's table (in table order: case, then trial, then run) to

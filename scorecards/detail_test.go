@@ -37,7 +37,7 @@ func freshGet(ctx context.Context, s *Service, p auth.Principal, id string) (eva
 // freshGetWith is freshGet decoding the child runs with decode (the
 // benchmarks pass a records.DecodeCache's, as Get did before the cache).
 func freshGetWith(ctx context.Context, s *Service, p auth.Principal, id string, decode func(store.Run) (eval.Run, error)) (eval.Scorecard, error) {
-	sc, _, err := s.load(ctx, p, id)
+	sc, _, err := s.loadFull(ctx, p, id)
 	if err != nil {
 		return eval.Scorecard{}, err
 	}
@@ -461,10 +461,18 @@ func TestGetPagePagesLargeTables(t *testing.T) {
 			if diff := cmp.Diff(wantRuns, got.CaseRuns); diff != "" {
 				t.Errorf("limit %d: caseRuns of the page (-want +got):\n%s", limit, diff)
 			}
-			// Everything but the table is the whole batch's.
+			// Everything but the table, and the selection (the page's
+			// cases' digests, no case ids), is the whole batch's.
+			wantPage := want
+			wantPage.Scorecard = got.Scorecard.Scorecard
+			pageSelection(&wantPage, records.SelectionOf(want))
+			if len(wantPage.Manifest.Cases) != len(got.Scorecard.Scorecard) {
+				t.Errorf("limit %d: the page shows %d case digests for %d rows", limit, len(wantPage.Manifest.Cases), len(got.Scorecard.Scorecard))
+			}
+			wantPage.Scorecard = want.Scorecard
 			rest := got.Scorecard
 			rest.Scorecard, rest.CaseRuns = want.Scorecard, want.CaseRuns
-			if diff := cmp.Diff(want, rest); diff != "" {
+			if diff := cmp.Diff(wantPage, rest); diff != "" {
 				t.Errorf("limit %d: the page's record differs from a fresh read (-want +got):\n%s", limit, diff)
 			}
 			rows = append(rows, got.Scorecard.Scorecard...)

@@ -3,6 +3,7 @@ package scorecards
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"maps"
 	"math"
 	"net"
@@ -37,6 +38,10 @@ type docTemplate struct {
 type docShape struct {
 	version                        int64
 	rows, caseRuns, summary, steps bool
+	// page names the page (its cursor, limit, length, first and last
+	// rows), "" for the whole table: a page shows the manifest digests of
+	// its own cases.
+	page string
 }
 
 type hole int
@@ -120,6 +125,14 @@ func newDocTemplate(sc eval.Scorecard, shape docShape) (*docTemplate, error) {
 func (d *batchDetail) encode(sc eval.Scorecard, page *ScorecardPage) (net.Buffers, error) {
 	shape := docShape{version: d.version, rows: len(sc.Scorecard) > 0, caseRuns: len(sc.CaseRuns) > 0,
 		summary: len(sc.Summary) > 0, steps: len(sc.Steps) > 0}
+	if page != nil {
+		// Rows only join a table, in its order: the page's bounds and
+		// length name the cases it holds.
+		shape.page = fmt.Sprintf("%d:%s:%d", page.Limit, page.After, len(sc.Scorecard))
+		if n := len(sc.Scorecard); n > 0 {
+			shape.page += ":" + CaseRunKey(sc.Scorecard[0].CaseID, sc.Scorecard[0].Trial) + ":" + CaseRunKey(sc.Scorecard[n-1].CaseID, sc.Scorecard[n-1].Trial)
+		}
+	}
 	if d.tmpl == nil || d.tmpl.shape != shape {
 		t, err := newDocTemplate(sc, shape)
 		if err != nil {

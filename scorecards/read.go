@@ -32,6 +32,16 @@ func (s *Service) load(ctx context.Context, p auth.Principal, id string) (eval.S
 	return sc, row, err
 }
 
+// loadFull is load with the batch's selection attached (records.Selection):
+// for the reads that check or show the per-case manifest digests.
+func (s *Service) loadFull(ctx context.Context, p auth.Principal, id string) (eval.Scorecard, store.Scorecard, error) {
+	sc, row, err := records.LoadScorecardFull(ctx, s.o.Store, p.Workspace, id)
+	if errors.Is(err, derrors.ErrNotFound) {
+		return eval.Scorecard{}, store.Scorecard{}, notFound(id)
+	}
+	return sc, row, err
+}
+
 // summaryView is a batch as lists show it: no per-case table, no
 // timeline, no selection.
 func summaryView(sc eval.Scorecard) eval.Scorecard {
@@ -41,13 +51,19 @@ func summaryView(sc eval.Scorecard) eval.Scorecard {
 }
 
 // lightView is the light read's trim of a batch (?view=summary): no
-// per-case table, no caseRuns, no selection; the timeline stays.
+// per-case table, no caseRuns, no selection (neither the case ids nor the
+// manifest's per-case digests: records.Selection); the timeline stays.
 func lightView(sc eval.Scorecard) eval.Scorecard {
 	sc.Scorecard, sc.CaseRuns = nil, nil
 	if sc.Orchestration != nil {
 		o := *sc.Orchestration
 		o.CaseIDs, o.AdhocCase = nil, nil
 		sc.Orchestration = &o
+	}
+	if sc.Manifest != nil && (sc.Manifest.Cases != nil || sc.Manifest.GradingCases != nil) {
+		m := *sc.Manifest
+		m.Cases, m.GradingCases = nil, nil
+		sc.Manifest = &m
 	}
 	return sc
 }

@@ -115,7 +115,7 @@ func (s *Service) Score(ctx context.Context, p auth.Principal, id string, req Sc
 // manifest sealed, and answers per facet: match, drifted, missing or
 // unverifiable.
 func (s *Service) VerifyManifest(ctx context.Context, p auth.Principal, id string) (manifest.Verification, error) {
-	sc, _, err := s.load(ctx, p, id)
+	sc, _, err := s.loadFull(ctx, p, id)
 	if err != nil {
 		return manifest.Verification{}, err
 	}

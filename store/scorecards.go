@@ -18,6 +18,17 @@ type Scorecard struct {
 	HarnessID string `json:"harnessId"`
 	CreatedBy string `json:"createdBy,omitempty"`
 	Doc       []byte `json:"-"`
+	// Selection is the batch's selection kept apart from Doc (the case
+	// ids and the manifest's per-case digests, as JSON), which grows with
+	// the batch and never changes after the submit. CreateScorecard
+	// stores it; PutScorecard stores it only when it is not nil (a record
+	// written before the selection moved out of Doc moves it on its next
+	// write) and otherwise leaves the stored one. GetScorecard and
+	// ListScorecards never return it (they set HasSelection):
+	// GetScorecardSelection reads it.
+	Selection []byte `json:"-"`
+	// HasSelection reports, on a read, that a Selection is stored.
+	HasSelection bool `json:"-"`
 	// Version counts writes; PutScorecard succeeds only when it matches the
 	// stored one (optimistic concurrency), and returns the next.
 	Version   int64     `json:"version"`
@@ -74,6 +85,9 @@ type Scorecards interface {
 	// ScorecardVersion returns a batch's Version (every write bumps it)
 	// without its Doc, or ErrNotFound: for readers that cache the Doc.
 	ScorecardVersion(ctx context.Context, workspace, id string) (int64, error)
+	// GetScorecardSelection returns the Selection stored with a batch: nil
+	// when it has none, ErrNotFound when there is no such batch.
+	GetScorecardSelection(ctx context.Context, workspace, id string) ([]byte, error)
 	// PutScorecard replaces the columns and Doc of s.ID when s.Version is
 	// the stored version (ErrConflict otherwise; ErrNotFound when absent),
 	// and returns it with Version+1 and UpdatedAt set (to now when zero).

@@ -83,13 +83,18 @@ func TestScorecardEndToEnd(t *testing.T) {
 	if queued.Status != eval.ScorecardQueued || queued.Subset == nil || queued.Subset.Selected != 4 || queued.Subset.Total != 5 {
 		t.Fatalf("submit answered %+v / subset %+v", queued.Status, queued.Subset)
 	}
-	if queued.Manifest == nil || len(queued.Manifest.Cases) != 4 || !strings.HasPrefix(queued.Manifest.Harness, "sha256:") || queued.VerdictPolicy == nil {
+	// The submit's answer is a summary view: the manifest without its
+	// per-case digests, which the detail read shows.
+	if queued.Manifest == nil || queued.Manifest.Cases != nil || !strings.HasPrefix(queued.Manifest.Harness, "sha256:") || queued.VerdictPolicy == nil {
 		t.Fatalf("manifest %+v, policy %+v", queued.Manifest, queued.VerdictPolicy)
 	}
 
 	sc := s.waitBatch(t, queued.ID)
 	if sc.Status != eval.ScorecardSucceeded {
 		t.Fatalf("batch ended %s: %+v", sc.Status, sc.Error)
+	}
+	if len(sc.Manifest.Cases) != 4 || len(sc.Orchestration.CaseIDs) != 4 {
+		t.Errorf("the detail read shows %d case digests and %d case ids, want 4 and 4", len(sc.Manifest.Cases), len(sc.Orchestration.CaseIDs))
 	}
 	if len(sc.Scorecard) != 8 || len(sc.CaseRuns) != 8 {
 		t.Fatalf("%d case rows and %d caseRuns, want 8 (4 cases x 2 trials)", len(sc.Scorecard), len(sc.CaseRuns))

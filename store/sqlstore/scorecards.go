@@ -18,7 +18,10 @@ const (
 )
 
 // scorecardColumns are the columns scanScorecard reads, in its order.
-const scorecardColumns = `workspace, id, kind, status, dataset_id, harness_id, created_by, version, created_at, updated_at, doc`
+const scorecardColumns = `workspace, id, kind, status, dataset_id, harness_id, created_by, version, created_at, updated_at, doc, selection IS NOT NULL`
+
+// scorecardInsertColumns are the columns CreateScorecard writes.
+const scorecardInsertColumns = `workspace, id, kind, status, dataset_id, harness_id, created_by, version, created_at, updated_at, doc, selection`
 
 // scorecardStepColumns are the columns scanScorecardStep reads, in its order.
 const scorecardStepColumns = `workspace, scorecard_id, seq, step_key, ts, phase, status, message, case_id`
@@ -36,6 +39,11 @@ func prepareScorecard(s store.Scorecard) (store.Scorecard, error) {
 	if err := checkJSON("scorecard doc", s.Doc); err != nil {
 		return store.Scorecard{}, err
 	}
+	if s.Selection != nil {
+		if err := checkJSON("scorecard selection", s.Selection); err != nil {
+			return store.Scorecard{}, err
+		}
+	}
 	s.Doc = append([]byte(nil), s.Doc...)
 	return s, nil
 }
@@ -45,7 +53,7 @@ func scanScorecard(r rowScanner) (store.Scorecard, error) {
 	var s store.Scorecard
 	var created, updated dbTime
 	if err := r.Scan(&s.Workspace, &s.ID, &s.Kind, &s.Status, &s.DatasetID, &s.HarnessID, &s.CreatedBy,
-		&s.Version, &created, &updated, &s.Doc); err != nil {
+		&s.Version, &created, &updated, &s.Doc, &s.HasSelection); err != nil {
 		return store.Scorecard{}, err
 	}
 	s.CreatedAt, s.UpdatedAt = created.Time, updated.Time
@@ -88,17 +96,48 @@ func (o ops) CreateScorecard(ctx context.Context, s store.Scorecard) (_ store.Sc
 	}
 	s.UpdatedAt = normTime(s.UpdatedAt)
 	ok, err := o.insertOnce(ctx,
-		`INSERT INTO scorecards (`+scorecardColumns+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
+		`INSERT INTO scorecards (`+scorecardInsertColumns+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
 		ON CONFLICT (workspace, id) DO NOTHING`,
 		s.Workspace, s.ID, s.Kind, s.Status, s.DatasetID, s.HarnessID, s.CreatedBy, s.Version,
-		o.d.TimeArg(s.CreatedAt), o.d.TimeArg(s.UpdatedAt), string(s.Doc))
+		o.d.TimeArg(s.CreatedAt), o.d.TimeArg(s.UpdatedAt), string(s.Doc), selectionArg(s.Selection))
 	if err != nil {
 		return store.Scorecard{}, err
 	}
 	if !ok {
 		return store.Scorecard{}, derrors.Conflictf("scorecard %q already exists", s.ID)
 	}
+	s.HasSelection = s.Selection != nil
+	s.Selection = nil
 	return s, nil
+}
+
+// selectionArg is a Selection as a query argument: NULL when there is
+// none.
+func selectionArg(sel []byte) any {
+	if sel == nil {
+		return nil
+	}
+	return string(sel)
+}
+
+// GetScorecardSelection returns a batch's selection; see store.Scorecards.
+func (o ops) GetScorecardSelection(ctx context.Context, workspace, id string) (_ []byte, err error) {
+	defer derrors.Wrap(&err, "%s.GetScorecardSelection(ctx, %q, %q)", o.kind, workspace, id)
+	if err := checkText(workspace, id); err != nil {
+		return nil, err
+	}
+	var sel sql.NullString
+	err = o.r.QueryRowContext(ctx, `SELECT selection FROM scorecards WHERE workspace = $1 AND id = $2`, workspace, id).Scan(&sel)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, derrors.NotFoundf("scorecard %q of workspace %q", id, workspace)
+	}
+	if err != nil {
+		return nil, o.mapErr(err)
+	}
+	if !sel.Valid {
+		return nil, nil
+	}
+	return []byte(sel.String), nil
 }
 
 // GetScorecard returns one batch with its doc; see store.Scorecards.
@@ -153,14 +192,15 @@ func (o ops) PutScorecard(ctx context.Context, s store.Scorecard) (_ store.Score
 	var created dbTime
 	err = o.w.QueryRowContext(ctx,
 		`UPDATE scorecards SET kind = $4, status = $5, dataset_id = $6, harness_id = $7, created_by = $8,
-		version = version + 1, updated_at = $9, doc = $10
+		version = version + 1, updated_at = $9, doc = $10, selection = COALESCE($11, selection)
 		WHERE workspace = $1 AND id = $2 AND version = $3
-		RETURNING created_at`,
+		RETURNING created_at, selection IS NOT NULL`,
 		s.Workspace, s.ID, s.Version, s.Kind, s.Status, s.DatasetID, s.HarnessID, s.CreatedBy,
-		o.d.TimeArg(s.UpdatedAt), string(s.Doc)).Scan(&created)
+		o.d.TimeArg(s.UpdatedAt), string(s.Doc), selectionArg(s.Selection)).Scan(&created, &s.HasSelection)
 	if err == nil {
 		s.Version++
 		s.CreatedAt = created.Time
+		s.Selection = nil
 		return s, nil
 	}
 	if !errors.Is(err, sql.ErrNoRows) {

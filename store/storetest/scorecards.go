@@ -91,6 +91,68 @@ var scorecardCases = []Case{
 		_, err := s.GetScorecard(ctx, "acme", "absent")
 		wantErr(t, "GetScorecard(absent)", err, derrors.ErrNotFound)
 	}},
+	{"scorecards/selection_is_kept_apart", func(t *testing.T, s store.Store) {
+		ctx := t.Context()
+		sel := []byte(`{"caseIds":["a","b"],"cases":{"a":"sha256:1","b":"sha256:2"}}`)
+		in := batch("acme", "sc-1", t0)
+		in.Selection = sel
+		created := createBatch(t, s, in)
+		if created.Selection != nil || !created.HasSelection {
+			t.Errorf("CreateScorecard returned Selection %q, HasSelection %v; want none returned, and true", created.Selection, created.HasSelection)
+		}
+		got := getBatch(t, s, "acme", "sc-1")
+		if got.Selection != nil || !got.HasSelection {
+			t.Errorf("GetScorecard: Selection %q, HasSelection %v; want none returned, and true", got.Selection, got.HasSelection)
+		}
+		if ls := listBatches(t, s, store.ScorecardFilter{Workspace: "acme"}); len(ls) != 1 || ls[0].Selection != nil || !ls[0].HasSelection {
+			t.Errorf("ListScorecards = %+v; want sc-1 with HasSelection and no Selection", ls)
+		}
+		wantSel := func(what string, want []byte) {
+			t.Helper()
+			b, err := s.GetScorecardSelection(ctx, "acme", "sc-1")
+			if err != nil {
+				t.Fatalf("%s: GetScorecardSelection: %v", what, err)
+			}
+			if want == nil && b != nil || want != nil && !sameJSON(b, want) {
+				t.Errorf("%s: GetScorecardSelection = %s, want %s", what, b, want)
+			}
+		}
+		wantSel("after create", sel)
+		// A write without a selection leaves the stored one.
+		got.Doc = []byte(`{"status":"running"}`)
+		put, err := s.PutScorecard(ctx, got)
+		if err != nil {
+			t.Fatalf("PutScorecard: %v", err)
+		}
+		if !put.HasSelection {
+			t.Errorf("PutScorecard without a selection: HasSelection false, want the stored one kept")
+		}
+		wantSel("after a write without one", sel)
+		// A batch written without one (an older record) gets one on a
+		// write that carries it.
+		old := createBatch(t, s, batch("acme", "sc-2", t0))
+		if old.HasSelection {
+			t.Errorf("a batch created without a selection has HasSelection")
+		}
+		if b, err := s.GetScorecardSelection(ctx, "acme", "sc-2"); err != nil || b != nil {
+			t.Errorf("GetScorecardSelection of a batch without one = %q, %v; want nil, nil", b, err)
+		}
+		old.Selection = sel
+		if put, err := s.PutScorecard(ctx, old); err != nil || !put.HasSelection {
+			t.Fatalf("PutScorecard with a selection = %+v, %v", put, err)
+		}
+		if b, err := s.GetScorecardSelection(ctx, "acme", "sc-2"); err != nil || !sameJSON(b, sel) {
+			t.Errorf("GetScorecardSelection after the write = %s, %v; want %s", b, err, sel)
+		}
+		_, err = s.GetScorecardSelection(ctx, "acme", "absent")
+		wantErr(t, "GetScorecardSelection(absent)", err, derrors.ErrNotFound)
+		_, err = s.GetScorecardSelection(ctx, "other", "sc-1")
+		wantErr(t, "GetScorecardSelection of another workspace's batch", err, derrors.ErrNotFound)
+		bad := batch("acme", "sc-3", t0)
+		bad.Selection = []byte(`{"caseIds":`)
+		_, err = s.CreateScorecard(ctx, bad)
+		wantErr(t, "CreateScorecard with a selection that is not JSON", err, derrors.ErrInvalid)
+	}},
 	{"scorecards/existing_id_is_conflict_and_the_transaction_goes_on", func(t *testing.T, s store.Store) {
 		ctx := t.Context()
 		createBatch(t, s, batch("acme", "sc-1", t0))
