@@ -22,7 +22,8 @@
 # largest length the polls saw for each run id: a run that ended between
 # two polls shows the length at the last poll before it ended. Last, the
 # size and time of one detail read of the finished batch (GET
-# /scorecards/:id), and whether it was paged.
+# /scorecards/:id), and whether it was paged, and the slowest of the first
+# five pages of GET /runs?scorecardId= (100 runs a page).
 # Needs bin/svc and bin/svc-shim (make build).
 set -eu
 cd "$(dirname "$0")/.."
@@ -93,6 +94,15 @@ for n in ${NS//,/ }; do
   detail=$(curl -sf -D "$dir/detail.headers" -o /dev/null -w '%{size_download} %{time_total}' "$url/scorecards/$id")
   paged=whole
   grep -qi '^X-Svc-Next-Cursor:' "$dir/detail.headers" && paged="first page"
+  # GET /runs?scorecardId= pages (limit 100, the first five, each by the
+  # previous one's cursor): the time of each, the slowest printed.
+  cursor="" runs_times=""
+  for _ in 1 2 3 4 5; do
+    t=$(curl -sf -D "$dir/runs.headers" -o /dev/null -w '%{time_total}' "$url/runs?scorecardId=$id&limit=100${cursor:+&cursor=$cursor}")
+    runs_times="$runs_times $t"
+    cursor=$(awk 'tolower($1) == "x-svc-next-cursor:" { gsub(/\r/, "", $2); print $2 }' "$dir/runs.headers")
+    [ -n "$cursor" ] || break
+  done
   hwm=$(awk '/^VmHWM/ { print $2 }' "/proc/$pid/status")
   kill -TERM "$pid" 2>/dev/null || true
   wait "$pid" 2>/dev/null || true
@@ -107,4 +117,5 @@ for n in ${NS//,/ }; do
   awk '$2 != "" { if (!($1 in max)) order[++k] = $1; if ($2 + 0 > max[$1]) max[$1] = $2 + 0 }
     END { printf "          history length per chain run (%d runs seen):", k; for (i = 1; i <= k; i++) printf " %d", max[order[i]]; print "" }' "$dir/history"
   echo "$detail" | awk -v p="$paged" '{ printf "          detail read after the finish: %.1f MB in %.2f s (%s)\n", $1 / 1048576, $2, p }'
+  echo "$runs_times" | awk '{ m = 0; for (i = 1; i <= NF; i++) if ($i > m) m = $i; printf "          GET /runs?scorecardId= pages of 100: %d read, slowest %.1f ms\n", NF, m * 1000 }'
 done

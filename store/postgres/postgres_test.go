@@ -76,6 +76,10 @@ func BenchmarkAppendEvent(b *testing.B) {
 	storetest.BenchAppendEvent(b, newStore(b))
 }
 
+func BenchmarkChildRunCounts100k(b *testing.B) {
+	storetest.BenchChildRunCounts(b, newStore(b), 100_000)
+}
+
 func BenchmarkAppendEventBatch1000(b *testing.B) {
 	storetest.BenchAppendEventBatch(b, newStore(b), 1000)
 }

@@ -94,6 +94,10 @@ func BenchmarkAppendEventBatch1000(b *testing.B) {
 	storetest.BenchAppendEventBatch(b, newStore(b), 1000)
 }
 
+func BenchmarkChildRunCounts100k(b *testing.B) {
+	storetest.BenchChildRunCounts(b, newStore(b), 100_000)
+}
+
 func BenchmarkRegisterDataset10k(b *testing.B) {
 	storetest.BenchRegisterDataset(b, newStore(b), 10000)
 }

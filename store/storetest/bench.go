@@ -52,3 +52,39 @@ func BenchRegisterDataset(b *testing.B, s store.Store, n int) {
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/case")
 }
+
+// BenchChildRunCounts measures ChildRunCounts over a batch of n finished
+// canonical children (what the light read of a running batch costs each
+// poll), and reports the time per child too.
+func BenchChildRunCounts(b *testing.B, s store.Store, n int) {
+	ctx := b.Context()
+	if _, err := s.CreateScorecard(ctx, batch("bench", "sc-big", t0)); err != nil {
+		b.Fatal(err)
+	}
+	const perTx = 1000
+	for from := 0; from < n; from += perTx {
+		err := s.Transact(ctx, func(tx store.Tx) error {
+			for i := from; i < min(n, from+perTx); i++ {
+				r := childRun("bench", fmt.Sprintf("run-%07d", i), "sc-big", fmt.Sprintf("case-%07d", i), 0, true, t0)
+				r.Status, r.Outcome = "succeeded", "pass"
+				if i%10 == 0 {
+					r.Status, r.Outcome = "failed", "fail"
+				}
+				if _, err := tx.CreateRun(ctx, r); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+	for b.Loop() {
+		c, err := s.ChildRunCounts(ctx, "bench", "sc-big")
+		if err != nil || c.Total != n {
+			b.Fatalf("ChildRunCounts = %+v, %v; want %d children", c, err, n)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/child")
+}
