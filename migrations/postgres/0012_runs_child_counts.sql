@@ -8,3 +8,10 @@
 -- run update changes, so they are not HOT either way.)
 CREATE INDEX runs_child_counts_idx ON runs (workspace, parent_scorecard_id, status, outcome, created_at)
 	WHERE canonical AND parent_scorecard_id <> '';
+
+-- GET /runs?scorecardId= lists a batch's children newest first
+-- (ListRuns: created_at DESC, id DESC), a page at a time by that cursor.
+-- Without an index in that order PostgreSQL sorted every child of the
+-- batch for each page: 62 ms a page of 100 at 100,000 children.
+CREATE INDEX runs_scorecard_created_idx ON runs (workspace, parent_scorecard_id, created_at, id)
+	WHERE parent_scorecard_id <> '';

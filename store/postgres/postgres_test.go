@@ -80,6 +80,10 @@ func BenchmarkChildRunCounts100k(b *testing.B) {
 	storetest.BenchChildRunCounts(b, newStore(b), 100_000)
 }
 
+func BenchmarkListChildRuns100k(b *testing.B) {
+	storetest.BenchListChildRuns(b, newStore(b), 100_000)
+}
+
 func BenchmarkAppendEventBatch1000(b *testing.B) {
 	storetest.BenchAppendEventBatch(b, newStore(b), 1000)
 }

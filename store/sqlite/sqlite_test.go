@@ -98,6 +98,10 @@ func BenchmarkChildRunCounts100k(b *testing.B) {
 	storetest.BenchChildRunCounts(b, newStore(b), 100_000)
 }
 
+func BenchmarkListChildRuns100k(b *testing.B) {
+	storetest.BenchListChildRuns(b, newStore(b), 100_000)
+}
+
 func BenchmarkRegisterDataset10k(b *testing.B) {
 	storetest.BenchRegisterDataset(b, newStore(b), 10000)
 }

@@ -202,7 +202,9 @@ func (o ops) ListRuns(ctx context.Context, f store.RunFilter) (_ []store.Run, er
 	q := `SELECT ` + runColumns + ` FROM runs WHERE workspace = $1 AND (audience = '' OR audience = $2)`
 	switch {
 	case f.ScorecardID != "":
-		q += ` AND parent_scorecard_id = ` + args.add(f.ScorecardID)
+		// The literal repeats the predicate of the partial
+		// runs_scorecard_created_idx, so that both planners can use it.
+		q += ` AND parent_scorecard_id = ` + args.add(f.ScorecardID) + ` AND parent_scorecard_id <> ''`
 	case !f.IncludeChildren:
 		// A literal, so that both planners match runs_toplevel_created_idx.
 		q += ` AND parent_scorecard_id = ''`

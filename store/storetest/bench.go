@@ -3,6 +3,7 @@ package storetest
 import (
 	"fmt"
 	"testing"
+	"time"
 
 	"svc/store"
 )
@@ -53,10 +54,9 @@ func BenchRegisterDataset(b *testing.B, s store.Store, n int) {
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/case")
 }
 
-// BenchChildRunCounts measures ChildRunCounts over a batch of n finished
-// canonical children (what the light read of a running batch costs each
-// poll), and reports the time per child too.
-func BenchChildRunCounts(b *testing.B, s store.Store, n int) {
+// seedChildren stores a batch sc-big of n finished canonical children,
+// one in ten failed, in transactions of 1,000.
+func seedChildren(b *testing.B, s store.Store, n int) {
 	ctx := b.Context()
 	if _, err := s.CreateScorecard(ctx, batch("bench", "sc-big", t0)); err != nil {
 		b.Fatal(err)
@@ -65,7 +65,7 @@ func BenchChildRunCounts(b *testing.B, s store.Store, n int) {
 	for from := 0; from < n; from += perTx {
 		err := s.Transact(ctx, func(tx store.Tx) error {
 			for i := from; i < min(n, from+perTx); i++ {
-				r := childRun("bench", fmt.Sprintf("run-%07d", i), "sc-big", fmt.Sprintf("case-%07d", i), 0, true, t0)
+				r := childRun("bench", fmt.Sprintf("run-%07d", i), "sc-big", fmt.Sprintf("case-%07d", i), 0, true, t0.Add(time.Duration(i)*time.Millisecond))
 				r.Status, r.Outcome = "succeeded", "pass"
 				if i%10 == 0 {
 					r.Status, r.Outcome = "failed", "fail"
@@ -80,6 +80,14 @@ func BenchChildRunCounts(b *testing.B, s store.Store, n int) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// BenchChildRunCounts measures ChildRunCounts over a batch of n finished
+// canonical children (what the light read of a running batch costs each
+// poll), and reports the time per child too.
+func BenchChildRunCounts(b *testing.B, s store.Store, n int) {
+	ctx := b.Context()
+	seedChildren(b, s, n)
 	for b.Loop() {
 		c, err := s.ChildRunCounts(ctx, "bench", "sc-big")
 		if err != nil || c.Total != n {
@@ -87,4 +95,24 @@ func BenchChildRunCounts(b *testing.B, s store.Store, n int) {
 		}
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/child")
+}
+
+// BenchListChildRuns measures a page of 100 of a batch of n children as
+// GET /runs?scorecardId= reads it (ListRuns by ScorecardID, newest first),
+// the first page and one deep in the batch, alternately.
+func BenchListChildRuns(b *testing.B, s store.Store, n int) {
+	ctx := b.Context()
+	seedChildren(b, s, n)
+	deep := t0.Add(time.Duration(n/2) * time.Millisecond)
+	i := 0
+	for b.Loop() {
+		f := store.RunFilter{Workspace: "bench", ScorecardID: "sc-big", Viewer: "user:alice", Limit: 100}
+		if i++; i%2 == 0 {
+			f.BeforeTime, f.BeforeID = deep, fmt.Sprintf("run-%07d", n/2)
+		}
+		rs, err := s.ListRuns(ctx, f)
+		if err != nil || len(rs) != 100 {
+			b.Fatalf("ListRuns = %d runs, %v; want 100", len(rs), err)
+		}
+	}
 }
