@@ -335,7 +335,9 @@ func clipCursor(s string) string {
 // MaxUnpagedCaseTrials rows; q asks for one page whatever the size. The
 // page is nil when the answer holds the whole table. With encode it
 // returns the answer's JSON too (PagedScorecard's, as GetJSON's). What it
-// returns is shared as Get's is: callers must not modify it.
+// returns is shared as Get's is: callers must not modify it. A batch of
+// more than maxDetailChildren case-trials is answered by largePage, from
+// the store a page at a time.
 func (s *Service) GetPage(ctx context.Context, p auth.Principal, id string, q *DetailPage, encode bool) (PagedScorecard, net.Buffers, error) {
 	if q != nil {
 		if q.Limit < 0 || q.Limit > MaxDetailPage {
@@ -346,6 +348,22 @@ func (s *Service) GetPage(ctx context.Context, p auth.Principal, id string, q *D
 				return PagedScorecard{}, nil, err
 			}
 		}
+	}
+	rec, row, err := s.load(ctx, p, id)
+	if err != nil {
+		return PagedScorecard{}, nil, err
+	}
+	if rec.Progress.Total > maxDetailChildren {
+		var qq DetailPage
+		if q != nil {
+			qq = *q
+		}
+		sc, page, err := s.largePage(ctx, rec, row, qq)
+		if err != nil || !encode {
+			return PagedScorecard{Scorecard: sc, ScorecardPage: page}, nil, err
+		}
+		doc, err := largePageJSON(sc, page)
+		return PagedScorecard{Scorecard: sc, ScorecardPage: page}, doc, err
 	}
 	sc, doc, page, err := s.detailPage(ctx, p.Workspace, id, q, true, encode)
 	if err != nil {

@@ -75,6 +75,17 @@ type RunCounts struct {
 	FirstCreatedAt time.Time `json:"firstCreatedAt"`
 }
 
+// CaseTrialPage selects one keyset page of a batch's canonical child runs
+// in the detail table's order: by case id (byte order), then trial.
+type CaseTrialPage struct {
+	// AfterCase and AfterTrial are the cursor: only runs whose (case id,
+	// trial) comes after it. An empty AfterCase with AfterTrial -1 starts
+	// from the first.
+	AfterCase  string
+	AfterTrial int
+	Limit      int // 1 to 10,000
+}
+
 // Scorecards stores batches.
 type Scorecards interface {
 	// CreateScorecard inserts s with Version 1; an existing ID is
@@ -100,6 +111,11 @@ type Scorecards interface {
 	// ListScorecardSteps returns a batch's steps in Seq order, at most
 	// limit (0 means 1000), after afterSeq.
 	ListScorecardSteps(ctx context.Context, workspace, scorecardID string, afterSeq int64, limit int) ([]ScorecardStep, error)
+	// ListCanonicalChildPage returns one keyset page of a batch's
+	// canonical child runs, of every Audience, with their Doc, ordered by
+	// case id, then trial (then id): at most p.Limit of those after the
+	// cursor. A page costs its own rows, whatever the batch's size.
+	ListCanonicalChildPage(ctx context.Context, workspace, scorecardID string, p CaseTrialPage) ([]Run, error)
 	// ChildRunCounts counts the canonical child runs of a batch.
 	ChildRunCounts(ctx context.Context, workspace, scorecardID string) (RunCounts, error)
 }

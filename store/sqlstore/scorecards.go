@@ -391,3 +391,30 @@ func (o ops) ChildRunCounts(ctx context.Context, workspace, scorecardID string) 
 	}
 	return c, nil
 }
+
+// maxCaseTrialPage is the most runs one ListCanonicalChildPage returns.
+const maxCaseTrialPage = 10_000
+
+// ListCanonicalChildPage returns a page of a batch's canonical children
+// in (case id, trial) order; see store.Scorecards.
+func (o ops) ListCanonicalChildPage(ctx context.Context, workspace, scorecardID string, p store.CaseTrialPage) (_ []store.Run, err error) {
+	defer derrors.Wrap(&err, "%s.ListCanonicalChildPage(ctx, %q, %q, after %q#%d, limit %d)", o.kind, workspace, scorecardID, p.AfterCase, p.AfterTrial, p.Limit)
+	if err := checkBatch(workspace, scorecardID); err != nil {
+		return nil, err
+	}
+	if err := checkText(p.AfterCase); err != nil {
+		return nil, err
+	}
+	if p.Limit < 1 || p.Limit > maxCaseTrialPage {
+		return nil, derrors.Invalidf("limit %d: want 1 to %d", p.Limit, maxCaseTrialPage)
+	}
+	// canonical AND parent_scorecard_id <> '' is the predicate of the
+	// partial unique runs_canonical_key (workspace, parent_scorecard_id,
+	// case_id, trial): both planners range-scan it from the cursor and stop
+	// at the limit.
+	return queryList(ctx, o, scanRun, `SELECT `+runColumns+` FROM runs
+	WHERE workspace = $1 AND parent_scorecard_id = $2 AND canonical AND parent_scorecard_id <> ''
+	AND (case_id > $3 OR (case_id = $3 AND trial > $4))
+	ORDER BY case_id, trial, id LIMIT $5`,
+		workspace, scorecardID, p.AfterCase, p.AfterTrial, p.Limit)
+}

@@ -153,6 +153,58 @@ var scorecardCases = []Case{
 		_, err = s.CreateScorecard(ctx, bad)
 		wantErr(t, "CreateScorecard with a selection that is not JSON", err, derrors.ErrInvalid)
 	}},
+	{"scorecards/canonical_child_page_by_case_and_trial", func(t *testing.T, s store.Store) {
+		ctx := t.Context()
+		createBatch(t, s, batch("acme", "sc-1", t0))
+		createBatch(t, s, batch("acme", "sc-2", t0))
+		// Created out of order; "b" sorts after "a-long" in byte order
+		// only if compared bytewise ('-' < 'b').
+		for i, c := range []struct {
+			id, caseID string
+			trial      int
+			canonical  bool
+		}{
+			{"r6", "b", 0, true}, {"r1", "a", 1, true}, {"r2", "a", 0, true}, {"r3", "a", 0, false},
+			{"r4", "a-long", 0, true}, {"r5", "a", 10, true}, {"r7", "b", 2, true},
+		} {
+			createRun(t, s, childRun("acme", c.id, "sc-1", c.caseID, c.trial, c.canonical, t0.Add(time.Duration(i)*time.Second)))
+		}
+		createRun(t, s, childRun("acme", "other", "sc-2", "a", 0, true, t0))
+		page := func(afterCase string, afterTrial, limit int) []string {
+			t.Helper()
+			rs, err := s.ListCanonicalChildPage(ctx, "acme", "sc-1", store.CaseTrialPage{AfterCase: afterCase, AfterTrial: afterTrial, Limit: limit})
+			if err != nil {
+				t.Fatalf("ListCanonicalChildPage(after %q#%d, limit %d): %v", afterCase, afterTrial, limit, err)
+			}
+			var ids []string
+			for _, r := range rs {
+				ids = append(ids, r.ID)
+			}
+			return ids
+		}
+		if diff := cmp.Diff([]string{"r2", "r1", "r5", "r4", "r6", "r7"}, page("", -1, 100)); diff != "" {
+			t.Errorf("the whole batch (-want +got):\n%s", diff)
+		}
+		if diff := cmp.Diff([]string{"r2", "r1"}, page("", -1, 2)); diff != "" {
+			t.Errorf("the first page of 2 (-want +got):\n%s", diff)
+		}
+		if diff := cmp.Diff([]string{"r5", "r4"}, page("a", 1, 2)); diff != "" {
+			t.Errorf("after a#1 (-want +got):\n%s", diff)
+		}
+		if diff := cmp.Diff([]string{"r7"}, page("b", 0, 2)); diff != "" {
+			t.Errorf("after b#0 (-want +got):\n%s", diff)
+		}
+		if got := page("b", 2, 2); len(got) != 0 {
+			t.Errorf("after the last: %q, want none", got)
+		}
+		for _, limit := range []int{0, -1, 10_001} {
+			_, err := s.ListCanonicalChildPage(ctx, "acme", "sc-1", store.CaseTrialPage{Limit: limit})
+			wantErr(t, fmt.Sprintf("limit %d", limit), err, derrors.ErrInvalid)
+		}
+		if rs, err := s.ListCanonicalChildPage(ctx, "other", "sc-1", store.CaseTrialPage{AfterTrial: -1, Limit: 10}); err != nil || len(rs) != 0 {
+			t.Errorf("another workspace's batch: %d runs, %v; want none", len(rs), err)
+		}
+	}},
 	{"scorecards/existing_id_is_conflict_and_the_transaction_goes_on", func(t *testing.T, s store.Store) {
 		ctx := t.Context()
 		createBatch(t, s, batch("acme", "sc-1", t0))
