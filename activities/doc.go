@@ -52,7 +52,8 @@ type Activities struct {
 	Logger *slog.Logger
 	Now    func() time.Time
 
-	plans records.PlanCache // decoded batch records, see batchPlan
+	plans   records.PlanCache // decoded batch records, see batchPlan
+	commits groupCommit       // the queue of case writes, see groupCommit
 }
 
 // Register adds a's activity methods to r.

@@ -586,9 +586,14 @@ func (a *Activities) storeLogs(ctx context.Context, ref RunRef, chunks []store.R
 // finish writes the terminal record and seals the trajectory in one
 // transaction, unless a previous attempt already did.
 // The job's last log chunks, when given, are appended in the same
-// transaction.
+// transaction, which is shared with the other writes of the worker's
+// cases arriving at the same time (see groupCommit).
 func (a *Activities) finish(ctx context.Context, run eval.Run, result *eval.CaseResult, runErr *eval.Error, logs ...store.RunLog) (RunStatus, error) {
-	now := a.now()
+	return a.finishGrouped(ctx, run, result, runErr, logs)
+}
+
+// finishOne is finish in a transaction of its own, at now.
+func (a *Activities) finishOne(ctx context.Context, now time.Time, run eval.Run, result *eval.CaseResult, runErr *eval.Error, logs ...store.RunLog) (RunStatus, error) {
 	var out RunStatus
 	// Keyed: it reads and writes this run, its trajectory and its log
 	// chunks only (the canonical rule is the unique index's).
@@ -602,48 +607,21 @@ func (a *Activities) finish(ctx context.Context, run eval.Run, result *eval.Case
 		if err != nil {
 			return err
 		}
-		if eval.Status(cur.Status).Terminal() {
-			out = RunStatus{Status: cur.Status, WebhookURL: run.WebhookURL}
-			return nil
-		}
-		if stored, err := records.FromRow(cur); err == nil && stored.Attempts > run.Attempts {
-			// A later attempt marked the run since this one read it: the
-			// count stays the stored one.
-			run.Attempts = stored.Attempts
-		}
-		if result != nil {
-			events, digest, err := traces.SealEvents(result.Trace)
-			if err != nil {
-				return err
-			}
-			if _, _, err := tx.SealTrajectory(ctx, store.Trajectory{
-				Workspace: run.Tenant, RunID: run.ID, Source: "svc", EventCount: len(result.Trace),
-				Digest: digest, SealedAt: now, Audience: run.Audience(), Events: events,
-			}); err != nil {
-				return err
-			}
-			result.TraceRef, result.TraceSealed = "trajectory:"+run.ID, true
-			run.Usage, run.Provenance = result.Usage, result.Provenance
-			if result.Harness != "" {
-				if id, v, ok := strings.Cut(result.Harness, "@"); ok {
-					run.Harness = registry.Ref{ID: id, Version: v}
-				}
-			}
-		}
-		run.Result, run.Error = result, runErr
-		run.Status = eval.StatusSucceeded
-		if runErr != nil {
-			run.Status = eval.StatusFailed
-		}
-		run.FinishedAt, run.UpdatedAt = &now, now
-		row, err := records.Row(run)
+		p, err := planFinish(now, run, cur, result, runErr)
 		if err != nil {
 			return err
 		}
-		if _, err := tx.PutRun(ctx, row); err != nil {
-			return err
+		if p.trajectory != nil {
+			if _, _, err := tx.SealTrajectory(ctx, *p.trajectory); err != nil {
+				return err
+			}
 		}
-		out = RunStatus{Status: string(run.Status), WebhookURL: run.WebhookURL}
+		if p.row != nil {
+			if _, err := tx.PutRun(ctx, *p.row); err != nil {
+				return err
+			}
+		}
+		out = p.status
 		return nil
 	})
 	return out, err

@@ -208,18 +208,13 @@ func (a *Activities) createChild(ctx context.Context, sc eval.Scorecard, item Ca
 	if err != nil {
 		return eval.Run{}, false, err
 	}
-	stored, err := a.Store.CreateRun(ctx, row)
-	switch {
-	case errors.Is(err, derrors.ErrConflict):
-		// A concurrent attempt made it first: use that one.
-		if stored, err = a.Store.GetRun(ctx, sc.Tenant, id); err != nil {
-			return eval.Run{}, false, err
-		}
-	case err != nil:
+	// Grouped with the other cases' writes; a concurrent attempt may
+	// have made it first, and then that one is used.
+	stored, created, err := a.createRun(ctx, row)
+	if err != nil {
 		return eval.Run{}, false, err
-	default:
-		fresh = running
 	}
+	fresh = running && created
 	run, err = records.FromRow(stored)
 	return run, fresh, err
 }

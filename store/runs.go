@@ -84,6 +84,25 @@ type Runs interface {
 	PutRun(ctx context.Context, r Run) (Run, error)
 	// GetRun returns one run with its Doc, or ErrNotFound.
 	GetRun(ctx context.Context, workspace, id string) (Run, error)
+	// CreateRuns inserts each of rs as CreateRun does, in as few
+	// statements as the database allows: created[i] reports whether rs[i]
+	// was inserted, false where CreateRun would be ErrConflict (its ID
+	// exists, or its canonical slot is taken, also by an earlier row of
+	// rs); the other rows are inserted all the same. stored[i] is rs[i]
+	// as stored when created[i]. A row that is invalid fails the call and
+	// inserts none.
+	CreateRuns(ctx context.Context, rs []Run) (stored []Run, created []bool, err error)
+	// GetRuns returns the runs of a workspace with the given ids, with
+	// their Doc, in the order of ids; an id of no run is skipped, an id
+	// given twice is returned once.
+	GetRuns(ctx context.Context, workspace string, ids []string) ([]Run, error)
+	// PutRuns is PutRun of each of rs in order, in as few statements as
+	// the database allows; out[i] is rs[i] as stored. It fails as the
+	// first failing PutRun would (ErrNotFound, ErrConflict for the
+	// canonical rule, also against an earlier row of rs), and then stores
+	// none of rs when called on the Store (in a transaction, the caller
+	// rolls back).
+	PutRuns(ctx context.Context, rs []Run) (out []Run, err error)
 	// ListRuns returns runs with their Doc, newest first.
 	ListRuns(ctx context.Context, f RunFilter) ([]Run, error)
 	// ChildRunsUpdatedAt returns the latest UpdatedAt among a batch's
@@ -184,6 +203,14 @@ type Trajectories interface {
 	// Digest it is ErrConflict (a seal is never rewritten). SealedAt is
 	// set by the store when zero.
 	SealTrajectory(ctx context.Context, t Trajectory) (stored Trajectory, created bool, err error)
+	// SealTrajectories is SealTrajectory of each of ts in order, in as
+	// few statements as the database allows: stored[i] and created[i] are
+	// what SealTrajectory of ts[i] returns (a run given twice with the
+	// same Digest is created once). A run already sealed with another
+	// Digest, or an invalid trajectory, fails the call with the error
+	// SealTrajectory would return; on the Store nothing of ts is then
+	// stored.
+	SealTrajectories(ctx context.Context, ts []Trajectory) (stored []Trajectory, created []bool, err error)
 	// GetTrajectory returns a run's trajectory with its events, or
 	// ErrNotFound.
 	GetTrajectory(ctx context.Context, workspace, runID string) (Trajectory, error)

@@ -452,3 +452,355 @@ func (o ops) DeleteRunLogs(ctx context.Context, workspace, runID string) (err er
 	}
 	return nil
 }
+
+// rowsPerStatement bounds the rows of one multi-row statement of the batch
+// methods: 14 placeholders a run stays well under both databases' limits.
+const rowsPerStatement = 500
+
+// runKey is a run's primary key.
+type runKey struct{ workspace, id string }
+
+// slotKey is a scorecard slot of the canonical rule.
+type slotKey struct {
+	workspace, scorecard, caseID string
+	trial                        int
+}
+
+// slotOf returns r's canonical slot, and whether the rule applies to r.
+func slotOf(r store.Run) (slotKey, bool) {
+	return slotKey{r.Workspace, r.ParentScorecardID, r.CaseID, r.Trial}, r.ParentScorecardID != ""
+}
+
+// hasDuplicateIDs reports whether two of rs share a key.
+func hasDuplicateIDs(rs []store.Run) bool {
+	seen := make(map[runKey]bool, len(rs))
+	for _, r := range rs {
+		k := runKey{r.Workspace, r.ID}
+		if seen[k] {
+			return true
+		}
+		seen[k] = true
+	}
+	return false
+}
+
+// CreateRuns inserts runs, skipping those CreateRun would refuse as a
+// conflict; see store.Runs.
+func (o ops) CreateRuns(ctx context.Context, rs []store.Run) (_ []store.Run, _ []bool, err error) {
+	defer derrors.Wrap(&err, "%s.CreateRuns(ctx, %d runs)", o.kind, len(rs))
+	out := make([]store.Run, len(rs))
+	for i, r := range rs {
+		r, err := prepareRun(r)
+		if err != nil {
+			return nil, nil, fmt.Errorf("run %d: %w", i, err)
+		}
+		r.CreatedAt = normTime(r.CreatedAt)
+		if r.UpdatedAt.IsZero() {
+			r.UpdatedAt = r.CreatedAt
+		}
+		r.UpdatedAt = normTime(r.UpdatedAt)
+		out[i] = r
+	}
+	created := make([]bool, len(rs))
+	if len(rs) == 0 {
+		return out, created, nil
+	}
+	if hasDuplicateIDs(out) {
+		// RETURNING names the inserted keys, not which of two rows with
+		// one key went in: one statement each.
+		err := o.atomic(ctx, func(o ops) error {
+			for i, r := range out {
+				_, err := o.CreateRun(ctx, r)
+				switch {
+				case errors.Is(err, derrors.ErrConflict):
+				case err != nil:
+					return err
+				default:
+					created[i] = true
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, nil, err
+		}
+		return out, created, nil
+	}
+	err = o.atomicIf(ctx, len(out) > rowsPerStatement, func(o ops) error {
+		clear(created)
+		at := map[runKey]int{}
+		for i := 0; i < len(out); i += rowsPerStatement {
+			batch := out[i:min(i+rowsPerStatement, len(out))]
+			var args sqlArgs
+			var q strings.Builder
+			q.WriteString(`INSERT INTO runs (` + runColumns + `) VALUES `)
+			for j, r := range batch {
+				at[runKey{r.Workspace, r.ID}] = i + j
+				if j > 0 {
+					q.WriteString(`, `)
+				}
+				q.WriteString(`(` + strings.Join([]string{
+					args.add(r.Workspace), args.add(r.ID), args.add(r.Kind), args.add(r.Status), args.add(r.Audience),
+					args.add(r.CreatedBy), args.add(r.ParentScorecardID), args.add(r.CaseID), args.add(r.Trial),
+					args.add(r.Canonical), args.add(r.Outcome), args.add(o.d.TimeArg(r.CreatedAt)),
+					args.add(o.d.TimeArg(r.UpdatedAt)), args.add(string(r.Doc)),
+				}, `, `) + `)`)
+			}
+			// No conflict target, as in CreateRun: a taken ID or canonical
+			// slot skips the row without aborting a PostgreSQL transaction.
+			q.WriteString(` ON CONFLICT DO NOTHING RETURNING workspace, id`)
+			keys, err := queryWriter(ctx, o, func(r rowScanner) (runKey, error) {
+				var k runKey
+				err := r.Scan(&k.workspace, &k.id)
+				return k, err
+			}, q.String(), args...)
+			if err != nil {
+				return err
+			}
+			for _, k := range keys {
+				if j, ok := at[k]; ok {
+					created[j] = true
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	return out, created, nil
+}
+
+// GetRuns returns a workspace's runs by id; see store.Runs.
+func (o ops) GetRuns(ctx context.Context, workspace string, ids []string) (_ []store.Run, err error) {
+	defer derrors.Wrap(&err, "%s.GetRuns(ctx, %q, %d ids)", o.kind, workspace, len(ids))
+	if err := checkText(workspace); err != nil {
+		return nil, err
+	}
+	if err := checkText(ids...); err != nil {
+		return nil, err
+	}
+	byID := make(map[string]store.Run, len(ids))
+	for i := 0; i < len(ids); i += childRunIDsPerQuery {
+		args := sqlArgs{workspace}
+		var q strings.Builder
+		q.WriteString(`SELECT ` + runColumns + ` FROM runs WHERE workspace = $1 AND id IN (`)
+		for j, id := range ids[i:min(i+childRunIDsPerQuery, len(ids))] {
+			if j > 0 {
+				q.WriteString(`, `)
+			}
+			q.WriteString(args.add(id))
+		}
+		q.WriteString(`)`)
+		rows, err := queryList(ctx, o, scanRun, q.String(), args...)
+		if err != nil {
+			return nil, err
+		}
+		for _, r := range rows {
+			byID[r.ID] = r
+		}
+	}
+	out := make([]store.Run, 0, len(byID))
+	for _, id := range ids {
+		if r, ok := byID[id]; ok {
+			out = append(out, r)
+			delete(byID, id)
+		}
+	}
+	return out, nil
+}
+
+// PutRuns replaces existing runs as PutRun does each; see store.Runs.
+//
+// On PostgreSQL, when no two rows of rs share an ID or a canonical slot,
+// it takes two statements whatever the number of rows: one SELECT of the
+// rows and of their slots' canonical runs, which decides every error
+// PutRun would return before anything is written, and one UPDATE ...
+// FROM (VALUES ...). Otherwise, and on SQLite (in process, where a
+// statement costs no round trip), it is PutRun of each row in one
+// transaction, whose order then decides the canonical rule exactly.
+func (o ops) PutRuns(ctx context.Context, rs []store.Run) (_ []store.Run, err error) {
+	defer derrors.Wrap(&err, "%s.PutRuns(ctx, %d runs)", o.kind, len(rs))
+	out := make([]store.Run, len(rs))
+	for i, r := range rs {
+		r, err := prepareRun(r)
+		if err != nil {
+			return nil, fmt.Errorf("run %d: %w", i, err)
+		}
+		r.UpdatedAt = normTime(r.UpdatedAt)
+		out[i] = r
+	}
+	if len(out) == 0 {
+		return out, nil
+	}
+	err = o.atomic(ctx, func(o ops) error {
+		if o.d.Name() == "postgres" && len(out) > 1 {
+			ok, err := o.putRunsTogether(ctx, out)
+			if ok || err != nil {
+				return err
+			}
+		}
+		for i, r := range out {
+			stored, err := o.PutRun(ctx, r)
+			if err != nil {
+				return err
+			}
+			out[i] = stored
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// putRunsTogether is PutRuns' two statements on PostgreSQL; see PutRuns.
+// It reports false, having written nothing, when rows of rs share an ID
+// or a slot (or a row takes the slot of another row of rs as stored), for
+// the caller to put them one by one.
+func (o ops) putRunsTogether(ctx context.Context, rs []store.Run) (bool, error) {
+	if hasDuplicateIDs(rs) {
+		return false, nil
+	}
+	inBatch := map[runKey]bool{}
+	slots := map[slotKey]bool{}
+	canonical := map[slotKey]string{} // the slots rows of rs take, to the ID taking each
+	byWorkspace := map[string][]int{}
+	for i, r := range rs {
+		inBatch[runKey{r.Workspace, r.ID}] = true
+		if s, ok := slotOf(r); ok {
+			if slots[s] {
+				return false, nil
+			}
+			slots[s] = true
+			if r.Canonical {
+				canonical[s] = r.ID
+			}
+		}
+		byWorkspace[r.Workspace] = append(byWorkspace[r.Workspace], i)
+	}
+	type seen struct {
+		id        string
+		slot      slotKey
+		canonical bool
+	}
+	exists := map[runKey]bool{}
+	rivals := map[slotKey]string{} // a stored canonical run outside rs in a slot a row takes
+	for ws, idx := range byWorkspace {
+		args := sqlArgs{ws}
+		var ids, parents, cases []string
+		seenP, seenC := map[string]bool{}, map[string]bool{}
+		for _, i := range idx {
+			r := rs[i]
+			ids = append(ids, args.add(r.ID))
+			if r.Canonical && r.ParentScorecardID != "" {
+				if !seenP[r.ParentScorecardID] {
+					seenP[r.ParentScorecardID] = true
+					parents = append(parents, args.add(r.ParentScorecardID))
+				}
+				if !seenC[r.CaseID] {
+					seenC[r.CaseID] = true
+					cases = append(cases, args.add(r.CaseID))
+				}
+			}
+		}
+		q := `SELECT id, parent_scorecard_id, case_id, trial, canonical FROM runs WHERE workspace = $1 AND (id IN (` + strings.Join(ids, `, `) + `)`
+		if len(parents) > 0 {
+			// A superset of the slots (every trial of their cases), read
+			// from runs_canonical_key, whose predicate is spelled out.
+			q += ` OR (canonical AND parent_scorecard_id <> '' AND parent_scorecard_id IN (` + strings.Join(parents, `, `) +
+				`) AND case_id IN (` + strings.Join(cases, `, `) + `))`
+		}
+		q += `)`
+		rows, err := queryWriter(ctx, o, func(r rowScanner) (seen, error) {
+			var s seen
+			s.slot.workspace = ws
+			err := r.Scan(&s.id, &s.slot.scorecard, &s.slot.caseID, &s.slot.trial, &s.canonical)
+			return s, err
+		}, q, args...)
+		if err != nil {
+			return false, err
+		}
+		for _, s := range rows {
+			k := runKey{ws, s.id}
+			if inBatch[k] {
+				exists[k] = true
+			}
+			taker, ok := canonical[s.slot]
+			switch {
+			case !s.canonical || s.slot.scorecard == "" || !ok || taker == s.id:
+			case inBatch[k]:
+				// A row of rs leaves the slot another row takes: their
+				// order decides.
+				return false, nil
+			default:
+				rivals[s.slot] = s.id
+			}
+		}
+	}
+	// The first row PutRun would refuse decides the error.
+	for _, r := range rs {
+		if r.Canonical && r.ParentScorecardID != "" {
+			s, _ := slotOf(r)
+			if other, ok := rivals[s]; ok {
+				return false, derrors.Conflictf("run %q is already canonical for scorecard %q case %q trial %d", other, r.ParentScorecardID, r.CaseID, r.Trial)
+			}
+		}
+		if !exists[runKey{r.Workspace, r.ID}] {
+			return false, derrors.NotFoundf("run %q of workspace %q", r.ID, r.Workspace)
+		}
+	}
+	var args sqlArgs
+	var q strings.Builder
+	q.WriteString(`UPDATE runs SET kind = v.kind, status = v.status, audience = v.audience, created_by = v.created_by,
+	parent_scorecard_id = v.parent_scorecard_id, case_id = v.case_id, trial = v.trial, canonical = v.canonical,
+	outcome = v.outcome, updated_at = v.updated_at, doc = v.doc
+	FROM (VALUES `)
+	for i, r := range rs {
+		if i > 0 {
+			q.WriteString(`, `)
+		}
+		// Typed placeholders: outside an INSERT, VALUES does not take its
+		// types from the target columns.
+		q.WriteString(`(` + args.add(r.Workspace) + `::text, ` + args.add(r.ID) + `::text, ` + args.add(r.Kind) + `::text, ` +
+			args.add(r.Status) + `::text, ` + args.add(r.Audience) + `::text, ` + args.add(r.CreatedBy) + `::text, ` +
+			args.add(r.ParentScorecardID) + `::text, ` + args.add(r.CaseID) + `::text, ` + args.add(r.Trial) + `::integer, ` +
+			args.add(r.Canonical) + `::boolean, ` + args.add(r.Outcome) + `::text, ` + args.add(o.d.TimeArg(r.UpdatedAt)) + `::timestamptz, ` +
+			args.add(string(r.Doc)) + `::jsonb)`)
+	}
+	q.WriteString(`) AS v (workspace, id, kind, status, audience, created_by, parent_scorecard_id, case_id, trial, canonical, outcome, updated_at, doc)
+	WHERE runs.workspace = v.workspace AND runs.id = v.id
+	RETURNING runs.workspace, runs.id, runs.created_at`)
+	type stamp struct {
+		k       runKey
+		created dbTime
+	}
+	stamps, err := queryWriter(ctx, o, func(r rowScanner) (stamp, error) {
+		var s stamp
+		err := r.Scan(&s.k.workspace, &s.k.id, &s.created)
+		return s, err
+	}, q.String(), args...)
+	if err != nil {
+		return false, err
+	}
+	createdAt := make(map[runKey]time.Time, len(stamps))
+	for _, s := range stamps {
+		createdAt[s.k] = s.created.Time
+	}
+	for i, r := range rs {
+		t, ok := createdAt[runKey{r.Workspace, r.ID}]
+		if !ok {
+			return false, derrors.NotFoundf("run %q of workspace %q", r.ID, r.Workspace)
+		}
+		rs[i].CreatedAt = t
+	}
+	return true, nil
+}
+
+// queryWriter is queryList through the writer: for a statement that
+// writes and returns rows, or a read a write of the same call depends on.
+func queryWriter[T any](ctx context.Context, o ops, scan func(rowScanner) (T, error), query string, args ...any) ([]T, error) {
+	o.r = o.w
+	return queryList(ctx, o, scan, query, args...)
+}

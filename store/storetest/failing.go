@@ -53,6 +53,14 @@ func (f *Failing) check(method string) error {
 	return f.fail[method]
 }
 
+// failing returns the error method is set to fail with, without counting
+// a call.
+func (f *Failing) failing(method string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.fail[method]
+}
+
 // Transact runs fn on a transaction whose chosen methods fail as the
 // store's do.
 func (f *Failing) Transact(ctx context.Context, fn func(tx store.Tx) error) error {
@@ -78,6 +86,14 @@ func (f *Failing) CreateRun(ctx context.Context, r store.Run) (store.Run, error)
 
 func (f *Failing) PutRun(ctx context.Context, r store.Run) (store.Run, error) {
 	return failingPutRun(ctx, f.Store, f, r)
+}
+
+func (f *Failing) CreateRuns(ctx context.Context, rs []store.Run) ([]store.Run, []bool, error) {
+	return failingCreateRuns(ctx, f.Store, f, rs)
+}
+
+func (f *Failing) PutRuns(ctx context.Context, rs []store.Run) ([]store.Run, error) {
+	return failingPutRuns(ctx, f.Store, f, rs)
 }
 
 func (f *Failing) AppendRunLogs(ctx context.Context, chunks []store.RunLog) error {
@@ -118,6 +134,14 @@ func (t *failingTx) PutRun(ctx context.Context, r store.Run) (store.Run, error) 
 	return failingPutRun(ctx, t.Tx, t.f, r)
 }
 
+func (t *failingTx) CreateRuns(ctx context.Context, rs []store.Run) ([]store.Run, []bool, error) {
+	return failingCreateRuns(ctx, t.Tx, t.f, rs)
+}
+
+func (t *failingTx) PutRuns(ctx context.Context, rs []store.Run) ([]store.Run, error) {
+	return failingPutRuns(ctx, t.Tx, t.f, rs)
+}
+
 func (t *failingTx) AppendRunLogs(ctx context.Context, chunks []store.RunLog) error {
 	return failingAppendRunLogs(ctx, t.Tx, t.f, chunks)
 }
@@ -154,6 +178,31 @@ func failingPutRun(ctx context.Context, tx store.Tx, f *Failing, r store.Run) (s
 		return store.Run{}, err
 	}
 	return tx.PutRun(ctx, r)
+}
+
+// failingCreateRuns fails as CreateRuns is set to, or else as CreateRun
+// is: the batch writes what the single write would.
+func failingCreateRuns(ctx context.Context, tx store.Tx, f *Failing, rs []store.Run) ([]store.Run, []bool, error) {
+	err := f.check("CreateRuns")
+	if err == nil && len(rs) > 0 {
+		err = f.failing("CreateRun")
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	return tx.CreateRuns(ctx, rs)
+}
+
+// failingPutRuns fails as PutRuns is set to, or else as PutRun is.
+func failingPutRuns(ctx context.Context, tx store.Tx, f *Failing, rs []store.Run) ([]store.Run, error) {
+	err := f.check("PutRuns")
+	if err == nil && len(rs) > 0 {
+		err = f.failing("PutRun")
+	}
+	if err != nil {
+		return nil, err
+	}
+	return tx.PutRuns(ctx, rs)
 }
 
 func failingAppendRunLogs(ctx context.Context, tx store.Tx, f *Failing, chunks []store.RunLog) error {
