@@ -18,6 +18,13 @@ type Job struct {
 	// directory, so a retried attempt of the same run finds (and kills)
 	// what a crashed one left.
 	RunID string
+	// Attempt numbers the dispatches of the run's case. It must stay the
+	// same when the activity running the job is retried (so it is not
+	// Temporal's activity attempt): a driver that starts remote jobs
+	// derives their names from RunID and Attempt, so that Run called again
+	// for the same attempt adopts the job already started rather than
+	// starting a second one. The local driver ignores it.
+	Attempt int
 	// Command is the argv; no shell.
 	Command []string
 	// Env holds the harness's non-secret variables. The driver does not

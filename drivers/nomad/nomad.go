@@ -1,8 +1,10 @@
 // Package nomad talks to a Nomad cluster named by a runtime of kind nomad.
 //
-// For now it holds the connection (NewClient) and the reachability probe
-// behind POST /runtimes/probe; the driver that runs jobs builds on the same
-// NewClient so both see a runtime's address and credentials the same way.
+// It holds the connection (NewClient), the reachability probe behind POST
+// /runtimes/probe, and Driver, which runs each attempt of a case as a
+// Nomad batch job (see docs/runtimes.md, "Nomad: how a case runs"). Both
+// build on the same NewClient, so probing and running see a runtime's
+// address and credentials the same way.
 package nomad
 
 import (

@@ -1,0 +1,219 @@
+package nomad
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+	"unicode/utf8"
+
+	"github.com/hashicorp/nomad/api"
+
+	"svc/drivers"
+)
+
+// maxFrame bounds one log frame as it comes over the wire. Nomad frames
+// carry at most 64 KiB of data (about 87 KiB in base64); anything much
+// larger is not a Nomad agent, and is refused before it is held in memory.
+const maxFrame = 1 << 20
+
+// errFrameTooLarge ends a log stream whose next frame passes maxFrame.
+var errFrameTooLarge = fmt.Errorf("a log frame exceeds %d bytes", maxFrame)
+
+// frameDecoder reads the frames of Nomad's streaming file and log
+// endpoints: a sequence of JSON objects {"Offset", "Data" (base64),
+// "File", "FileEvent"}, with heartbeats ({}) between them. The stream
+// comes from the cluster, so it is untrusted: a frame is bounded by
+// maxFrame and an error never repeats what was sent.
+type frameDecoder struct {
+	dec *json.Decoder
+	cr  *countingReader
+}
+
+// newFrameDecoder decodes the frames of r.
+func newFrameDecoder(r io.Reader) *frameDecoder {
+	cr := &countingReader{r: r}
+	return &frameDecoder{dec: json.NewDecoder(cr), cr: cr}
+}
+
+// next returns the next frame's data, skipping heartbeats and file events
+// (a rotated or truncated log file), and io.EOF at the end of the stream.
+func (f *frameDecoder) next() ([]byte, error) {
+	for {
+		f.cr.start = f.dec.InputOffset()
+		var fr api.StreamFrame
+		if err := f.dec.Decode(&fr); err != nil {
+			switch {
+			case f.cr.err != nil && !errors.Is(f.cr.err, io.EOF):
+				return nil, f.cr.err // the connection's, or errFrameTooLarge: not data
+			case errors.Is(err, io.EOF):
+				return nil, io.EOF
+			case errors.Is(err, io.ErrUnexpectedEOF):
+				return nil, errors.New("the log stream ended inside a frame")
+			}
+			return nil, errors.New("the log stream is not Nomad's frames")
+		}
+		if f.dec.InputOffset()-f.cr.start > maxFrame {
+			return nil, errFrameTooLarge
+		}
+		if len(fr.Data) > 0 {
+			return fr.Data, nil
+		}
+	}
+}
+
+// countingReader fails once the decoder has read more than maxFrame
+// bytes past the start of the frame it is decoding.
+type countingReader struct {
+	r     io.Reader
+	n     int64 // bytes handed to the decoder
+	start int64 // the decoder's offset when the current frame began
+	err   error // the last error Read returned
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	if c.n-c.start > maxFrame {
+		c.err = errFrameTooLarge
+		return 0, c.err
+	}
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	if err == nil && c.n-c.start > maxFrame {
+		err = errFrameTooLarge
+	}
+	c.err = err
+	return n, err
+}
+
+// output collects what the task wrote: the head of stdout (up to
+// MaxOutput) and the tails of both streams, passing each chunk on to the
+// job's Log, one call at a time.
+type output struct {
+	mu     sync.Mutex
+	log    func(stream string, data []byte)
+	stdout capture
+	stderr capture
+}
+
+func newOutput(log func(string, []byte)) *output {
+	return &output{log: log, stdout: capture{max: drivers.MaxOutput}}
+}
+
+// write records a chunk of stream.
+func (o *output) write(stream string, p []byte) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if stream == api.FSLogNameStdout {
+		o.stdout.write(p)
+	} else {
+		o.stderr.write(p)
+	}
+	if o.log != nil {
+		o.log(stream, p)
+	}
+}
+
+// fill sets the output fields of res.
+func (o *output) fill(res *drivers.Result) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	res.Stdout = o.stdout.headString()
+	res.StdoutTail = o.stdout.tailString()
+	res.StderrTail = o.stderr.tailString()
+}
+
+// capture keeps the head (up to max bytes, when max > 0) and the tail of
+// one output stream.
+type capture struct {
+	max  int
+	head []byte
+	tail []byte
+}
+
+func (c *capture) write(p []byte) {
+	if c.max > 0 && len(c.head) < c.max {
+		c.head = append(c.head, p[:min(len(p), c.max-len(c.head))]...)
+	}
+	c.tail = append(c.tail, p...)
+	if len(c.tail) > 2*drivers.TailBytes {
+		c.tail = append(c.tail[:0], c.tail[len(c.tail)-drivers.TailBytes:]...)
+	}
+}
+
+// headString returns the head, without a rune cut in half at its end.
+func (c *capture) headString() string {
+	h := c.head
+	if c.max > 0 && len(h) == c.max {
+		for i := 1; i < utf8.UTFMax && i <= len(h); i++ {
+			if utf8.RuneStart(h[len(h)-i]) {
+				if !utf8.FullRune(h[len(h)-i:]) {
+					h = h[:len(h)-i]
+				}
+				break
+			}
+		}
+	}
+	return string(h)
+}
+
+// tailString returns the last TailBytes, without a rune cut in half at
+// its start.
+func (c *capture) tailString() string {
+	t := c.tail
+	if len(t) > drivers.TailBytes {
+		t = t[len(t)-drivers.TailBytes:]
+		for i := 0; i < utf8.UTFMax-1 && len(t) > 0 && !utf8.RuneStart(t[0]); i++ {
+			t = t[1:]
+		}
+	}
+	return string(t)
+}
+
+// streamLogs follows one of the task's log streams (stdout or stderr)
+// from its start through the servers' /v1/client/fs/logs endpoint into
+// out, until the stream ends (Nomad ends a followed stream once the task
+// is dead) or ctx is done. It goes through the cluster's address, never to
+// the client node directly, so the token reaches no other host.
+func streamLogs(ctx context.Context, c *api.Client, allocID, stream string, out *output) error {
+	q := (&api.QueryOptions{Params: map[string]string{
+		"task":   taskName,
+		"type":   stream,
+		"follow": "true",
+		"origin": api.OriginStart,
+		"offset": "0",
+	}}).WithContext(ctx)
+	body, err := c.Raw().Response("/v1/client/fs/logs/"+allocID, q)
+	if err != nil {
+		return err
+	}
+	defer body.Close()
+	dec := newFrameDecoder(body)
+	for {
+		data, err := dec.next()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		out.write(stream, data)
+	}
+}
+
+// readTrace reads up to MaxOutput bytes of the trace file the task left in
+// its allocation directory; a file the harness never wrote is no trace.
+func readTrace(ctx context.Context, c *api.Client, allocID string) ([]byte, error) {
+	q := (&api.QueryOptions{Params: map[string]string{"path": traceFSPath}}).WithContext(ctx)
+	body, err := c.Raw().Response("/v1/client/fs/cat/"+allocID, q)
+	if err != nil {
+		var status api.UnexpectedResponseError
+		if errors.As(err, &status) && status.StatusCode() == 404 {
+			return nil, nil
+		}
+		return nil, err
+	}
+	defer body.Close()
+	return io.ReadAll(io.LimitReader(body, drivers.MaxOutput))
+}
