@@ -113,7 +113,7 @@ type Scorecards interface {
 	ListScorecardSteps(ctx context.Context, workspace, scorecardID string, afterSeq int64, limit int) ([]ScorecardStep, error)
 	// ListCanonicalChildPage returns one keyset page of a batch's
 	// canonical child runs, of every Audience, with their Doc, ordered by
-	// case id, then trial (then id): at most p.Limit of those after the
+	// case id, then trial: at most p.Limit of those after the
 	// cursor. A page costs its own rows, whatever the batch's size.
 	ListCanonicalChildPage(ctx context.Context, workspace, scorecardID string, p CaseTrialPage) ([]Run, error)
 	// ChildRunCounts counts the canonical child runs of a batch.

@@ -84,6 +84,10 @@ func BenchmarkListChildRuns100k(b *testing.B) {
 	storetest.BenchListChildRuns(b, newStore(b), 100_000)
 }
 
+func BenchmarkCanonicalChildPage100k(b *testing.B) {
+	storetest.BenchCanonicalChildPage(b, newStore(b), 100_000)
+}
+
 func BenchmarkAppendEventBatch1000(b *testing.B) {
 	storetest.BenchAppendEventBatch(b, newStore(b), 1000)
 }

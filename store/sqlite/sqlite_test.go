@@ -102,6 +102,10 @@ func BenchmarkListChildRuns100k(b *testing.B) {
 	storetest.BenchListChildRuns(b, newStore(b), 100_000)
 }
 
+func BenchmarkCanonicalChildPage100k(b *testing.B) {
+	storetest.BenchCanonicalChildPage(b, newStore(b), 100_000)
+}
+
 func BenchmarkRegisterDataset10k(b *testing.B) {
 	storetest.BenchRegisterDataset(b, newStore(b), 10000)
 }

@@ -410,11 +410,13 @@ func (o ops) ListCanonicalChildPage(ctx context.Context, workspace, scorecardID 
 	}
 	// canonical AND parent_scorecard_id <> '' is the predicate of the
 	// partial unique runs_canonical_key (workspace, parent_scorecard_id,
-	// case_id, trial): both planners range-scan it from the cursor and stop
-	// at the limit.
+	// case_id, trial): both planners range-scan it from the row-value
+	// cursor, in its order, and stop at the limit. The key is unique, so
+	// (case_id, trial) orders the page whole; a tie-break on id, which the
+	// index does not hold, would make both sort every child of the batch.
 	return queryList(ctx, o, scanRun, `SELECT `+runColumns+` FROM runs
 	WHERE workspace = $1 AND parent_scorecard_id = $2 AND canonical AND parent_scorecard_id <> ''
-	AND (case_id > $3 OR (case_id = $3 AND trial > $4))
-	ORDER BY case_id, trial, id LIMIT $5`,
+	AND (case_id, trial) > ($3, $4)
+	ORDER BY case_id, trial LIMIT $5`,
 		workspace, scorecardID, p.AfterCase, p.AfterTrial, p.Limit)
 }

@@ -116,3 +116,22 @@ func BenchListChildRuns(b *testing.B, s store.Store, n int) {
 		}
 	}
 }
+
+// BenchCanonicalChildPage measures a page of 1,000 of a batch of n
+// children in the detail table's order (ListCanonicalChildPage), the first
+// page and one deep in the batch, alternately.
+func BenchCanonicalChildPage(b *testing.B, s store.Store, n int) {
+	ctx := b.Context()
+	seedChildren(b, s, n)
+	i := 0
+	for b.Loop() {
+		p := store.CaseTrialPage{AfterTrial: -1, Limit: 1000}
+		if i++; i%2 == 0 {
+			p.AfterCase, p.AfterTrial = fmt.Sprintf("case-%07d", n/2), 0
+		}
+		rs, err := s.ListCanonicalChildPage(ctx, "bench", "sc-big", p)
+		if err != nil || len(rs) != 1000 {
+			b.Fatalf("ListCanonicalChildPage = %d runs, %v; want 1000", len(rs), err)
+		}
+	}
+}
