@@ -32,12 +32,17 @@ import (
 
 // Activities carries the dependencies of every activity method.
 type Activities struct {
-	Store      store.Store // the records activities read and write
+	Store store.Store // the records activities read and write
+	// Registries resolves harnesses and runtimes as a run's creator sees
+	// them, and a nomad runtime's connection (its authSecret, and the probe
+	// guard the service was built with: service.WithProbeGuard).
 	Registries *service.Service
 	// Sealer opens workspace secrets (harness secretEnv) and the webhook
 	// signing secrets; nil when SVC_SECRET_KEY is unset.
 	Sealer *secrets.Sealer
-	// Driver runs process harnesses (the local runtime).
+	// Driver runs process harnesses on the local runtime: a run naming no
+	// runtime, or a local one. A run on a nomad runtime runs on a
+	// nomad.Driver built from the runtime (see place), kept per runtime.
 	Driver drivers.Driver
 	// Judges runs code judges over finished cases.
 	Judges *judges.Runner
@@ -54,6 +59,7 @@ type Activities struct {
 
 	plans   records.PlanCache // decoded batch records, see batchPlan
 	commits groupCommit       // the queue of case writes, see groupCommit
+	remotes remoteDrivers     // the drivers of nomad runtimes, see nomadDriver
 }
 
 // Register adds a's activity methods to r.

@@ -346,7 +346,6 @@ func finishGroup(ctx context.Context, tx store.Tx, finishes []*finishItem) error
 	}
 	var seals []store.Trajectory
 	var puts []store.Run
-	var putBy []*finishItem
 	for _, f := range finishes {
 		row, ok := cur[f.run.Tenant+"\x00"+f.run.ID]
 		if !ok {
@@ -362,7 +361,6 @@ func finishGroup(ctx context.Context, tx store.Tx, finishes []*finishItem) error
 		}
 		if p.row != nil {
 			puts = append(puts, *p.row)
-			putBy = append(putBy, f)
 		}
 	}
 	if len(seals) > 0 {

@@ -182,7 +182,7 @@ func (a *Activities) dispatchFrom(ctx context.Context, run eval.Run, g grading, 
 	}
 	var tail []store.RunLog
 	if perr == nil {
-		res, tail, perr = a.runJob(ctx, ref, job)
+		res, tail, perr = a.runJob(ctx, ref, plan.placement, job)
 	}
 	if perr != nil && !isCaseProblem(perr) {
 		a.storeLogs(context.WithoutCancel(ctx), ref, tail)
@@ -240,10 +240,14 @@ type Plan struct {
 	// output (see redact.MinLen).
 	Secrets  []string
 	Unmasked []string
+
+	// placement is the driver the job runs on (see place).
+	placement placement
 }
 
-// plan resolves the harness (`latest` now, spec §9.2) and its secrets as
-// the run's creator sees them, and builds the job.
+// plan resolves the harness (`latest` now, spec §9.2), the runtime (see
+// place) and the harness's secrets as the run's creator sees them, and
+// builds the job.
 func (a *Activities) plan(ctx context.Context, run eval.Run, memo *harnessMemo) (drivers.Job, Plan, error) {
 	p := Plan{Dispatch: traces.Dispatch{Harness: run.Harness, Runtime: run.Runtime}}
 	if run.Case == nil {
@@ -264,7 +268,10 @@ func (a *Activities) plan(ctx context.Context, run eval.Run, memo *harnessMemo) 
 	p.Harness, p.HarnessDigest = h.Ref(), h.Digest
 	hs := h.Spec.Harness()
 	if hs == nil || hs.Kind == registry.HarnessService || len(hs.Command) == 0 {
-		return drivers.Job{}, p, caseErr("harness %s is not a process harness with a command; the local runtime runs process harnesses only", p.Harness)
+		return drivers.Job{}, p, caseErr("harness %s is not a process harness with a command; this worker runs process harnesses only", p.Harness)
+	}
+	if p.placement, err = a.place(ctx, run, who, hs, c); err != nil {
+		return drivers.Job{}, p, err
 	}
 	secretsFor, err := a.openSecrets(ctx, run.Tenant, hs.SecretEnv)
 	if err != nil {
@@ -296,6 +303,7 @@ func (a *Activities) plan(ctx context.Context, run eval.Run, memo *harnessMemo) 
 	}
 	return drivers.Job{
 		RunID:        run.ID,
+		Attempt:      jobAttempt,
 		Command:      hs.Command,
 		Env:          hs.Env,
 		Secrets:      secretsFor,
@@ -419,10 +427,12 @@ func caseFiles(c registry.EvalCase) (map[string]string, error) {
 // stdout and stderr tails and the trace file. Every driver's output comes
 // through here, so this covers them all.
 //
+// A remote job (pl.remote) outlives a lost lease: see jobContext.
+//
 // The logs still pending when the job ends are returned rather than
 // stored, for finish to write in its transaction (one round trip fewer
 // per case); a caller that does not finish stores them with storeLogs.
-func (a *Activities) runJob(ctx context.Context, ref RunRef, job drivers.Job) (drivers.Result, []store.RunLog, error) {
+func (a *Activities) runJob(ctx context.Context, ref RunRef, pl placement, job drivers.Job) (drivers.Result, []store.RunLog, error) {
 	logs := &logBuffer{ws: ref.Workspace, run: ref.RunID, now: a.now}
 	mask := redact.New(secretValues(job.Secrets))
 	masked := &maskedLog{mask: mask, log: logs.add}
@@ -432,8 +442,13 @@ func (a *Activities) runJob(ctx context.Context, ref RunRef, job drivers.Job) (d
 		err error
 	}
 	done := make(chan outcome, 1)
+	jctx, release := ctx, func() {}
+	if pl.remote {
+		jctx, release = jobContext(ctx)
+	}
+	defer release()
 	go func() {
-		res, err := a.Driver.Run(ctx, job)
+		res, err := pl.driver.Run(jctx, job)
 		done <- outcome{res, err}
 	}()
 	tick := time.NewTicker(heartbeatEvery)
@@ -638,6 +653,8 @@ func (a *Activities) FailRun(ctx context.Context, in FailInput) (RunStatus, erro
 	if run.Status.Terminal() {
 		return RunStatus{Status: string(run.Status), WebhookURL: run.WebhookURL}, nil
 	}
+	// A job a remote cluster may still be running for it is stopped.
+	a.stopRemoteJob(ctx, run)
 	plan := traces.Dispatch{Harness: run.Harness, Runtime: run.Runtime}
 	result, runErr := traces.BuildResult(run, plan, traces.JobOutput{}, caseErr("%s", in.Message), a.Host)
 	runErr.Code = in.Code

@@ -305,6 +305,7 @@ func TestSubmitRunRefusals(t *testing.T) {
 	a := e.tenant(t, "submit")
 	e.register(t, a.key, "/harnesses", `{"id":"echo","version":"1.0.0","kind":"process","command":["echo","hi"]}`, http.StatusCreated)
 	e.register(t, a.key, "/runtimes", `{"id":"far","version":"1","kind":"nomad","addr":"http://nomad.example.com:4646","image":"x"}`, http.StatusCreated)
+	e.register(t, a.key, "/runtimes", `{"id":"kube","version":"1","kind":"k8s","image":"x"}`, http.StatusCreated)
 	for _, tc := range []struct {
 		name, body string
 		status     int
@@ -317,7 +318,8 @@ func TestSubmitRunRefusals(t *testing.T) {
 		{"bad grader", `{"harness":{"id":"echo","version":"1.0.0"},"case":{"id":"c","task":"t","graders":[{"id":"g","kind":"regex","pattern":"("}]}}`, 400, "pattern"},
 		{"unknown harness", `{"harness":{"id":"nope","version":"latest"},"case":{"id":"c","task":"t"}}`, 404, "nope"},
 		{"unknown runtime", `{"harness":{"id":"echo","version":"1.0.0"},"case":{"id":"c","task":"t"},"runtime":"ghost"}`, 404, "ghost"},
-		{"nomad runtime", `{"harness":{"id":"echo","version":"1.0.0"},"case":{"id":"c","task":"t"},"runtime":"far"}`, 400, "nomad"},
+		{"k8s runtime", `{"harness":{"id":"echo","version":"1.0.0"},"case":{"id":"c","task":"t"},"runtime":"kube"}`, 400, "k8s"},
+		{"cpu without cpuMhzPerCore", `{"harness":{"id":"echo","version":"1.0.0"},"case":{"id":"c","task":"t","resources":{"cpu":500}},"runtime":"far"}`, 400, "declares resources.cpu"},
 		{"loopback webhook", `{"harness":{"id":"echo","version":"1.0.0"},"case":{"id":"c","task":"t"},"webhookUrl":"http://127.0.0.1:8080/hook"}`, 400, "loopback"},
 		{"metadata webhook", `{"harness":{"id":"echo","version":"1.0.0"},"case":{"id":"c","task":"t"},"webhookUrl":"http://169.254.169.254/latest"}`, 400, "link-local"},
 		{"private webhook", `{"harness":{"id":"echo","version":"1.0.0"},"case":{"id":"c","task":"t"},"webhookUrl":"http://10.1.2.3/hook"}`, 400, "private"},

@@ -69,7 +69,7 @@ func (s *Service) Submit(ctx context.Context, p auth.Principal, req SubmitReques
 		return eval.Run{}, err
 	}
 	if hs := h.Spec.Harness(); hs != nil && hs.Kind == registry.HarnessService {
-		return eval.Run{}, derrors.Invalidf("harness %s is a service harness, which needs a topology-capable nomad or k8s runtime; this deployment runs process harnesses on the local runtime", h.Ref())
+		return eval.Run{}, derrors.Invalidf("harness %s is a service harness, which needs a topology-capable nomad or k8s runtime; this deployment runs process harnesses only", h.Ref())
 	}
 	c := req.Case
 	if req.Runtime != "" {
@@ -80,8 +80,16 @@ func (s *Service) Submit(ctx context.Context, p auth.Principal, req SubmitReques
 		if err != nil {
 			return eval.Run{}, err
 		}
-		if k := rt.Spec.Runtime().Kind; k != registry.RuntimeLocal {
-			return eval.Run{}, derrors.Invalidf("runtime %q is a %s runtime; this deployment dispatches single runs to local runtimes only (omit runtime to use the local one)", req.Runtime, k)
+		spec := rt.Spec.Runtime()
+		if spec.Kind == registry.RuntimeK8s {
+			return eval.Run{}, derrors.Invalidf("runtime %q is a k8s runtime; this deployment does not dispatch to k8s runtimes yet (use a local or nomad runtime, or omit runtime to use the local one)", req.Runtime)
+		}
+		var hc *registry.HarnessConfig
+		if hs := h.Spec.Harness(); hs != nil {
+			hc = &hs.HarnessConfig
+		}
+		if err := spec.CheckDeclared(hc, []registry.EvalCase{c}); err != nil {
+			return eval.Run{}, err
 		}
 		if c.Placement == nil {
 			c.Placement = &registry.Placement{}

@@ -238,7 +238,7 @@ func selectCases(all []registry.EvalCase, sel *Selection) ([]registry.EvalCase, 
 }
 
 // resolveCommon resolves the harness (a process harness), the runtime (a
-// local one) and the judges (exact versions now, sealed with their spec
+// local or nomad one, able to run the cases as they declare) and the judges (exact versions now, sealed with their spec
 // digests and closures).
 func (s *Service) resolveCommon(ctx context.Context, p auth.Principal, pl *plan, harness registry.Ref, runtime string, judges []JudgeSel) error {
 	var err error
@@ -246,7 +246,7 @@ func (s *Service) resolveCommon(ctx context.Context, p auth.Principal, pl *plan,
 		return err
 	}
 	if hs := pl.harness.Spec.Harness(); hs == nil || hs.Kind == registry.HarnessService {
-		return derrors.Invalidf("harness %s is a service harness, which needs a topology-capable nomad or k8s runtime; this deployment runs process harnesses on the local runtime", pl.harness.Ref())
+		return derrors.Invalidf("harness %s is a service harness, which needs a topology-capable nomad or k8s runtime; this deployment runs process harnesses only", pl.harness.Ref())
 	}
 	if runtime != "" {
 		rt, err := s.o.Registries.Resolve(ctx, p, registry.Runtime, runtime, "latest")
@@ -256,8 +256,16 @@ func (s *Service) resolveCommon(ctx context.Context, p auth.Principal, pl *plan,
 		if err != nil {
 			return err
 		}
-		if k := rt.Spec.Runtime().Kind; k != registry.RuntimeLocal {
-			return derrors.Invalidf("runtime %q is a %s runtime; this deployment dispatches batches to local runtimes only (omit runtime to use the local one)", runtime, k)
+		spec := rt.Spec.Runtime()
+		if spec.Kind == registry.RuntimeK8s {
+			return derrors.Invalidf("runtime %q is a k8s runtime; this deployment does not dispatch batches to k8s runtimes yet (use a local or nomad runtime, or omit runtime to use the local one)", runtime)
+		}
+		cases := pl.cases
+		if pl.adhoc != nil {
+			cases = []registry.EvalCase{*pl.adhoc}
+		}
+		if err := spec.CheckDeclared(&pl.harness.Spec.Harness().HarnessConfig, cases); err != nil {
+			return err
 		}
 		pl.runtime = runtime
 	}

@@ -19,6 +19,7 @@ import (
 	"svc/api"
 	"svc/config"
 	"svc/judges"
+	"svc/netguard"
 	"svc/orchestration"
 	"svc/registry/service"
 	"svc/secrets"
@@ -122,6 +123,12 @@ func startWorker(ctx context.Context, c client.Client, cfg config.Config, role s
 	if err != nil {
 		return nil, fmt.Errorf("SVC_WEBHOOK_ALLOW: %v", err)
 	}
+	// Runs on a nomad runtime reach its cluster through the same guard as
+	// POST /runtimes/probe.
+	probeGuard, err := netguard.NewProbeGuard(cfg.ProbeAllow)
+	if err != nil {
+		return nil, fmt.Errorf("SVC_PROBE_ALLOW: %v", err)
+	}
 	host, _ := os.Hostname()
 	driver, err := localDriver(ctx, cfg, role, dataDir, log)
 	if err != nil {
@@ -129,7 +136,7 @@ func startWorker(ctx context.Context, c client.Client, cfg config.Config, role s
 	}
 	acts := &activities.Activities{
 		Store:      st,
-		Registries: service.New(st, sealer, time.Now),
+		Registries: service.New(st, sealer, time.Now, service.WithProbeGuard(probeGuard)),
 		Sealer:     sealer,
 		Driver:     driver,
 		Judges:     &judges.Runner{Driver: driver},

@@ -358,7 +358,7 @@ func environment(j drivers.Job, l layout, otlpEndpoint string) []string {
 	}
 	// The shim's marker must never reach a harness that links this package.
 	delete(env, shim.Marker)
-	attrs := "svc.run_id=" + percentEncode(j.RunID)
+	attrs := "svc.run_id=" + drivers.PercentEncode(j.RunID)
 	if own := j.Env[envResourceAttrs]; own != "" {
 		for _, kv := range strings.Split(own, ",") {
 			if k, _, _ := strings.Cut(kv, "="); strings.TrimSpace(k) != "svc.run_id" && strings.TrimSpace(kv) != "" {
@@ -384,21 +384,6 @@ func environment(j drivers.Job, l layout, otlpEndpoint string) []string {
 	return out
 }
 
-// percentEncode encodes a resource attribute value as the OpenTelemetry
-// environment variable format requires (',', '=' and the like escaped).
-func percentEncode(s string) string {
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '_' || c == '.' || c == '~' {
-			b.WriteByte(c)
-		} else {
-			fmt.Fprintf(&b, "%%%02X", c)
-		}
-	}
-	return b.String()
-}
-
 // fileMode is the mode of a written Files entry: a script (starting with
 // "#!") is made executable, since Files carry no modes and a harness often
 // runs one of them.
@@ -407,60 +392,6 @@ func fileMode(content string) os.FileMode {
 		return 0o755
 	}
 	return 0o644
-}
-
-// capture keeps the head (up to max bytes, when max > 0) and the tail of
-// one output stream.
-type capture struct {
-	max  int
-	head []byte
-	tail []byte
-}
-
-// write records p.
-func (c *capture) write(p []byte) {
-	if c.max > 0 && len(c.head) < c.max {
-		c.head = append(c.head, p[:min(len(p), c.max-len(c.head))]...)
-	}
-	c.tail = append(c.tail, p...)
-	if len(c.tail) > 2*drivers.TailBytes {
-		c.tail = append(c.tail[:0], c.tail[len(c.tail)-drivers.TailBytes:]...)
-	}
-}
-
-// headString returns the head, without a rune cut in half at its end.
-func (c *capture) headString() string {
-	h := c.head
-	if c.max > 0 && len(h) == c.max {
-		h = trimPartialEnd(h)
-	}
-	return string(h)
-}
-
-// tailString returns the last TailBytes, without a rune cut in half at
-// its start.
-func (c *capture) tailString() string {
-	t := c.tail
-	if len(t) > drivers.TailBytes {
-		t = t[len(t)-drivers.TailBytes:]
-		for i := 0; i < utf8.UTFMax-1 && len(t) > 0 && !utf8.RuneStart(t[0]); i++ {
-			t = t[1:]
-		}
-	}
-	return string(t)
-}
-
-// trimPartialEnd drops an incomplete UTF-8 sequence at the end of b.
-func trimPartialEnd(b []byte) []byte {
-	for i := 1; i < utf8.UTFMax && i <= len(b); i++ {
-		if utf8.RuneStart(b[len(b)-i]) {
-			if !utf8.FullRune(b[len(b)-i:]) {
-				return b[:len(b)-i]
-			}
-			break
-		}
-	}
-	return b
 }
 
 // readCapped returns up to max bytes of the file at path.

@@ -38,33 +38,6 @@ func TestAreaName(t *testing.T) {
 	}
 }
 
-func TestCapture(t *testing.T) {
-	c := capture{max: 10}
-	for range 3 {
-		c.write([]byte(strings.Repeat("a", 2*drivers.TailBytes)))
-	}
-	c.write([]byte("é-end"))
-	if got := c.headString(); got != strings.Repeat("a", 10) {
-		t.Errorf("head = %q, want 10 a", got)
-	}
-	tail := c.tailString()
-	if len(tail) != drivers.TailBytes || !strings.HasSuffix(tail, "é-end") {
-		t.Errorf("tail has %d bytes ending %q, want %d ending %q", len(tail), tail[max(0, len(tail)-10):], drivers.TailBytes, "é-end")
-	}
-
-	// A rune cut by the head cap or the tail window is dropped, not halved.
-	h := capture{max: 2}
-	h.write([]byte("aéb"))
-	if got := h.headString(); got != "a" {
-		t.Errorf("head = %q, want %q", got, "a")
-	}
-	w := capture{}
-	w.write([]byte("é" + strings.Repeat("b", drivers.TailBytes-1)))
-	if got := w.tailString(); got != strings.Repeat("b", drivers.TailBytes-1) {
-		t.Errorf("tail starts %q, want the half rune dropped", got[:4])
-	}
-}
-
 func TestCheckJob(t *testing.T) {
 	ok := drivers.Job{RunID: "r", Command: []string{"true"}}
 	tests := []struct {

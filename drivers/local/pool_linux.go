@@ -735,7 +735,7 @@ func (d *Driver) runOnServer(ctx context.Context, j drivers.Job, l layout, sp *s
 
 	var (
 		logMu          sync.Mutex
-		stdout, stderr = capture{max: drivers.MaxOutput}, capture{}
+		stdout, stderr = drivers.Capture{Max: drivers.MaxOutput}, drivers.Capture{}
 		readers        sync.WaitGroup
 	)
 	readers.Go(func() { pump(outR, "stdout", &stdout, &logMu, j.Log) })

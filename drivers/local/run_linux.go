@@ -369,7 +369,7 @@ func (d *Driver) supervise(ctx context.Context, j drivers.Job, l layout, cfg shi
 
 	var (
 		logMu          sync.Mutex
-		stdout, stderr = capture{max: drivers.MaxOutput}, capture{}
+		stdout, stderr = drivers.Capture{Max: drivers.MaxOutput}, drivers.Capture{}
 		readers        sync.WaitGroup
 	)
 	readers.Go(func() { pump(outR, "stdout", &stdout, &logMu, j.Log) })
@@ -506,13 +506,13 @@ func startHeld(cmd *exec.Cmd) (<-chan error, error) {
 // the captured output, and whether the driver stopped it (a stop counts
 // only when the harness was still running). wall stands in for a duration
 // the supervisor did not measure.
-func jobResult(final *shim.Status, stdout, stderr *capture, reason int, wall time.Duration) drivers.Result {
+func jobResult(final *shim.Status, stdout, stderr *drivers.Capture, reason int, wall time.Duration) drivers.Result {
 	res := drivers.Result{
 		ExitCode:   final.ExitCode,
 		Duration:   final.Duration,
-		Stdout:     stdout.headString(),
-		StdoutTail: stdout.tailString(),
-		StderrTail: stderr.tailString(),
+		Stdout:     stdout.Head(),
+		StdoutTail: stdout.Tail(),
+		StderrTail: stderr.Tail(),
 		TimedOut:   reason == stopTimeout && final.Terminated,
 		Cancelled:  reason == stopCancel && final.Terminated,
 	}
@@ -534,12 +534,12 @@ func startError(name string, st *shim.Status) error {
 // pump copies one output stream of the job into c and to logf, a chunk at
 // a time as it arrives. logf gets its own copy of each chunk, under mu so
 // that it is never called from two goroutines at once.
-func pump(r *os.File, stream string, c *capture, mu *sync.Mutex, logf func(string, []byte)) {
+func pump(r *os.File, stream string, c *drivers.Capture, mu *sync.Mutex, logf func(string, []byte)) {
 	buf := make([]byte, 32<<10)
 	for {
 		n, err := r.Read(buf)
 		if n > 0 {
-			c.write(buf[:n])
+			c.Add(buf[:n])
 			if logf != nil {
 				chunk := bytes.Clone(buf[:n])
 				mu.Lock()

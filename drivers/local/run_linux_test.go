@@ -415,7 +415,7 @@ stat -c %a "$SVC_SECRETS_FILE"; cat "$SVC_SECRETS_FILE"`)
 				"SVC_WORK_DIR":             filepath.Join(area, "work"),
 				"SVC_SECRETS_FILE":         filepath.Join(area, "secrets.json"),
 				"SVC_RUN_ID":               j.RunID,
-				"OTEL_RESOURCE_ATTRIBUTES": "svc.run_id=" + percentEncode(j.RunID),
+				"OTEL_RESOURCE_ATTRIBUTES": "svc.run_id=" + drivers.PercentEncode(j.RunID),
 			}
 			for k, v := range tt.want {
 				want[k] = v

@@ -16,6 +16,7 @@ import (
 	"svc/derrors"
 	"svc/drivers"
 	"svc/drivers/probe"
+	"svc/netguard"
 )
 
 // Name is the driver's name as it appears in a Result.
@@ -139,7 +140,8 @@ func orDefault(v, def time.Duration) time.Duration {
 // satisfies) is an error wrapping derrors.ErrInvalid that says what to
 // fix; a non-zero exit, a timeout or a cancel are a Result. When the
 // watch itself fails (the cluster unreachable for a while) Run returns an
-// error and leaves the job running, for the retry to adopt.
+// error and leaves the job running, for the retry to adopt; so does a
+// cancel whose cause Detach made. Any other cancel of ctx stops the job.
 func (d *Driver) Run(ctx context.Context, j drivers.Job) (drivers.Result, error) {
 	if err := checkJob(j); err != nil {
 		return drivers.Result{}, err
@@ -163,6 +165,11 @@ func (d *Driver) Run(ctx context.Context, j drivers.Job) (drivers.Result, error)
 	}
 	if err != nil {
 		if ctx.Err() != nil {
+			if detaching(ctx) {
+				// A registration that reached the cluster is the next
+				// Run's to adopt.
+				return drivers.Result{}, detachedErr(ctx, id)
+			}
 			// Cancelled while dispatching: the registration may have
 			// reached the cluster even though its answer did not come.
 			d.deregister(ctx, id)
@@ -185,6 +192,37 @@ func (d *Driver) Run(ctx context.Context, j drivers.Job) (drivers.Result, error)
 	res.OS = "linux"
 	res.Image = image
 	return res, nil
+}
+
+// Detach returns the cause with which a caller cancels Run's context
+// (context.WithCancelCause) to give the job up without stopping it: the
+// caller lost its hold on the work (its worker is stopping, its lease
+// timed out) and a later Run of the same attempt will adopt the job. Run
+// then returns an error wrapping why, leaving the job running and its
+// secrets Variable in place for that Run. Any other cancel stops the job.
+func Detach(why error) error { return &detached{why: why} }
+
+// detached is the cause Detach makes.
+type detached struct{ why error }
+
+func (e *detached) Error() string {
+	if e.why == nil {
+		return "the job was left for a later attempt to adopt"
+	}
+	return "the job was left for a later attempt to adopt: " + e.why.Error()
+}
+
+func (e *detached) Unwrap() error { return e.why }
+
+// detaching reports whether ctx ended with a cause made by Detach.
+func detaching(ctx context.Context) bool {
+	var d *detached
+	return errors.As(context.Cause(ctx), &d)
+}
+
+// detachedErr is what Run returns when ctx was detached from job id.
+func detachedErr(ctx context.Context, id string) error {
+	return fmt.Errorf("nomad job %s: %w", id, context.Cause(ctx))
 }
 
 // lookup returns the job id if it exists, refusing a job of that ID that
@@ -235,6 +273,29 @@ func (d *Driver) register(ctx context.Context, id string, j drivers.Job, sp spec
 		return nil, derrors.Invalidf("nomad refused job %s: %s", id, probe.Clean(status.Body(), d.cfg.Token))
 	}
 	return nil, d.describe(ctx, "registering job "+id, err)
+}
+
+// Stop stops the job of attempt attempt of run runID (purge false, as a
+// cancel does) and deletes its secrets Variable, when this service
+// registered that job for the run: what a caller that gives the run up
+// without following its job (the dispatch's retries exhausted) does, so
+// that nothing of it is left running. No such job is no error. Unlike
+// Run's clean-up, every request is bounded by ctx alone.
+func (d *Driver) Stop(ctx context.Context, runID string, attempt int) error {
+	id := JobID(runID, attempt)
+	job, err := d.lookup(ctx, id, runID)
+	if err != nil || job == nil {
+		return err
+	}
+	if job.Stop == nil || !*job.Stop {
+		if _, _, err := d.c.Jobs().Deregister(id, false, (&api.WriteOptions{}).WithContext(ctx)); err != nil {
+			return d.describe(ctx, "stopping job "+id, err)
+		}
+	}
+	if _, err := d.c.Variables().Delete(VariablePath(id), (&api.WriteOptions{}).WithContext(ctx)); err != nil && statusOf(err) != http.StatusNotFound {
+		return d.describe(ctx, "deleting the job's secrets Variable "+VariablePath(id), err)
+	}
+	return nil
 }
 
 // deleteSecrets deletes the job's Variable, even when ctx is done.
@@ -288,6 +349,8 @@ func (d *Driver) follow(ctx context.Context, id string, j drivers.Job, stopped b
 		allocs, meta, qerr := d.c.Jobs().Allocations(id, true, (&api.QueryOptions{WaitIndex: w.index, WaitTime: wait}).WithContext(qctx))
 		cancel()
 		switch {
+		case ctx.Err() != nil && detaching(ctx):
+			return drivers.Result{}, false, detachedErr(ctx, id)
 		case ctx.Err() != nil:
 			res, err := w.stop(ctx, false)
 			return res, true, err
@@ -311,7 +374,7 @@ func (d *Driver) follow(ctx context.Context, id string, j drivers.Job, stopped b
 			if stopped {
 				return drivers.Result{ExitCode: -1, Cancelled: true}, true, nil
 			}
-			if err := d.placement(ctx, id); err != nil {
+			if err := d.placement(ctx, id); err != nil && ctx.Err() == nil {
 				d.deregister(ctx, id)
 				return drivers.Result{}, true, err
 			}
@@ -499,10 +562,16 @@ func statusOf(err error) int {
 
 // describe says in the service's words why a request failed: the status
 // that came back (never the body, which could repeat what was sent), or
-// why none did.
+// why none did. An address the guard refuses wraps derrors.ErrInvalid.
 func (d *Driver) describe(ctx context.Context, what string, err error) error {
 	if ctx.Err() != nil {
 		return fmt.Errorf("nomad driver: %s: %w", what, ctx.Err())
+	}
+	var refused *netguard.RefusedError
+	if errors.As(err, &refused) {
+		// The guard (SVC_PROBE_ALLOW) refuses the address: no retry can
+		// reach it, so the job can never run.
+		return derrors.Invalidf("nomad driver: %s at %s: %s", what, d.cfg.Addr, probe.Describe(err))
 	}
 	var why string
 	switch code := statusOf(err); {

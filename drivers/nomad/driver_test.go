@@ -16,6 +16,7 @@ import (
 	"svc/drivers"
 	"svc/drivers/internal/drivertest"
 	"svc/drivers/nomad"
+	"svc/drivers/nomad/nomadtest"
 	"svc/internal/testwait"
 )
 
@@ -24,7 +25,7 @@ func newDriver(t *testing.T, url string, rt nomad.RuntimeOptions) *nomad.Driver 
 	t.Helper()
 	d, err := nomad.New(nomad.Options{
 		Config: nomad.Config{
-			Addr: url, Token: clusterToken, Namespace: "evals",
+			Addr: url, Token: nomadtest.Token, Namespace: "evals",
 			Guard: drivertest.LoopbackGuard(t), AllowedHosts: []string{"127.0.0.1"},
 		},
 		Runtime:     rt,
@@ -54,15 +55,15 @@ func job() drivers.Job {
 }
 
 // registered returns the Job object of the one PUT /v1/jobs the cluster saw.
-func registered(t *testing.T, c *cluster) (raw string, job map[string]any) {
+func registered(t *testing.T, c *nomadtest.Server) (raw string, job map[string]any) {
 	t.Helper()
-	for _, r := range c.requests() {
-		if r.method == "PUT" && r.path == "/v1/jobs" {
+	for _, r := range c.Requests() {
+		if r.Method == "PUT" && r.Path == "/v1/jobs" {
 			var req struct{ Job map[string]any }
-			if err := json.Unmarshal(r.body, &req); err != nil {
+			if err := json.Unmarshal(r.Body, &req); err != nil {
 				t.Fatal(err)
 			}
-			return string(r.body), req.Job
+			return string(r.Body), req.Job
 		}
 	}
 	t.Fatal("no job was registered")
@@ -84,13 +85,13 @@ func task(t *testing.T, job map[string]any) map[string]any {
 }
 
 func TestRunSuccess(t *testing.T) {
-	c, srv := newCluster(t, script{
-		stdout: []string{"thinking\n", "the answer is 42\n"},
-		stderr: []string{"warn: slow\n"},
-		trace:  `{"kind":"tool_call","name":"search"}` + "\n",
-		hold:   true,
+	c := nomadtest.NewServer(t, nomadtest.Script{
+		Stdout: []string{"thinking\n", "the answer is 42\n"},
+		Stderr: []string{"warn: slow\n"},
+		Trace:  `{"kind":"tool_call","name":"search"}` + "\n",
+		Hold:   true,
 	})
-	d := newDriver(t, srv.URL, dockerRuntime)
+	d := newDriver(t, c.URL, dockerRuntime)
 	var mu sync.Mutex
 	streamed := map[string]string{}
 	j := job()
@@ -104,17 +105,17 @@ func TestRunSuccess(t *testing.T) {
 	// blocking queries (index and wait), not by polling.
 	id := nomad.JobID("r1", 1)
 	testwait.Until(t, 10*time.Second, "a blocking query on the running job's allocations", func() bool {
-		if c.taskState(id) != "running" {
+		if c.TaskState(id) != "running" {
 			return false
 		}
-		for _, r := range c.requests() {
-			if r.path == "/v1/job/"+id+"/allocations" && r.query.Get("index") != "" && r.query.Get("wait") != "" {
+		for _, r := range c.Requests() {
+			if r.Path == "/v1/job/"+id+"/allocations" && r.Query.Get("index") != "" && r.Query.Get("wait") != "" {
 				return true
 			}
 		}
 		return false
 	})
-	c.releaseJob(id)
+	c.Release(id)
 	o := <-done
 	res, err := o.res, o.err
 	if err != nil {
@@ -141,23 +142,23 @@ func TestRunSuccess(t *testing.T) {
 	}
 	for _, typ := range []string{"stdout", "stderr"} {
 		found := false
-		for _, r := range c.requests() {
-			if strings.HasPrefix(r.path, "/v1/client/fs/logs/") && r.query.Get("type") == typ {
-				found = r.query.Get("follow") == "true" && r.query.Get("origin") == "start" && r.query.Get("task") == "harness"
+		for _, r := range c.Requests() {
+			if strings.HasPrefix(r.Path, "/v1/client/fs/logs/") && r.Query.Get("type") == typ {
+				found = r.Query.Get("follow") == "true" && r.Query.Get("origin") == "start" && r.Query.Get("task") == "harness"
 			}
 		}
 		if !found {
 			t.Errorf("no followed %s log stream from the start was requested", typ)
 		}
 	}
-	if n := c.count("PUT", "/v1/var/"); n != 0 {
+	if n := c.Count("PUT", "/v1/var/"); n != 0 {
 		t.Errorf("%d Variables written for a job without secrets", n)
 	}
 }
 
 func TestRunExitCode(t *testing.T) {
-	_, srv := newCluster(t, script{stdout: []string{"no\n"}, exit: 3})
-	res, err := newDriver(t, srv.URL, dockerRuntime).Run(context.Background(), job())
+	c := nomadtest.NewServer(t, nomadtest.Script{Stdout: []string{"no\n"}, Exit: 3})
+	res, err := newDriver(t, c.URL, dockerRuntime).Run(context.Background(), job())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -167,9 +168,9 @@ func TestRunExitCode(t *testing.T) {
 }
 
 func TestJobSpec(t *testing.T) {
-	c, srv := newCluster(t, script{})
+	c := nomadtest.NewServer(t, nomadtest.Script{})
 	two := 2
-	d := newDriver(t, srv.URL, nomad.RuntimeOptions{
+	d := newDriver(t, c.URL, nomad.RuntimeOptions{
 		TaskDriver:    "docker",
 		Image:         "registry.example/harness:1",
 		Datacenters:   []string{"dc1", "dc2"},
@@ -289,16 +290,16 @@ func TestJobSpecRefused(t *testing.T) {
 		{name: "no command", rt: dockerRuntime, edit: func(j *drivers.Job) { j.Command = nil }, want: "command is empty"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c, srv := newCluster(t, script{})
+			c := nomadtest.NewServer(t, nomadtest.Script{})
 			j := job()
 			if tc.edit != nil {
 				tc.edit(&j)
 			}
-			_, err := newDriver(t, srv.URL, tc.rt).WithJobOptions(tc.jo).Run(context.Background(), j)
+			_, err := newDriver(t, c.URL, tc.rt).WithJobOptions(tc.jo).Run(context.Background(), j)
 			if !errors.Is(err, derrors.ErrInvalid) || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("Run = %v, want ErrInvalid saying %q", err, tc.want)
 			}
-			if n := len(c.requests()); n != 0 {
+			if n := len(c.Requests()); n != 0 {
 				t.Errorf("%d requests reached the cluster for a job that cannot run", n)
 			}
 		})
@@ -306,8 +307,8 @@ func TestJobSpecRefused(t *testing.T) {
 }
 
 func TestExecDriver(t *testing.T) {
-	c, srv := newCluster(t, script{})
-	res, err := newDriver(t, srv.URL, nomad.RuntimeOptions{TaskDriver: "raw_exec", Image: "ignored:1"}).Run(context.Background(), job())
+	c := nomadtest.NewServer(t, nomadtest.Script{})
+	res, err := newDriver(t, c.URL, nomad.RuntimeOptions{TaskDriver: "raw_exec", Image: "ignored:1"}).Run(context.Background(), job())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -320,8 +321,8 @@ func TestExecDriver(t *testing.T) {
 
 func TestSecretsAsFiles(t *testing.T) {
 	const secret = "sk-live-0123456789abcdef"
-	c, srv := newCluster(t, script{stdout: []string{"ok\n"}})
-	d := newDriver(t, srv.URL, dockerRuntime)
+	c := nomadtest.NewServer(t, nomadtest.Script{Stdout: []string{"ok\n"}})
+	d := newDriver(t, c.URL, dockerRuntime)
 	j := job()
 	j.Secrets = map[string]string{"API_KEY": secret}
 	if _, err := d.Run(context.Background(), j); err != nil {
@@ -353,55 +354,53 @@ func TestSecretsAsFiles(t *testing.T) {
 
 	// The Variable is written before the job and deleted after it.
 	var order []string
-	for _, r := range c.requests() {
+	for _, r := range c.Requests() {
 		switch {
-		case r.path == path && r.method == "PUT":
+		case r.Path == path && r.Method == "PUT":
 			order = append(order, "write variable")
 			var v struct {
 				Items map[string]string
 			}
-			if err := json.Unmarshal(r.body, &v); err != nil || v.Items["API_KEY"] != secret {
-				t.Errorf("Variable written with %s, want the secret under API_KEY", r.body)
+			if err := json.Unmarshal(r.Body, &v); err != nil || v.Items["API_KEY"] != secret {
+				t.Errorf("Variable written with %s, want the secret under API_KEY", r.Body)
 			}
-		case r.path == "/v1/jobs" && r.method == "PUT":
+		case r.Path == "/v1/jobs" && r.Method == "PUT":
 			order = append(order, "register")
-		case r.path == path && r.method == "DELETE":
+		case r.Path == path && r.Method == "DELETE":
 			order = append(order, "delete variable")
-		case r.path != path && strings.Contains(string(r.body), secret):
-			t.Errorf("%s %s carried the secret", r.method, r.path)
+		case r.Path != path && strings.Contains(string(r.Body), secret):
+			t.Errorf("%s %s carried the secret", r.Method, r.Path)
 		}
-		if strings.Contains(r.query.Encode(), secret) || strings.Contains(r.query.Encode(), clusterToken) {
-			t.Errorf("%s %s carried a credential in its query", r.method, r.path)
+		if strings.Contains(r.Query.Encode(), secret) || strings.Contains(r.Query.Encode(), nomadtest.Token) {
+			t.Errorf("%s %s carried a credential in its query", r.Method, r.Path)
 		}
-		if strings.Contains(string(r.body), clusterToken) {
-			t.Errorf("%s %s carried the cluster token in its body", r.method, r.path)
+		if strings.Contains(string(r.Body), nomadtest.Token) {
+			t.Errorf("%s %s carried the cluster token in its body", r.Method, r.Path)
 		}
 	}
 	if diff := cmp.Diff([]string{"write variable", "register", "delete variable"}, order); diff != "" {
 		t.Errorf("order (-want +got):\n%s", diff)
 	}
-	c.mu.Lock()
-	left := len(c.vars)
-	c.mu.Unlock()
+	left := c.Variables()
 	if left != 0 {
 		t.Errorf("%d Variables left after the job", left)
 	}
 }
 
 func TestAdoptOnRetry(t *testing.T) {
-	c, srv := newCluster(t, script{stdout: []string{"done\n"}, trace: "{}\n", hold: true})
-	d := newDriver(t, srv.URL, dockerRuntime)
+	c := nomadtest.NewServer(t, nomadtest.Script{Stdout: []string{"done\n"}, Trace: "{}\n", Hold: true})
+	d := newDriver(t, c.URL, dockerRuntime)
 	id := nomad.JobID("r1", 1)
 	first := runAsync(context.Background(), d, job())
-	testwait.Until(t, 10*time.Second, "the first attempt's job to run", func() bool { return c.taskState(id) == "running" })
+	testwait.Until(t, 10*time.Second, "the first attempt's job to run", func() bool { return c.TaskState(id) == "running" })
 
 	// The activity is retried while the first Run still follows the job:
 	// the second Run of the same attempt adopts it.
 	second := runAsync(context.Background(), d, job())
 	testwait.Until(t, 10*time.Second, "the second Run to look the job up", func() bool {
-		return c.count("GET", "/v1/job/"+id) >= 2
+		return c.Count("GET", "/v1/job/"+id) >= 2
 	})
-	c.releaseJob(id)
+	c.Release(id)
 	a, b := <-first, <-second
 	if a.err != nil || b.err != nil {
 		t.Fatalf("Run errors: %v, %v", a.err, b.err)
@@ -413,7 +412,7 @@ func TestAdoptOnRetry(t *testing.T) {
 	if b.res.Stdout != "done\n" || string(b.res.Trace) != "{}\n" {
 		t.Errorf("adopted Result = %+v, want the job's output and trace", b.res)
 	}
-	if n := c.count("PUT", "/v1/jobs"); n != 1 {
+	if n := c.Count("PUT", "/v1/jobs"); n != 1 {
 		t.Errorf("%d jobs registered, want 1", n)
 	}
 
@@ -422,7 +421,7 @@ func TestAdoptOnRetry(t *testing.T) {
 	if err != nil || res.Stdout != "done\n" {
 		t.Errorf("Run after the end = %+v, %v; want the same result", res, err)
 	}
-	if n := c.count("PUT", "/v1/jobs"); n != 1 {
+	if n := c.Count("PUT", "/v1/jobs"); n != 1 {
 		t.Errorf("%d jobs registered after a third Run, want 1", n)
 	}
 
@@ -430,21 +429,21 @@ func TestAdoptOnRetry(t *testing.T) {
 	j := job()
 	j.Attempt = 2
 	done := runAsync(context.Background(), d, j)
-	testwait.Until(t, 10*time.Second, "attempt 2 to run", func() bool { return c.taskState(nomad.JobID("r1", 2)) == "running" })
-	c.releaseJob(nomad.JobID("r1", 2))
+	testwait.Until(t, 10*time.Second, "attempt 2 to run", func() bool { return c.TaskState(nomad.JobID("r1", 2)) == "running" })
+	c.Release(nomad.JobID("r1", 2))
 	if o := <-done; o.err != nil {
 		t.Fatal(o.err)
 	}
-	if n := c.count("PUT", "/v1/jobs"); n != 2 {
+	if n := c.Count("PUT", "/v1/jobs"); n != 2 {
 		t.Errorf("%d jobs registered after attempt 2, want 2", n)
 	}
 }
 
 func TestAdoptRefusesForeignJob(t *testing.T) {
-	c, srv := newCluster(t, script{})
+	c := nomadtest.NewServer(t, nomadtest.Script{})
 	id := nomad.JobID("r1", 1)
-	c.jobs[id] = &fakeJob{id: id, spec: map[string]any{"ID": id, "Meta": map[string]any{"owner": "someone"}}}
-	_, err := newDriver(t, srv.URL, dockerRuntime).Run(context.Background(), job())
+	c.AddJob(id, map[string]any{"ID": id, "Meta": map[string]any{"owner": "someone"}})
+	_, err := newDriver(t, c.URL, dockerRuntime).Run(context.Background(), job())
 	if !errors.Is(err, derrors.ErrConflict) {
 		t.Fatalf("Run = %v, want ErrConflict for a job this service did not register", err)
 	}
@@ -467,13 +466,13 @@ func runAsync(ctx context.Context, d *nomad.Driver, j drivers.Job) <-chan outcom
 }
 
 // stopped checks that job id was deregistered once, without purge.
-func stopped(t *testing.T, c *cluster, id string) {
+func stopped(t *testing.T, c *nomadtest.Server, id string) {
 	t.Helper()
 	n := 0
-	for _, r := range c.requests() {
-		if r.method == "DELETE" && r.path == "/v1/job/"+id {
+	for _, r := range c.Requests() {
+		if r.Method == "DELETE" && r.Path == "/v1/job/"+id {
 			n++
-			if r.query.Get("purge") == "true" {
+			if r.Query.Get("purge") == "true" {
 				t.Error("the job was purged; deregister keeps it for Nomad's GC")
 			}
 		}
@@ -484,12 +483,12 @@ func stopped(t *testing.T, c *cluster, id string) {
 }
 
 func TestTimeout(t *testing.T) {
-	c, srv := newCluster(t, script{stdout: []string{"working\n"}, hold: true})
+	c := nomadtest.NewServer(t, nomadtest.Script{Stdout: []string{"working\n"}, Hold: true})
 	j := job()
 	j.Timeout = 200 * time.Millisecond
 	j.Secrets = map[string]string{"K": "v-secret"}
 	start := time.Now()
-	res, err := newDriver(t, srv.URL, dockerRuntime).Run(context.Background(), j)
+	res, err := newDriver(t, c.URL, dockerRuntime).Run(context.Background(), j)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -500,17 +499,17 @@ func TestTimeout(t *testing.T) {
 		t.Errorf("Run returned after %v, before the timeout", time.Since(start))
 	}
 	stopped(t, c, nomad.JobID("r1", 1))
-	if c.count("DELETE", "/v1/var/") != 1 {
+	if c.Count("DELETE", "/v1/var/") != 1 {
 		t.Error("the secrets Variable was not deleted after the timeout")
 	}
 }
 
 func TestCancel(t *testing.T) {
-	c, srv := newCluster(t, script{stdout: []string{"working\n"}, hold: true})
+	c := nomadtest.NewServer(t, nomadtest.Script{Stdout: []string{"working\n"}, Hold: true})
 	id := nomad.JobID("r1", 1)
 	ctx, cancel := context.WithCancel(context.Background())
-	done := runAsync(ctx, newDriver(t, srv.URL, dockerRuntime), job())
-	testwait.Until(t, 10*time.Second, "the job to run", func() bool { return c.taskState(id) == "running" })
+	done := runAsync(ctx, newDriver(t, c.URL, dockerRuntime), job())
+	testwait.Until(t, 10*time.Second, "the job to run", func() bool { return c.TaskState(id) == "running" })
 	cancel()
 	o := <-done
 	res, err := o.res, o.err
@@ -521,26 +520,26 @@ func TestCancel(t *testing.T) {
 		t.Errorf("Result = %+v, want Cancelled with exit -1", res)
 	}
 	stopped(t, c, id)
-	if s := c.taskState(id); s != "dead" {
+	if s := c.TaskState(id); s != "dead" {
 		t.Errorf("task state after Run = %q, want dead", s)
 	}
 
 	// A retry of the cancelled attempt adopts the stopped job: cancelled.
-	res, err = newDriver(t, srv.URL, dockerRuntime).Run(context.Background(), job())
+	res, err = newDriver(t, c.URL, dockerRuntime).Run(context.Background(), job())
 	if err != nil || !res.Cancelled || res.ExitCode != -1 {
 		t.Errorf("Run after the cancel = %+v, %v; want the stopped job's Cancelled result", res, err)
 	}
-	if n := c.count("PUT", "/v1/jobs"); n != 1 {
+	if n := c.Count("PUT", "/v1/jobs"); n != 1 {
 		t.Errorf("%d jobs registered, want 1", n)
 	}
 }
 
 func TestCancelBeforePlacement(t *testing.T) {
-	c, srv := newCluster(t, script{hold: true})
-	c.step = 200 * time.Millisecond
+	c := nomadtest.NewServer(t, nomadtest.Script{Hold: true})
+	c.SetStep(200 * time.Millisecond)
 	ctx, cancel := context.WithCancel(context.Background())
-	done := runAsync(ctx, newDriver(t, srv.URL, dockerRuntime), job())
-	testwait.Until(t, 10*time.Second, "the job to be registered", func() bool { return c.count("PUT", "/v1/jobs") == 1 })
+	done := runAsync(ctx, newDriver(t, c.URL, dockerRuntime), job())
+	testwait.Until(t, 10*time.Second, "the job to be registered", func() bool { return c.Count("PUT", "/v1/jobs") == 1 })
 	cancel()
 	o := <-done
 	res, err := o.res, o.err
@@ -554,28 +553,28 @@ func TestCancelBeforePlacement(t *testing.T) {
 }
 
 func TestCancelDuringRegistration(t *testing.T) {
-	c, srv := newCluster(t, script{hold: true, slowRegister: true})
+	c := nomadtest.NewServer(t, nomadtest.Script{Hold: true, SlowRegister: true})
 	ctx, cancel := context.WithCancel(context.Background())
 	j := job()
 	j.Secrets = map[string]string{"K": "v-secret"}
-	done := runAsync(ctx, newDriver(t, srv.URL, dockerRuntime), j)
-	testwait.Until(t, 10*time.Second, "the registration to reach the cluster", func() bool { return c.count("PUT", "/v1/jobs") == 1 })
+	done := runAsync(ctx, newDriver(t, c.URL, dockerRuntime), j)
+	testwait.Until(t, 10*time.Second, "the registration to reach the cluster", func() bool { return c.Count("PUT", "/v1/jobs") == 1 })
 	cancel()
 	o := <-done
 	if o.err != nil || !o.res.Cancelled {
 		t.Fatalf("Run = %+v, %v; want a Cancelled result", o.res, o.err)
 	}
 	stopped(t, c, nomad.JobID("r1", 1))
-	if c.count("DELETE", "/v1/var/") != 1 {
+	if c.Count("DELETE", "/v1/var/") != 1 {
 		t.Error("the secrets Variable was not deleted")
 	}
 }
 
 func TestPlacementFailure(t *testing.T) {
-	c, srv := newCluster(t, script{placementFails: true})
+	c := nomadtest.NewServer(t, nomadtest.Script{PlacementFails: true})
 	j := job()
 	j.Secrets = map[string]string{"K": "v-secret"}
-	_, err := newDriver(t, srv.URL, dockerRuntime).Run(context.Background(), j)
+	_, err := newDriver(t, c.URL, dockerRuntime).Run(context.Background(), j)
 	if !errors.Is(err, derrors.ErrInvalid) {
 		t.Fatalf("Run = %v, want an ErrInvalid dispatch error", err)
 	}
@@ -585,34 +584,34 @@ func TestPlacementFailure(t *testing.T) {
 		}
 	}
 	stopped(t, c, nomad.JobID("r1", 1))
-	if c.count("DELETE", "/v1/var/") != 1 {
+	if c.Count("DELETE", "/v1/var/") != 1 {
 		t.Error("the secrets Variable was not deleted after the placement failure")
 	}
 }
 
 func TestTaskNeverStarts(t *testing.T) {
-	_, srv := newCluster(t, script{driverFailure: true})
-	_, err := newDriver(t, srv.URL, dockerRuntime).Run(context.Background(), job())
+	c := nomadtest.NewServer(t, nomadtest.Script{DriverFailure: true})
+	_, err := newDriver(t, c.URL, dockerRuntime).Run(context.Background(), job())
 	if !errors.Is(err, derrors.ErrInvalid) || !strings.Contains(err.Error(), "Failed to pull") || !strings.Contains(err.Error(), "check the image") {
 		t.Fatalf("Run = %v, want ErrInvalid with the driver's failure and what to check", err)
 	}
 }
 
 func TestLogsRefused(t *testing.T) {
-	c, srv := newCluster(t, script{stdout: []string{"answer\n"}, logsRefused: true})
-	_, err := newDriver(t, srv.URL, dockerRuntime).Run(context.Background(), job())
+	c := nomadtest.NewServer(t, nomadtest.Script{Stdout: []string{"answer\n"}, LogsRefused: true})
+	_, err := newDriver(t, c.URL, dockerRuntime).Run(context.Background(), job())
 	if err == nil || !strings.Contains(err.Error(), "reading the task's std") || !strings.Contains(err.Error(), "HTTP 403") {
 		t.Fatalf("Run = %v, want an error saying the output could not be read", err)
 	}
-	if n := c.count("DELETE", "/v1/job/"); n != 0 {
+	if n := c.Count("DELETE", "/v1/job/"); n != 0 {
 		t.Errorf("the ended job was deregistered %d times; it is kept for the retry", n)
 	}
 }
 
 func TestTokenRefused(t *testing.T) {
-	_, srv := newCluster(t, script{})
+	c := nomadtest.NewServer(t, nomadtest.Script{})
 	d, err := nomad.New(nomad.Options{Config: nomad.Config{
-		Addr: srv.URL, Token: "tok-wrong-1234", Guard: drivertest.LoopbackGuard(t), AllowedHosts: []string{"127.0.0.1"},
+		Addr: c.URL, Token: "tok-wrong-1234", Guard: drivertest.LoopbackGuard(t), AllowedHosts: []string{"127.0.0.1"},
 	}, Runtime: dockerRuntime})
 	if err != nil {
 		t.Fatal(err)
@@ -663,4 +662,93 @@ func dropNulls(v any) any {
 		return out
 	}
 	return v
+}
+
+func TestDetach(t *testing.T) {
+	c := nomadtest.NewServer(t, nomadtest.Script{Stdout: []string{"working\n"}, Trace: "{}\n", Hold: true})
+	d := newDriver(t, c.URL, dockerRuntime)
+	id := nomad.JobID("r1", 1)
+	j := job()
+	j.Secrets = map[string]string{"K": "v-secret-value"}
+	ctx, cancel := context.WithCancelCause(context.Background())
+	done := runAsync(ctx, d, j)
+	testwait.Until(t, 10*time.Second, "the job to run", func() bool { return c.TaskState(id) == "running" })
+
+	// The worker lost its lease: the job is left, not stopped.
+	lost := errors.New("lease lost")
+	cancel(nomad.Detach(lost))
+	o := <-done
+	if !errors.Is(o.err, lost) {
+		t.Fatalf("Run = %+v, %v; want an error wrapping the detach's cause", o.res, o.err)
+	}
+	if n := c.Count("DELETE", "/v1/job/"); n != 0 || c.Stopped(id) {
+		t.Errorf("the detached job was deregistered %d times; it is left for the next attempt", n)
+	}
+	if c.Variables() != 1 {
+		t.Errorf("%d Variables after a detach, want the job's secrets kept for the next attempt", c.Variables())
+	}
+
+	// The next attempt adopts the running job and follows it to its end.
+	next := runAsync(context.Background(), d, j)
+	testwait.Until(t, 10*time.Second, "the next Run to look the job up", func() bool { return c.Count("GET", "/v1/job/"+id) >= 2 })
+	c.Release(id)
+	o = <-next
+	if o.err != nil || o.res.Stdout != "working\n" || o.res.ExitCode != 0 || o.res.Cancelled {
+		t.Fatalf("adopting Run = %+v, %v; want the job's output, exit 0", o.res, o.err)
+	}
+	if n := c.Count("PUT", "/v1/jobs"); n != 1 {
+		t.Errorf("%d jobs registered, want 1", n)
+	}
+	if c.Variables() != 0 {
+		t.Error("the secrets Variable was not deleted once the adopted job ended")
+	}
+}
+
+func TestStop(t *testing.T) {
+	c := nomadtest.NewServer(t, nomadtest.Script{Stdout: []string{"working\n"}, Hold: true})
+	d := newDriver(t, c.URL, dockerRuntime)
+	id := nomad.JobID("r1", 1)
+	if err := d.Stop(context.Background(), "r1", 1); err != nil {
+		t.Fatalf("Stop of a run without a job = %v, want nil", err)
+	}
+	j := job()
+	j.Secrets = map[string]string{"K": "v-secret-value"}
+	ctx, cancel := context.WithCancelCause(context.Background())
+	done := runAsync(ctx, d, j)
+	testwait.Until(t, 10*time.Second, "the job to run", func() bool { return c.TaskState(id) == "running" })
+	cancel(nomad.Detach(errors.New("lease lost")))
+	<-done
+
+	// Given up on: the job is stopped, not purged, and its secrets go.
+	if err := d.Stop(context.Background(), "r1", 1); err != nil {
+		t.Fatal(err)
+	}
+	stopped(t, c, id)
+	if c.TaskState(id) != "dead" || c.Variables() != 0 {
+		t.Errorf("after Stop: task %s, %d Variables; want dead, none", c.TaskState(id), c.Variables())
+	}
+	// Another service's job of that ID is left alone.
+	other := nomad.JobID("r2", 1)
+	c.AddJob(other, map[string]any{"ID": other, "Meta": map[string]any{"owner": "someone"}})
+	if err := d.Stop(context.Background(), "r2", 1); !errors.Is(err, derrors.ErrConflict) || c.Stopped(other) {
+		t.Errorf("Stop of a foreign job = %v (stopped %v), want ErrConflict and the job left", err, c.Stopped(other))
+	}
+}
+
+func TestAddressRefusedByGuard(t *testing.T) {
+	c := nomadtest.NewServer(t, nomadtest.Script{})
+	// No guard: the default one, which refuses loopback.
+	d, err := nomad.New(nomad.Options{Config: nomad.Config{
+		Addr: c.URL, Token: nomadtest.Token, AllowedHosts: []string{"127.0.0.1"},
+	}, Runtime: dockerRuntime})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = d.Run(context.Background(), job())
+	if !errors.Is(err, derrors.ErrInvalid) || !strings.Contains(err.Error(), "SVC_PROBE_ALLOW") {
+		t.Fatalf("Run = %v, want ErrInvalid naming SVC_PROBE_ALLOW: no retry can reach a refused address", err)
+	}
+	if n := len(c.Requests()); n != 0 {
+		t.Errorf("%d requests reached the refused address", n)
+	}
 }

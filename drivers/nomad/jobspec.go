@@ -314,7 +314,7 @@ func (d *Driver) environment(j drivers.Job) map[string]string {
 	for k, v := range j.Env {
 		env[k] = v
 	}
-	attrs := "svc.run_id=" + percentEncode(j.RunID)
+	attrs := "svc.run_id=" + drivers.PercentEncode(j.RunID)
 	if own := j.Env[envResourceAttrs]; own != "" {
 		for _, kv := range strings.Split(own, ",") {
 			if k, _, _ := strings.Cut(kv, "="); strings.TrimSpace(k) != "svc.run_id" && strings.TrimSpace(kv) != "" {
@@ -435,21 +435,6 @@ func taskImage(job *api.Job) string {
 		}
 	}
 	return ""
-}
-
-// percentEncode encodes a resource attribute value as the OpenTelemetry
-// environment variable format requires (',', '=' and the like escaped).
-func percentEncode(s string) string {
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '_' || c == '.' || c == '~' {
-			b.WriteByte(c)
-		} else {
-			fmt.Fprintf(&b, "%%%02X", c)
-		}
-	}
-	return b.String()
 }
 
 // ptr returns a pointer to v, for the api package's optional fields.

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"sync"
-	"unicode/utf8"
 
 	"github.com/hashicorp/nomad/api"
 
@@ -93,12 +92,12 @@ func (c *countingReader) Read(p []byte) (int, error) {
 type output struct {
 	mu     sync.Mutex
 	log    func(stream string, data []byte)
-	stdout capture
-	stderr capture
+	stdout drivers.Capture
+	stderr drivers.Capture
 }
 
 func newOutput(log func(string, []byte)) *output {
-	return &output{log: log, stdout: capture{max: drivers.MaxOutput}}
+	return &output{log: log, stdout: drivers.Capture{Max: drivers.MaxOutput}}
 }
 
 // write records a chunk of stream.
@@ -106,9 +105,9 @@ func (o *output) write(stream string, p []byte) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if stream == api.FSLogNameStdout {
-		o.stdout.write(p)
+		o.stdout.Add(p)
 	} else {
-		o.stderr.write(p)
+		o.stderr.Add(p)
 	}
 	if o.log != nil {
 		o.log(stream, p)
@@ -119,56 +118,9 @@ func (o *output) write(stream string, p []byte) {
 func (o *output) fill(res *drivers.Result) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	res.Stdout = o.stdout.headString()
-	res.StdoutTail = o.stdout.tailString()
-	res.StderrTail = o.stderr.tailString()
-}
-
-// capture keeps the head (up to max bytes, when max > 0) and the tail of
-// one output stream.
-type capture struct {
-	max  int
-	head []byte
-	tail []byte
-}
-
-func (c *capture) write(p []byte) {
-	if c.max > 0 && len(c.head) < c.max {
-		c.head = append(c.head, p[:min(len(p), c.max-len(c.head))]...)
-	}
-	c.tail = append(c.tail, p...)
-	if len(c.tail) > 2*drivers.TailBytes {
-		c.tail = append(c.tail[:0], c.tail[len(c.tail)-drivers.TailBytes:]...)
-	}
-}
-
-// headString returns the head, without a rune cut in half at its end.
-func (c *capture) headString() string {
-	h := c.head
-	if c.max > 0 && len(h) == c.max {
-		for i := 1; i < utf8.UTFMax && i <= len(h); i++ {
-			if utf8.RuneStart(h[len(h)-i]) {
-				if !utf8.FullRune(h[len(h)-i:]) {
-					h = h[:len(h)-i]
-				}
-				break
-			}
-		}
-	}
-	return string(h)
-}
-
-// tailString returns the last TailBytes, without a rune cut in half at
-// its start.
-func (c *capture) tailString() string {
-	t := c.tail
-	if len(t) > drivers.TailBytes {
-		t = t[len(t)-drivers.TailBytes:]
-		for i := 0; i < utf8.UTFMax-1 && len(t) > 0 && !utf8.RuneStart(t[0]); i++ {
-			t = t[1:]
-		}
-	}
-	return string(t)
+	res.Stdout = o.stdout.Head()
+	res.StdoutTail = o.stdout.Tail()
+	res.StderrTail = o.stderr.Tail()
 }
 
 // streamLogs follows one of the task's log streams (stdout or stderr)

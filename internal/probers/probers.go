@@ -1,6 +1,8 @@
 // Package probers wires the runtime drivers' probes into the registry
 // service (service.Probers): the one place, with cmd/svc, that joins the
-// API's side and the drivers, so that package api never links them.
+// API's side and the drivers, so that package api never links them. The
+// worker's activities build a nomad runtime's driver from the same
+// connection (NomadConfig), so probing and running agree.
 package probers
 
 import (
@@ -15,7 +17,7 @@ import (
 func Drivers() service.Probers {
 	return service.Probers{
 		Nomad: func(ctx context.Context, c service.NomadProbe) (bool, string) {
-			r := nomad.Probe(ctx, nomad.ProbeConfig{Addr: c.Addr, Namespace: c.Namespace, Token: c.Token, AllowedHosts: c.AllowedHosts, Guard: c.Guard})
+			r := nomad.Probe(ctx, NomadConfig(c))
 			return r.Reachable, r.Detail
 		},
 		K8s: func(ctx context.Context, c service.K8sProbe) (bool, string) {
@@ -25,4 +27,11 @@ func Drivers() service.Probers {
 		},
 		KubeconfigServer: k8s.KubeconfigServer,
 	}
+}
+
+// NomadConfig is the driver's connection for what the registry service
+// resolved (service.Service.NomadConnection): the same for a probe and for
+// the worker's jobs.
+func NomadConfig(c service.NomadProbe) nomad.Config {
+	return nomad.Config{Addr: c.Addr, Namespace: c.Namespace, Token: c.Token, AllowedHosts: c.AllowedHosts, Guard: c.Guard}
 }

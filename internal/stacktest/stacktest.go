@@ -30,6 +30,7 @@ import (
 	"svc/drivers/local"
 	"svc/internal/probers"
 	"svc/judges"
+	"svc/netguard"
 	"svc/orchestration"
 	"svc/orchestration/devserver"
 	"svc/registry/service"
@@ -163,9 +164,15 @@ func New(tb testing.TB, o Options) *Stack {
 	if err != nil {
 		tb.Fatal(err)
 	}
+	// The worker reaches a nomad runtime's cluster through the probe guard,
+	// as cmd/svc builds it (SVC_PROBE_ALLOW).
+	probeGuard, err := netguard.NewProbeGuard(cfg.ProbeAllow)
+	if err != nil {
+		tb.Fatal(err)
+	}
 	driver := local.New(local.Options{Root: filepath.Join(tmp, "work"), ShimPath: Shim(tb)})
 	acts := &activities.Activities{
-		Store: st, Registries: service.New(st, sealer, time.Now), Sealer: sealer,
+		Store: st, Registries: service.New(st, sealer, time.Now, service.WithProbeGuard(probeGuard)), Sealer: sealer,
 		Driver: driver, Judges: &judges.Runner{Driver: driver},
 		Guard: guard, Host: o.Host, Logger: logger,
 	}

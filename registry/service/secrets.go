@@ -3,7 +3,6 @@ package service
 import (
 	"context"
 	"errors"
-	"fmt"
 	"unicode/utf8"
 
 	"svc/auth"
@@ -173,46 +172,21 @@ func (s *Service) Probe(ctx context.Context, p auth.Principal, raw []byte) (Prob
 	}
 	rt := spec.Runtime()
 	kind := string(rt.Kind)
-	// open returns the value of the secret field names, once its binding
-	// allows target ("" when the target is only known from the value: a
-	// kubeconfig's server, checked by the caller before anything is sent).
 	open := func(field, name, target string) ([]byte, []string, string, error) {
-		if name == "" {
-			return nil, nil, "", nil
-		}
-		sec, err := s.store.GetSecret(ctx, p.Workspace, name)
-		if errors.Is(err, derrors.ErrNotFound) {
-			return nil, nil, fmt.Sprintf("%s %q is not in the workspace secret store; PUT /secrets/%s first", field, name, name), nil
-		}
-		if err != nil {
-			return nil, nil, "", err
-		}
-		if target != "" {
-			if err := checkBound(field, sec, target); err != nil {
-				return nil, nil, "", err
-			}
-		}
-		if s.sealer == nil {
-			return nil, nil, fmt.Sprintf("%s %q cannot be opened: SVC_SECRET_KEY is not set", field, name), nil
-		}
-		v, err := s.sealer.Open(p.Workspace, name, sec.Ciphertext)
-		if err != nil {
-			return nil, nil, fmt.Sprintf("%s %q cannot be opened with the current SVC_SECRET_KEY; store it again", field, name), nil
-		}
-		return v, sec.AllowedHosts, "", nil
+		return s.openSecret(ctx, p.Workspace, field, name, target)
 	}
 	switch rt.Kind {
 	case registry.RuntimeLocal:
 		return ProbeResult{Kind: kind, Reachable: true, Detail: "in-process"}, nil
 	case registry.RuntimeNomad:
-		tok, hosts, miss, err := open("authSecret", rt.AuthSecret, rt.Addr)
+		conn, miss, err := s.NomadConnection(ctx, p.Workspace, rt)
 		if err != nil || miss != "" {
 			return ProbeResult{Kind: kind, Detail: miss}, err
 		}
 		if s.probers.Nomad == nil {
 			return ProbeResult{Kind: kind, Detail: noProber}, nil
 		}
-		ok, detail := s.probers.Nomad(ctx, NomadProbe{Addr: rt.Addr, Namespace: rt.Namespace, Token: string(tok), AllowedHosts: hosts, Guard: s.probeGuard})
+		ok, detail := s.probers.Nomad(ctx, conn)
 		return ProbeResult{Kind: kind, Reachable: ok, Detail: detail}, nil
 	case registry.RuntimeK8s:
 		if s.probers.K8s == nil {
