@@ -29,7 +29,7 @@ import (
 // batch's end left the process at 500 to 770 MB. With the limit the
 // collector runs earlier as the heap nears it (it is soft: the heap may
 // pass it, at the cost of more collections, never of an error).
-const devMemoryLimit = 256 << 20
+const devMemoryLimit = 192 << 20
 
 // runDev runs the embedded default: Temporal's own server (SQLite file), the
 // embedded store (SQLite file), the API and the worker, in one process. A
