@@ -4,11 +4,15 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log/slog"
+
+	"go.temporal.io/sdk/client"
 
 	"svc/api"
 	"svc/config"
 	"svc/internal/probers"
 	"svc/orchestration"
+	"svc/store/postgres"
 )
 
 // runServe runs the stateless API front against PostgreSQL and an external
@@ -18,25 +22,12 @@ func runServe(ctx context.Context, cfg config.Config, args []string, stdout, std
 	if len(args) > 0 {
 		return fmt.Errorf("%w: unexpected arguments %q", errUsage, args)
 	}
-	if err := requireExternal(cfg); err != nil {
-		return err
-	}
-	log := newLogger(cfg, stderr)
 	var sd shutdowns
+	log, st, tc, err := openExternal(ctx, cfg, "serve", true, stderr, &sd)
 	defer func() { sd.run(cfg.ShutdownTimeout, log) }()
-	if err := startTelemetry(ctx, cfg, "serve", &sd); err != nil {
-		return err
-	}
-	st, err := openPostgres(ctx, cfg, true)
 	if err != nil {
 		return err
 	}
-	sd.add(func(context.Context) error { return st.Close() })
-	tc, err := dialTemporal(ctx, cfg, cfg.TemporalAddress, "", log)
-	if err != nil {
-		return err
-	}
-	sd.add(func(context.Context) error { tc.Close(); return nil })
 
 	starter := &orchestration.Starter{Client: tc, TaskQueue: cfg.TaskQueue, WebhookAttempts: cfg.WebhookAttempts}
 	srv, err := api.NewServer(api.Options{Store: st, Logger: log, Config: cfg, Version: version, Checkers: readiness(st, tc),
@@ -50,6 +41,31 @@ func runServe(ctx context.Context, cfg config.Config, args []string, stdout, std
 }
 
 // requireExternal checks the two settings serve and worker cannot run without.
+// openExternal opens what serve and worker (the production roles) run
+// on, in order, each with its shutdown added to sd: the logger, the
+// telemetry of role, PostgreSQL (migrated first with migrate) and the
+// external Temporal. The logger is returned even with an error, for sd.
+func openExternal(ctx context.Context, cfg config.Config, role string, migrate bool, stderr io.Writer, sd *shutdowns) (*slog.Logger, *postgres.Store, client.Client, error) {
+	log := newLogger(cfg, stderr)
+	if err := requireExternal(cfg); err != nil {
+		return log, nil, nil, err
+	}
+	if err := startTelemetry(ctx, cfg, role, sd); err != nil {
+		return log, nil, nil, err
+	}
+	st, err := openPostgres(ctx, cfg, migrate)
+	if err != nil {
+		return log, nil, nil, err
+	}
+	sd.add(func(context.Context) error { return st.Close() })
+	tc, err := dialTemporal(ctx, cfg, cfg.TemporalAddress, "", log)
+	if err != nil {
+		return log, nil, nil, err
+	}
+	sd.add(func(context.Context) error { tc.Close(); return nil })
+	return log, st, tc, nil
+}
+
 func requireExternal(cfg config.Config) error {
 	if err := requireSetting(cfg.DatabaseURL, "DATABASE_URL",
 		"give a PostgreSQL URL such as postgres://svc@db:5432/svc, or run `svc dev` for the embedded default"); err != nil {

@@ -15,27 +15,14 @@ func runWorker(ctx context.Context, cfg config.Config, args []string, stdout, st
 	if len(args) > 0 {
 		return fmt.Errorf("%w: unexpected arguments %q", errUsage, args)
 	}
-	if err := requireExternal(cfg); err != nil {
-		return err
-	}
-	log := newLogger(cfg, stderr)
-	var sd shutdowns
-	defer func() { sd.run(cfg.ShutdownTimeout, log) }()
-	if err := startTelemetry(ctx, cfg, "worker", &sd); err != nil {
-		return err
-	}
 	// The worker does not migrate: serve and migrate own the schema, so a
 	// worker fleet rolling out never races a schema change.
-	st, err := openPostgres(ctx, cfg, false)
+	var sd shutdowns
+	log, st, tc, err := openExternal(ctx, cfg, "worker", false, stderr, &sd)
+	defer func() { sd.run(cfg.ShutdownTimeout, log) }()
 	if err != nil {
 		return err
 	}
-	sd.add(func(context.Context) error { return st.Close() })
-	tc, err := dialTemporal(ctx, cfg, cfg.TemporalAddress, "", log)
-	if err != nil {
-		return err
-	}
-	sd.add(func(context.Context) error { tc.Close(); return nil })
 	dataDir, err := filepath.Abs(cfg.DataDir)
 	if err != nil {
 		return fmt.Errorf("SVC_DATA_DIR=%s: %v", cfg.DataDir, err)
