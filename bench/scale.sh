@@ -3,13 +3,16 @@
 # for each N given, each on a fresh data directory, to see what grows with
 # the batch rather than with a case.
 #
-#   bench/scale.sh [-n 2000,100000] [-c 64] [-p 2]
+#   bench/scale.sh [-n 2000,100000] [-c 64] [-p 2] [-k]
 #
 #   -n  case counts, comma-separated (default 2000,100000); the first is the
 #       reference the per-case time of the others is compared with
 #   -c  concurrency (default 64)
 #   -p  seconds between polls (default 2): GET /scorecards/:id?view=summary
 #       and GET /ops/driver/batch/:id
+#   -k  keep the work directory (each N's data directory, logs and dataset)
+#       and print where it is, to start svc dev on it again and profile
+#       the reads of a finished batch (SVC_PPROF_ADDR)
 #
 # The harness is /bin/true (no output, no grader): what is measured is the
 # platform. Printed per N: the dataset's registration time, the submit time
@@ -27,16 +30,20 @@
 # Needs bin/svc and bin/svc-shim (make build).
 set -eu
 cd "$(dirname "$0")/.."
-NS=2000,100000 C=64 P=2
-while getopts n:c:p: o; do
-  case $o in n) NS=$OPTARG ;; c) C=$OPTARG ;; p) P=$OPTARG ;; *) exit 2 ;; esac
+NS=2000,100000 C=64 P=2 KEEP=0
+while getopts n:c:p:k o; do
+  case $o in n) NS=$OPTARG ;; c) C=$OPTARG ;; p) P=$OPTARG ;; k) KEEP=1 ;; *) exit 2 ;; esac
 done
 SVC=${SVC_BIN:-$PWD/bin/svc}
 [ -x "$SVC" ] && [ -x "$(dirname "$SVC")/svc-shim" ] || { echo "bench: run make build first (needs bin/svc and bin/svc-shim)" >&2; exit 2; }
 
 work=$(mktemp -d /tmp/svc-scale-XXXXXX)
 chmod 755 "$work"
-trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$work"' EXIT
+if [ "$KEEP" = 1 ]; then
+  trap 'kill $(jobs -p) 2>/dev/null || true; echo "kept: $work (svc dev on one: SVC_DATA_DIR=$work/n<N>/data bin/svc dev)"' EXIT
+else
+  trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$work"' EXIT
+fi
 
 now() { date +%s.%N; }
 field() { grep -o "\"$1\":\"[^\"]*\"" | head -n1 | cut -d'"' -f4; }
