@@ -218,7 +218,7 @@ func (d *Driver) Run(ctx context.Context, j drivers.Job) (drivers.Result, error)
 	if d.off != "" {
 		return drivers.Result{}, derrors.Invalidf("%s", d.off)
 	}
-	if err := checkJob(j); err != nil {
+	if err := drivers.CheckJob("local", j); err != nil {
 		return drivers.Result{}, err
 	}
 	res, err := d.run(ctx, j)
@@ -294,48 +294,6 @@ func areaName(id string) string {
 	}
 	sum := sha256.Sum256([]byte(id))
 	return b.String() + "-" + hex.EncodeToString(sum[:6])
-}
-
-// checkJob rejects what no attempt could run, with a message saying what
-// to fix.
-func checkJob(j drivers.Job) error {
-	if j.RunID == "" {
-		return derrors.Invalidf("local driver: the job has no run id")
-	}
-	if strings.ContainsRune(j.RunID, 0) {
-		return derrors.Invalidf("local driver: run id %q contains a NUL byte", j.RunID)
-	}
-	if len(j.Command) == 0 || j.Command[0] == "" {
-		return derrors.Invalidf("harness command is empty: give the program to run as the first element of the harness's command")
-	}
-	for _, a := range j.Command {
-		if strings.ContainsRune(a, 0) {
-			return derrors.Invalidf("harness command %q: arguments must not contain NUL bytes", j.Command[0])
-		}
-	}
-	if j.WorkDir != "" && !filepath.IsLocal(filepath.FromSlash(j.WorkDir)) {
-		return derrors.Invalidf("harness workDir %q must be a relative path inside the work directory for the local driver", j.WorkDir)
-	}
-	for name := range j.Files {
-		if err := checkFileName(name); err != nil {
-			return err
-		}
-	}
-	for k, v := range j.Env {
-		if k == "" || strings.ContainsAny(k, "=\x00") || strings.ContainsRune(v, 0) {
-			return derrors.Invalidf("harness environment variable %q: names must be non-empty without '=' or NUL, values without NUL", k)
-		}
-	}
-	return nil
-}
-
-// checkFileName refuses a Files path that is absolute or leaves the work
-// directory.
-func checkFileName(name string) error {
-	if !filepath.IsLocal(filepath.FromSlash(name)) || filepath.Clean(name) == "." || strings.ContainsRune(name, '\\') {
-		return derrors.Invalidf("file %q must be a relative path inside the work directory (no leading '/', no '..')", name)
-	}
-	return nil
 }
 
 // environment builds the harness's whole environment, sorted. Job.Env may

@@ -3,8 +3,6 @@ package local
 import (
 	"strings"
 	"testing"
-
-	"svc/drivers"
 )
 
 func TestAreaName(t *testing.T) {
@@ -35,41 +33,6 @@ func TestAreaName(t *testing.T) {
 	}
 	if a, b := areaName("a/b"), areaName("a_b"); a == b {
 		t.Errorf("areaName gives %q to both a/b and a_b", a)
-	}
-}
-
-func TestCheckJob(t *testing.T) {
-	ok := drivers.Job{RunID: "r", Command: []string{"true"}}
-	tests := []struct {
-		name string
-		edit func(*drivers.Job)
-		want string // substring of the error; "" for none
-	}{
-		{"fine", func(*drivers.Job) {}, ""},
-		{"no run id", func(j *drivers.Job) { j.RunID = "" }, "no run id"},
-		{"no command", func(j *drivers.Job) { j.Command = nil }, "command is empty"},
-		{"empty program", func(j *drivers.Job) { j.Command = []string{""} }, "command is empty"},
-		{"file escapes", func(j *drivers.Job) { j.Files = map[string]string{"../x": ""} }, `file "../x"`},
-		{"file absolute", func(j *drivers.Job) { j.Files = map[string]string{"/etc/x": ""} }, `file "/etc/x"`},
-		{"file escapes midway", func(j *drivers.Job) { j.Files = map[string]string{"a/../../x": ""} }, `file "a/../../x"`},
-		{"file dot", func(j *drivers.Job) { j.Files = map[string]string{"./": ""} }, `file "./"`},
-		{"file empty name", func(j *drivers.Job) { j.Files = map[string]string{"": ""} }, `file ""`},
-		{"workdir escapes", func(j *drivers.Job) { j.WorkDir = "../up" }, `workDir "../up"`},
-		{"workdir absolute", func(j *drivers.Job) { j.WorkDir = "/srv" }, `workDir "/srv"`},
-		{"env name with =", func(j *drivers.Job) { j.Env = map[string]string{"A=B": "c"} }, `variable "A=B"`},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			j := ok
-			tt.edit(&j)
-			err := checkJob(j)
-			switch {
-			case tt.want == "" && err != nil:
-				t.Errorf("checkJob: %v, want nil", err)
-			case tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)):
-				t.Errorf("checkJob: %v, want an error containing %q", err, tt.want)
-			}
-		})
 	}
 }
 

@@ -143,7 +143,7 @@ func orDefault(v, def time.Duration) time.Duration {
 // error and leaves the job running, for the retry to adopt; so does a
 // cancel whose cause Detach made. Any other cancel of ctx stops the job.
 func (d *Driver) Run(ctx context.Context, j drivers.Job) (drivers.Result, error) {
-	if err := checkJob(j); err != nil {
+	if err := drivers.CheckJob(Name, j); err != nil {
 		return drivers.Result{}, err
 	}
 	id := JobID(j.RunID, j.Attempt)

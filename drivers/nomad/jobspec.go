@@ -149,41 +149,6 @@ func JobID(runID string, attempt int) string {
 // path a task's workload identity may read without any ACL policy.
 func VariablePath(jobID string) string { return "nomad/jobs/" + jobID }
 
-// checkJob rejects what no attempt could run, with a message saying what
-// to fix.
-func checkJob(j drivers.Job) error {
-	if j.RunID == "" {
-		return derrors.Invalidf("nomad driver: the job has no run id")
-	}
-	if strings.ContainsRune(j.RunID, 0) {
-		return derrors.Invalidf("nomad driver: run id %q contains a NUL byte", j.RunID)
-	}
-	if len(j.Command) == 0 || j.Command[0] == "" {
-		return derrors.Invalidf("harness command is empty: give the program to run as the first element of the harness's command")
-	}
-	for k := range j.Env {
-		if k == "" || strings.ContainsAny(k, "=\x00") {
-			return derrors.Invalidf("harness environment variable %q: names must be non-empty without '=' or NUL", k)
-		}
-	}
-	if j.WorkDir != "" && !isLocal(j.WorkDir) {
-		return derrors.Invalidf("harness workDir %q must be a relative path inside the work directory", j.WorkDir)
-	}
-	for name := range j.Files {
-		if !isLocal(name) {
-			return derrors.Invalidf("file %q must be a relative path inside the work directory (no leading '/', no '..')", name)
-		}
-	}
-	return nil
-}
-
-// isLocal reports whether a slash-separated path stays below its base.
-func isLocal(p string) bool {
-	c := path.Clean(p)
-	return p != "" && !strings.HasPrefix(p, "/") && c != "." && c != ".." &&
-		!strings.HasPrefix(c, "../") && !strings.ContainsAny(p, "\\\x00")
-}
-
 // spec is a job ready to register, with what the driver needs to follow it.
 type spec struct {
 	job   *api.Job
