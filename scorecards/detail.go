@@ -102,6 +102,7 @@ type batchDetail struct {
 	// to.
 	version int64
 	sc      eval.Scorecard
+	row     store.Scorecard // its stored row's columns, without Doc
 	policy  eval.VerdictPolicy
 	res     eval.PolicyResolution
 
@@ -200,7 +201,8 @@ func (d *batchDetail) read(ctx context.Context, st store.Store, version int64, n
 		if !reflect.DeepEqual(policy, d.policy) {
 			d.kids = kidSet{} // every case row depends on the policy
 		}
-		d.version, d.sc, d.policy, d.res = row.Version, sc, policy, res
+		row.Doc = nil // the record is d.sc
+		d.version, d.sc, d.row, d.policy, d.res = row.Version, sc, row, policy, res
 	}
 	if err := d.readKids(ctx, st, changed, now); err != nil {
 		return detailView{}, err
@@ -422,15 +424,10 @@ func (s *Service) detailPage(ctx context.Context, ws, id string, q *DetailPage, 
 }
 
 // selection returns the batch's selection, read once. The caller holds
-// d.mu, and d.sc is read.
+// d.mu, and d.sc and d.row are read.
 func (d *batchDetail) selection(ctx context.Context, st store.Store) (records.Selection, error) {
 	if d.sel == nil {
-		row, err := st.GetScorecard(ctx, d.key.workspace, d.key.id)
-		if err != nil {
-			return records.Selection{}, err
-		}
-		row.Doc = nil // the record is d.sc's
-		sel, err := records.LoadSelection(ctx, st, d.sc, row)
+		sel, err := records.LoadSelection(ctx, st, d.sc, d.row)
 		if err != nil {
 			return records.Selection{}, err
 		}
