@@ -318,7 +318,6 @@ func TestSubmitRunRefusals(t *testing.T) {
 		{"bad grader", `{"harness":{"id":"echo","version":"1.0.0"},"case":{"id":"c","task":"t","graders":[{"id":"g","kind":"regex","pattern":"("}]}}`, 400, "pattern"},
 		{"unknown harness", `{"harness":{"id":"nope","version":"latest"},"case":{"id":"c","task":"t"}}`, 404, "nope"},
 		{"unknown runtime", `{"harness":{"id":"echo","version":"1.0.0"},"case":{"id":"c","task":"t"},"runtime":"ghost"}`, 404, "ghost"},
-		{"k8s runtime", `{"harness":{"id":"echo","version":"1.0.0"},"case":{"id":"c","task":"t"},"runtime":"kube"}`, 400, "k8s"},
 		{"cpu without cpuMhzPerCore", `{"harness":{"id":"echo","version":"1.0.0"},"case":{"id":"c","task":"t","resources":{"cpu":500}},"runtime":"far"}`, 400, "declares resources.cpu"},
 		{"loopback webhook", `{"harness":{"id":"echo","version":"1.0.0"},"case":{"id":"c","task":"t"},"webhookUrl":"http://127.0.0.1:8080/hook"}`, 400, "loopback"},
 		{"metadata webhook", `{"harness":{"id":"echo","version":"1.0.0"},"case":{"id":"c","task":"t"},"webhookUrl":"http://169.254.169.254/latest"}`, 400, "link-local"},
@@ -326,6 +325,8 @@ func TestSubmitRunRefusals(t *testing.T) {
 		{"ftp webhook", `{"harness":{"id":"echo","version":"1.0.0"},"case":{"id":"c","task":"t"},"webhookUrl":"ftp://example.com/x"}`, 400, "http"},
 		// Valid in every way: only the missing orchestrator refuses it.
 		{"no orchestrator", `{"harness":{"id":"echo","version":"latest"},"case":{"id":"c","task":"t"}}`, 503, "orchestrator"},
+		// A k8s runtime is accepted like a nomad one.
+		{"k8s runtime, no orchestrator", `{"harness":{"id":"echo","version":"1.0.0"},"case":{"id":"c","task":"t"},"runtime":"kube"}`, 503, "orchestrator"},
 	} {
 		res := e.do(t, http.MethodPost, "/runs", tc.body, bearer(a.key))
 		if res.Status != tc.status || !strings.Contains(strings.ToLower(string(res.Body)), strings.ToLower(tc.mention)) {

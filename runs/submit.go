@@ -81,9 +81,6 @@ func (s *Service) Submit(ctx context.Context, p auth.Principal, req SubmitReques
 			return eval.Run{}, err
 		}
 		spec := rt.Spec.Runtime()
-		if spec.Kind == registry.RuntimeK8s {
-			return eval.Run{}, derrors.Invalidf("runtime %q is a k8s runtime; this deployment does not dispatch to k8s runtimes yet (use a local or nomad runtime, or omit runtime to use the local one)", req.Runtime)
-		}
 		var hc *registry.HarnessConfig
 		if hs := h.Spec.Harness(); hs != nil {
 			hc = &hs.HarnessConfig

@@ -238,7 +238,7 @@ func selectCases(all []registry.EvalCase, sel *Selection) ([]registry.EvalCase, 
 }
 
 // resolveCommon resolves the harness (a process harness), the runtime (a
-// local or nomad one, able to run the cases as they declare) and the judges (exact versions now, sealed with their spec
+// local, nomad or k8s one, able to run the cases as they declare) and the judges (exact versions now, sealed with their spec
 // digests and closures).
 func (s *Service) resolveCommon(ctx context.Context, p auth.Principal, pl *plan, harness registry.Ref, runtime string, judges []JudgeSel) error {
 	var err error
@@ -257,9 +257,6 @@ func (s *Service) resolveCommon(ctx context.Context, p auth.Principal, pl *plan,
 			return err
 		}
 		spec := rt.Spec.Runtime()
-		if spec.Kind == registry.RuntimeK8s {
-			return derrors.Invalidf("runtime %q is a k8s runtime; this deployment does not dispatch batches to k8s runtimes yet (use a local or nomad runtime, or omit runtime to use the local one)", runtime)
-		}
 		cases := pl.cases
 		if pl.adhoc != nil {
 			cases = []registry.EvalCase{*pl.adhoc}

@@ -1,9 +1,11 @@
 // Package k8s talks to a Kubernetes cluster named by a runtime of kind k8s.
 //
-// For now it holds the connection (NewClient, which applies the spec's auth
-// precedence) and the reachability probe behind POST /runtimes/probe; the
-// driver that runs jobs builds on the same NewClient so that probing and
-// running can never disagree about which credentials a runtime uses.
+// It holds the connection (NewClient, which applies the spec's auth
+// precedence), the reachability probe behind POST /runtimes/probe, and
+// Driver, which runs each attempt of a case as a batch/v1 Job (see
+// docs/runtimes.md). The driver builds on the same NewClient so that
+// probing and running can never disagree about which credentials a runtime
+// uses.
 package k8s
 
 import (
