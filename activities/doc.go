@@ -27,6 +27,7 @@ import (
 	"svc/registry/service"
 	"svc/secrets"
 	"svc/store"
+	"svc/traceingest"
 	"svc/webhooks"
 )
 
@@ -52,6 +53,10 @@ type Activities struct {
 	HTTP  *http.Client
 	// OTLPEndpoint is where an instrumented harness sends its spans.
 	OTLPEndpoint string
+	// TraceIngest seals the OTLP door's external trajectories and applies
+	// trajectory retention (SweepTraces); nil sweeps with the defaults
+	// (no retention, a 5-minute idle window).
+	TraceIngest *traceingest.Service
 	// Host names the worker in provenance.
 	Host   string
 	Logger *slog.Logger

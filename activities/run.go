@@ -196,8 +196,23 @@ func (a *Activities) dispatchFrom(ctx context.Context, run eval.Run, g grading, 
 		a.storeLogs(context.WithoutCancel(ctx), ref, tail)
 		return RunStatus{}, fmt.Errorf("run %s stopped with its activity (%v); the next attempt runs it again", run.ID, context.Cause(ctx))
 	}
-	result, runErr := traces.BuildResult(run, plan.Dispatch, jobOutput(res), perr, a.Host)
-	return a.finish(context.WithoutCancel(ctx), run, result, runErr, tail...)
+	out := jobOutput(res)
+	if perr == nil {
+		// The spans the harness exported to the OTLP door are sealed with
+		// its SVC_TRACE_FILE events (traces.go).
+		withSpans, err := a.withRunSpans(context.WithoutCancel(ctx), run, out.Trace, job.Secrets)
+		if err != nil {
+			return RunStatus{}, err
+		}
+		out.Trace = withSpans
+	}
+	result, runErr := traces.BuildResult(run, plan.Dispatch, out, perr, a.Host)
+	status, err := a.finish(context.WithoutCancel(ctx), run, result, runErr, tail...)
+	if err != nil {
+		return status, err
+	}
+	a.afterSeal(context.WithoutCancel(ctx), run, result)
+	return status, nil
 }
 
 // jobOutput is what the driver reported, as traces.BuildResult reads it.

@@ -26,6 +26,7 @@ import (
 	"svc/scorecards"
 	"svc/secrets"
 	"svc/store"
+	"svc/traceingest"
 	"svc/webhooks"
 )
 
@@ -91,6 +92,7 @@ type Server struct {
 	runs         *runs.Service
 	scorecards   *scorecards.Service
 	identity     *identity.Service
+	traceIngest  *traceingest.Service
 }
 
 // probeRoutes are hit every few seconds by orchestrators and scrapers:
@@ -158,6 +160,9 @@ func NewServer(o Options) (*Server, error) {
 	})
 	s.scorecards = scorecards.New(scorecards.Options{Store: o.Store, Registries: s.registries, Orchestrator: o.Orchestrator, Now: s.now, Logger: s.logger})
 	s.identity = identity.New(identity.Options{Store: o.Store, Now: s.now})
+	s.traceIngest = traceingest.New(traceingest.Options{Store: o.Store, Registries: s.registries,
+		MaxEventsPerHour: int64(o.Config.IngestMaxEventsPerHour), RetentionDays: o.Config.TrajectoryRetentionDays,
+		IdleWindow: o.Config.IngestIdleWindow, Now: s.now, Logger: s.logger})
 	if s.maxBody <= 0 {
 		// A zero Config (tests, embedders) still gets the documented limit.
 		s.maxBody = config.Defaults().MaxBodyBytes
@@ -224,6 +229,7 @@ func (s *Server) table() []Route {
 		s.secretRoutes(),
 		s.runRoutes(),
 		s.scorecardRoutes(),
+		s.traceRoutes(),
 		s.mcpRoutes(),
 	)
 }

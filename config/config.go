@@ -72,6 +72,15 @@ type Config struct {
 	// TrustedProxies lists the proxies whose X-Forwarded-For names the
 	// client address (comma-separated CIDRs or addresses); empty trusts none.
 	TrustedProxies string
+	// IngestMaxEventsPerHour is the OTLP door's hourly event quota of a
+	// workspace without an override; 0 means unlimited.
+	IngestMaxEventsPerHour int
+	// TrajectoryRetentionDays deletes sealed trajectories older than that
+	// many days, unless a workspace sets its own TTL; 0 keeps them.
+	TrajectoryRetentionDays int
+	// IngestIdleWindow is how long an external trajectory's spans wait
+	// without a new one before it is sealed.
+	IngestIdleWindow time.Duration
 }
 
 // Setting is one row of the settings table.
@@ -204,6 +213,19 @@ var Settings = []Setting{
 		set: str(func(c *Config) *string { return &c.LocalWorkDir })},
 	{Flag: "pprof-addr", Env: "SVC_PPROF_ADDR", Default: "", Usage: "loopback address (127.0.0.1:6060) where dev and worker serve Go's pprof profiles; off when empty",
 		set: str(func(c *Config) *string { return &c.PprofAddr })},
+	{Flag: "ingest-max-events-per-hour", Env: "SVC_INGEST_MAX_EVENTS_PER_HOUR", Default: "0", Usage: "trace events a workspace may send to POST /v1/traces per hour (a workspace override wins); past it the door answers 429; 0 is unlimited",
+		set: integer(func(c *Config) *int { return &c.IngestMaxEventsPerHour })},
+	{Flag: "trajectory-retention-days", Env: "SVC_TRAJECTORY_RETENTION_DAYS", Default: "0", Usage: "days a sealed trajectory is kept before the trace sweep deletes it (a workspace's retention TTL wins); 0 keeps them",
+		set: integer(func(c *Config) *int { return &c.TrajectoryRetentionDays })},
+	{Flag: "ingest-idle-window", Env: "SVC_INGEST_IDLE_WINDOW", Default: "5m", Usage: "how long the spans of an external trajectory (an svc.run_id svc does not know) wait without a new span before the trace sweep seals them",
+		set: func(c *Config, v string) error {
+			d, err := time.ParseDuration(v)
+			if err != nil || d <= 0 {
+				return fmt.Errorf("want a positive duration such as 5m, got %q", v)
+			}
+			c.IngestIdleWindow = d
+			return nil
+		}},
 	{Env: "OTEL_EXPORTER_OTLP_ENDPOINT", Default: "", Usage: "OTLP endpoint for our own traces; tracing is off when unset",
 		set: str(func(c *Config) *string { return &c.OTLPEndpoint })},
 }

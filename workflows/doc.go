@@ -18,4 +18,5 @@ func Register(r worker.WorkflowRegistry) {
 	r.RegisterWorkflowWithOptions(RunWorkflow, workflow.RegisterOptions{Name: flows.RunWorkflow})
 	r.RegisterWorkflowWithOptions(ScorecardWorkflow, workflow.RegisterOptions{Name: flows.ScorecardWorkflow})
 	r.RegisterWorkflowWithOptions(ScoreWorkflow, workflow.RegisterOptions{Name: flows.ScoreWorkflow})
+	r.RegisterWorkflowWithOptions(TraceSweepWorkflow, workflow.RegisterOptions{Name: flows.TraceSweepWorkflow})
 }

@@ -26,6 +26,7 @@ import (
 	"svc/store"
 	"svc/store/postgres"
 	"svc/telemetry"
+	"svc/traceingest"
 	"svc/webhooks"
 	"svc/workflows"
 )
@@ -146,12 +147,20 @@ func startWorker(ctx context.Context, c client.Client, cfg config.Config, role s
 		OTLPEndpoint: cfg.HarnessOTLPEndpoint,
 		Logger:       log,
 	}
+	acts.TraceIngest = traceingest.New(traceingest.Options{Store: st, Registries: acts.Registries,
+		MaxEventsPerHour: int64(cfg.IngestMaxEventsPerHour), RetentionDays: cfg.TrajectoryRetentionDays,
+		IdleWindow: cfg.IngestIdleWindow, Logger: log})
 	w := orchestration.NewWorker(c, cfg.TaskQueue, func(r worker.Registry) {
 		workflows.Register(r)
 		activities.Register(r, acts)
 	}, orchestration.WorkerOptions{})
 	if err := w.Start(); err != nil {
 		return nil, fmt.Errorf("start Temporal worker on task queue %q: %w", cfg.TaskQueue, err)
+	}
+	// The trace sweep seals idle external trajectories and applies
+	// retention; a failure to start it is logged, the next start retries.
+	if err := orchestration.StartTraceSweep(ctx, c, cfg.TaskQueue); err != nil {
+		log.Warn("starting the trace sweep", "err", err)
 	}
 	// What a dead svc of this host was running is retried now, not when its
 	// heartbeats time out.

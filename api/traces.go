@@ -1,0 +1,146 @@
+package api
+
+import (
+	"bytes"
+	"errors"
+	"math"
+	"net/http"
+	"strconv"
+
+	"github.com/labstack/echo/v4"
+
+	"svc/auth"
+	"svc/derrors"
+	"svc/traceingest"
+	"svc/traces"
+)
+
+// The OTLP door and the trace ledger's settings (spec §4.2, issue 16).
+// Handlers decode and call package traceingest.
+
+func (s *Server) traceRoutes() []Route {
+	return []Route{
+		{Method: http.MethodPost, Path: "/v1/traces", Action: auth.RunsSubmit, Summary: "Export spans over OTLP/HTTP", Handler: s.exportTraces},
+		{Method: http.MethodGet, Path: "/workspace/trace-ingestion", Action: auth.RunsRead, Summary: "Read the trace ingestion quota, usage and retention", Handler: s.getTraceIngestion},
+		{Method: http.MethodPut, Path: "/workspace/trace-ingestion", Action: auth.SettingsWrite, Summary: "Set the trace ingestion quota and retention", Handler: s.putTraceIngestion},
+		{Method: http.MethodGet, Path: "/workspace/trace-thresholds", Action: auth.RunsRead, Summary: "Read the trace thresholds", Handler: s.getTraceThresholds},
+		{Method: http.MethodPut, Path: "/workspace/trace-thresholds", Action: auth.SettingsWrite, Summary: "Set the trace thresholds", Handler: s.putTraceThresholds},
+		{Method: http.MethodGet, Path: "/harnesses/:id/span-attr-mapping", Action: auth.HarnessesRead, Summary: "Read a harness's span attribute mapping", Handler: s.getSpanAttrMapping},
+		{Method: http.MethodPut, Path: "/harnesses/:id/span-attr-mapping", Action: auth.HarnessesRegister, Summary: "Set a harness's span attribute mapping overlay", Handler: s.putSpanAttrMapping},
+	}
+}
+
+// exportTraces is the OTLP/HTTP door: an ExportTraceServiceRequest in
+// protobuf or JSON, gzip or not, answered with an
+// ExportTraceServiceResponse in the request's encoding. Its refusals are
+// the API's JSON errors: 400 for a body that does not decode, 413 past
+// the body limit or traces.MaxOTLPBytes decompressed, 415 for another
+// encoding, 429 with Retry-After past the hourly quota.
+func (s *Server) exportTraces(c echo.Context) error {
+	req := c.Request()
+	enc, err := traces.OTLPEncoding(req.Header.Get(echo.HeaderContentType))
+	if err != nil {
+		return echo.NewHTTPError(http.StatusUnsupportedMediaType, err.Error())
+	}
+	raw, err := readBody(req)
+	if err != nil {
+		return err
+	}
+	body, err := traces.ReadOTLPBody(bytes.NewReader(raw), req.Header.Get(echo.HeaderContentEncoding))
+	switch {
+	case errors.Is(err, traces.ErrOTLPTooLarge):
+		return tooLarge(traces.MaxOTLPBytes)
+	case errors.Is(err, traces.ErrOTLPEncoding):
+		return echo.NewHTTPError(http.StatusUnsupportedMediaType, err.Error())
+	case err != nil:
+		// Whatever else breaks decompressing is the client's stream.
+		return publicError(derrors.ErrInvalid, nil, "the request body could not be decompressed: %v", err)
+	}
+	export, err := traces.DecodeOTLP(body, enc)
+	if err != nil {
+		return publicError(derrors.ErrInvalid, nil, "%v", err)
+	}
+	resp, err := s.traceIngest.Export(req.Context(), principal(c), export)
+	var throttled *traceingest.ThrottledError
+	if errors.As(err, &throttled) {
+		c.Response().Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(throttled.RetryAfter.Seconds()))))
+		return publicError(derrors.ErrRateLimited, map[string]any{"quota": throttled.Quota, "used": throttled.Used, "asked": throttled.Asked},
+			"%s", throttled.Error())
+	}
+	if err != nil {
+		return err
+	}
+	out, err := traces.EncodeOTLPResponse(resp, enc)
+	if err != nil {
+		return err
+	}
+	return c.Blob(http.StatusOK, enc, out)
+}
+
+func (s *Server) getTraceIngestion(c echo.Context) error {
+	out, err := s.traceIngest.GetIngestion(c.Request().Context(), principal(c))
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, out)
+}
+
+func (s *Server) putTraceIngestion(c echo.Context) error {
+	var req traceingest.IngestionUpdate
+	if err := Bind(c, &req); err != nil {
+		return err
+	}
+	out, err := s.traceIngest.PutIngestion(c.Request().Context(), principal(c), req)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, out)
+}
+
+func (s *Server) getTraceThresholds(c echo.Context) error {
+	out, err := s.traceIngest.GetThresholds(c.Request().Context(), principal(c))
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, out)
+}
+
+func (s *Server) putTraceThresholds(c echo.Context) error {
+	var req traces.Thresholds
+	if err := Bind(c, &req); err != nil {
+		return err
+	}
+	out, err := s.traceIngest.PutThresholds(c.Request().Context(), principal(c), req)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, out)
+}
+
+func (s *Server) getSpanAttrMapping(c echo.Context) error {
+	id, err := pathParam(c, "id")
+	if err != nil {
+		return err
+	}
+	out, err := s.traceIngest.GetMapping(c.Request().Context(), principal(c), id)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, out)
+}
+
+func (s *Server) putSpanAttrMapping(c echo.Context) error {
+	id, err := pathParam(c, "id")
+	if err != nil {
+		return err
+	}
+	var req traces.SpanAttrMapping
+	if err := Bind(c, &req); err != nil {
+		return err
+	}
+	out, err := s.traceIngest.PutMapping(c.Request().Context(), principal(c), id, req)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, out)
+}

@@ -1,0 +1,106 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+)
+
+// PendingSpan is one span received on the OTLP door and not yet sealed:
+// its normalised TraceEvent, kept until the trajectory it belongs to is
+// sealed (the run's, when it ends; an external one, after an idle window).
+type PendingSpan struct {
+	Workspace string `json:"workspace"`
+	// Group is the trajectory the span goes to: a run id of the
+	// workspace, or the id of an external trajectory.
+	Group string `json:"group"`
+	// External is true for a group that is no run of the workspace.
+	External bool `json:"external"`
+	// Key identifies the span in its group (trace id/span id): a span
+	// received twice is kept once.
+	Key string `json:"key"`
+	// StartUnixNano orders a group's spans.
+	StartUnixNano int64 `json:"startUnixNano"`
+	// Event is the normalised TraceEvent, as JSON.
+	Event      json.RawMessage `json:"event"`
+	ReceivedAt time.Time       `json:"receivedAt"`
+}
+
+// PendingGroup is a group of pending spans, as the sweep sees it.
+type PendingGroup struct {
+	Workspace    string    `json:"workspace"`
+	Group        string    `json:"group"`
+	External     bool      `json:"external"`
+	Spans        int       `json:"spans"`
+	LastReceived time.Time `json:"lastReceived"`
+}
+
+// TraceSettings are a workspace's trace ingestion settings (spec §4.2,
+// /workspace/trace-ingestion and /workspace/trace-thresholds). The store
+// keeps Thresholds as a document; package traces gives its meaning.
+type TraceSettings struct {
+	Workspace string `json:"-"`
+	// MaxEventsPerHour overrides SVC_INGEST_MAX_EVENTS_PER_HOUR when set;
+	// 0 means unlimited.
+	MaxEventsPerHour *int64 `json:"maxEventsPerHour,omitempty"`
+	// RetentionDays overrides SVC_TRAJECTORY_RETENTION_DAYS when set; 0
+	// means trajectories are kept.
+	RetentionDays *int            `json:"retentionDays,omitempty"`
+	Thresholds    json.RawMessage `json:"thresholds,omitempty"`
+	UpdatedBy     string          `json:"updatedBy,omitempty"`
+	UpdatedAt     time.Time       `json:"updatedAt"`
+}
+
+// SpanAttrMapping is the per-harness overlay of a span attribute mapping
+// (GET/PUT /harnesses/:id/span-attr-mapping), as a document.
+type SpanAttrMapping struct {
+	Workspace string          `json:"-"`
+	HarnessID string          `json:"harnessId"`
+	Mapping   json.RawMessage `json:"mapping"`
+	UpdatedBy string          `json:"updatedBy,omitempty"`
+	UpdatedAt time.Time       `json:"updatedAt"`
+}
+
+// TraceIngest stores what the OTLP door receives before it is sealed, the
+// hourly usage its quota counts, and the workspace's trace settings.
+type TraceIngest interface {
+	// AddPendingSpans stores spans; a span whose (workspace, group, key)
+	// is already stored is skipped, so a retried export adds nothing.
+	// It returns how many were added. ReceivedAt is set by the store when
+	// zero.
+	AddPendingSpans(ctx context.Context, spans []PendingSpan) (added int, err error)
+	// ListPendingSpans returns a group's spans ordered by StartUnixNano,
+	// then Key.
+	ListPendingSpans(ctx context.Context, workspace, group string) ([]PendingSpan, error)
+	// DeletePendingSpans drops a group's spans (once sealed or refused).
+	DeletePendingSpans(ctx context.Context, workspace, group string) error
+	// ListPendingGroups returns the groups whose latest span was received
+	// before idleSince (zero: all groups), oldest first, at most limit
+	// (0 means 100).
+	ListPendingGroups(ctx context.Context, idleSince time.Time, limit int) ([]PendingGroup, error)
+
+	// AddTraceUsage adds n events to the workspace's count of the hour
+	// starting at window and returns the new count.
+	AddTraceUsage(ctx context.Context, workspace string, window time.Time, n int64) (int64, error)
+	// GetTraceUsage returns the workspace's count of the hour starting at
+	// window (0 when none).
+	GetTraceUsage(ctx context.Context, workspace string, window time.Time) (int64, error)
+
+	// GetTraceSettings returns the workspace's settings, or ErrNotFound
+	// when it never set any.
+	GetTraceSettings(ctx context.Context, workspace string) (TraceSettings, error)
+	// PutTraceSettings inserts or replaces the workspace's settings and
+	// sets UpdatedAt (when zero, to now).
+	PutTraceSettings(ctx context.Context, s TraceSettings) (TraceSettings, error)
+
+	// GetSpanAttrMapping returns a harness's overlay, or ErrNotFound.
+	GetSpanAttrMapping(ctx context.Context, workspace, harnessID string) (SpanAttrMapping, error)
+	// PutSpanAttrMapping inserts or replaces a harness's overlay.
+	PutSpanAttrMapping(ctx context.Context, m SpanAttrMapping) (SpanAttrMapping, error)
+
+	// DeleteTrajectoriesBefore deletes at most limit (0 means 1000) of the
+	// workspace's trajectories sealed before cutoff, oldest first, and
+	// returns how many (the retention sweep calls it until it returns
+	// fewer than limit).
+	DeleteTrajectoriesBefore(ctx context.Context, workspace string, cutoff time.Time, limit int) (int, error)
+}

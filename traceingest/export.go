@@ -1,0 +1,268 @@
+package traceingest
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+	"time"
+
+	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
+
+	"svc/auth"
+	"svc/derrors"
+	"svc/eval"
+	"svc/records"
+	"svc/store"
+	"svc/traces"
+)
+
+// groupIDPattern is what an svc.run_id (and so an external trajectory's
+// id) may be: the characters of run ids, trace ids and UUIDs, and short
+// enough to be a path segment of GET /trajectories/:id.
+var groupIDPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$`)
+
+// TracePrefix names the external trajectory of spans without svc.run_id:
+// trace_<32 hex digits of the trace id>.
+const TracePrefix = "trace_"
+
+// ThrottledError is the door's refusal past the hourly quota: a 429
+// RATE_LIMITED whose Retry-After is RetryAfter.
+type ThrottledError struct {
+	Quota, Used, Asked int64
+	RetryAfter         time.Duration
+}
+
+func (e *ThrottledError) Error() string {
+	return fmt.Sprintf("this workspace may send %d trace events per hour; %d were accepted this hour and this export holds %d more: retry after %s",
+		e.Quota, e.Used, e.Asked, e.RetryAfter.Round(time.Second))
+}
+
+// Unwrap makes a ThrottledError a derrors.ErrRateLimited.
+func (e *ThrottledError) Unwrap() error { return derrors.ErrRateLimited }
+
+// ThrottledEvent is the event type landed once per window when the door
+// refuses past the quota (spec §6).
+const ThrottledEvent = "trace.ingestion_throttled"
+
+// errOverQuota rolls back an export past the quota.
+var errOverQuota = errors.New("over the hourly quota")
+
+// maxProblemText bounds partial_success.error_message.
+const maxProblemText = 1000
+
+// group is the spans of one trajectory in an export.
+type group struct {
+	id       string
+	external bool
+	spans    []traces.Span
+	refused  string // why every span of the group is refused, or ""
+}
+
+// Export takes one decoded OTLP export of p's workspace: it groups the
+// spans by svc.run_id (spans without one by trace id, as the external
+// trajectory trace_<trace id>), normalises them and stores them until
+// their trajectory is sealed. The answer's partial_success counts and
+// names the refused spans: malformed ones, and late ones (their
+// trajectory is already sealed). Past the workspace's hourly quota
+// nothing is stored and the error is a *ThrottledError.
+//
+// An svc.run_id that is no run of the workspace, or a run the caller may
+// not see (another member's personal run), is an external trajectory of
+// the caller's workspace: another workspace's run id behaves exactly as
+// an unknown id, so its existence never shows.
+func (s *Service) Export(ctx context.Context, p auth.Principal, req *coltracepb.ExportTraceServiceRequest) (*coltracepb.ExportTraceServiceResponse, error) {
+	spans, bad := traces.FlattenSpans(req)
+	var problems []string
+	rejected := int64(len(bad))
+	for _, b := range bad {
+		problems = append(problems, b.Message)
+	}
+	var order []string
+	groups := map[string]*group{}
+	for _, sp := range spans {
+		id := sp.RunID
+		if id == "" {
+			id = TracePrefix + sp.TraceID
+		}
+		if !groupIDPattern.MatchString(id) {
+			rejected++
+			problems = append(problems, fmt.Sprintf("span %q: %s %q is not 1 to 128 letters, digits, '.', '_', ':' or '-'", clip(sp.Name, 80), traces.RunIDAttribute, clip(id, 80)))
+			continue
+		}
+		g := groups[id]
+		if g == nil {
+			g = &group{id: id}
+			groups[id] = g
+			order = append(order, id)
+		}
+		g.spans = append(g.spans, sp)
+	}
+
+	now := s.now()
+	var pending []store.PendingSpan
+	for _, id := range order {
+		g := groups[id]
+		mapping, err := s.classify(ctx, p, g)
+		if err != nil {
+			return nil, err
+		}
+		if g.refused != "" {
+			rejected += int64(len(g.spans))
+			problems = append(problems, g.refused)
+			continue
+		}
+		for _, sp := range g.spans {
+			e := traces.Normalize(sp, mapping)
+			if err := e.Validate(); err != nil {
+				rejected++
+				problems = append(problems, fmt.Sprintf("span %q: %v", clip(sp.Name, 80), err))
+				continue
+			}
+			raw, err := json.Marshal(e)
+			if err != nil {
+				rejected++
+				problems = append(problems, fmt.Sprintf("span %q: %v", clip(sp.Name, 80), err))
+				continue
+			}
+			var start int64
+			if !sp.Start.IsZero() {
+				start = sp.Start.UnixNano()
+			}
+			pending = append(pending, store.PendingSpan{Workspace: p.Workspace, Group: g.id, External: g.external,
+				Key: sp.Key, StartUnixNano: start, Event: raw, ReceivedAt: now})
+		}
+	}
+
+	if len(pending) > 0 {
+		if err := s.store(ctx, p, now, pending); err != nil {
+			return nil, err
+		}
+	}
+	resp := &coltracepb.ExportTraceServiceResponse{}
+	if rejected > 0 {
+		resp.PartialSuccess = &coltracepb.ExportTracePartialSuccess{RejectedSpans: rejected, ErrorMessage: problemText(problems)}
+	}
+	return resp, nil
+}
+
+// classify decides where g's spans go: a live run of the workspace (with
+// its harness's mapping), an external trajectory, or nowhere (g.refused,
+// its trajectory is sealed).
+func (s *Service) classify(ctx context.Context, p auth.Principal, g *group) (traces.SpanAttrMapping, error) {
+	row, err := s.o.Store.GetRun(ctx, p.Workspace, g.id)
+	switch {
+	case errors.Is(err, derrors.ErrNotFound):
+	case err != nil:
+		return traces.SpanAttrMapping{}, err
+	case row.Audience != "" && row.Audience != p.Subject:
+		// Another member's personal run: as unknown (spec §2.2).
+	default:
+		if eval.Status(row.Status).Terminal() {
+			g.refused = fmt.Sprintf("%d span(s) of run %s: the run has ended and its trajectory is sealed; spans must arrive before the run ends", len(g.spans), g.id)
+			return traces.SpanAttrMapping{}, nil
+		}
+		run, err := records.FromRow(row)
+		if err != nil {
+			return traces.SpanAttrMapping{}, err
+		}
+		return s.harnessMapping(ctx, p, run.Harness), nil
+	}
+	g.external = true
+	if _, err := s.o.Store.GetTrajectory(ctx, p.Workspace, g.id); err == nil {
+		g.refused = fmt.Sprintf("%d span(s) of trajectory %s: it is sealed (no span arrived for the idle window); send later spans under another svc.run_id", len(g.spans), g.id)
+	} else if !errors.Is(err, derrors.ErrNotFound) {
+		return traces.SpanAttrMapping{}, err
+	}
+	return traces.SpanAttrMapping{}, nil
+}
+
+// store keeps pending under the workspace's quota, in one transaction
+// with the usage it adds. Past the quota it stores nothing, lands the
+// throttled event (once per window) and returns a *ThrottledError.
+func (s *Service) store(ctx context.Context, p auth.Principal, now time.Time, pending []store.PendingSpan) error {
+	w := window(now)
+	st, err := settings(ctx, s.o.Store, p.Workspace)
+	if err != nil {
+		return err
+	}
+	if s.quota(st) == 0 {
+		// Unlimited: nothing to check, so no transaction for concurrent
+		// exports of the workspace to conflict on; the usage is a count
+		// for GET /workspace/trace-ingestion.
+		added, err := s.o.Store.AddPendingSpans(ctx, pending)
+		if err != nil {
+			return err
+		}
+		_, err = s.o.Store.AddTraceUsage(ctx, p.Workspace, w, int64(added))
+		return err
+	}
+	// The spans are added first, so that a retried export's spans (stored
+	// once) do not count against the quota; past it, the transaction rolls
+	// back and nothing is stored.
+	var throttled *ThrottledError
+	err = s.o.Store.Transact(ctx, func(tx store.Tx) error {
+		throttled = nil
+		st, err := settings(ctx, tx, p.Workspace)
+		if err != nil {
+			return err
+		}
+		added, err := tx.AddPendingSpans(ctx, pending)
+		if err != nil {
+			return err
+		}
+		if q := s.quota(st); q > 0 && added > 0 {
+			used, err := tx.GetTraceUsage(ctx, p.Workspace, w)
+			if err != nil {
+				return err
+			}
+			if used+int64(added) > q {
+				throttled = &ThrottledError{Quota: q, Used: used, Asked: int64(added), RetryAfter: w.Add(time.Hour).Sub(now)}
+				return errOverQuota
+			}
+		}
+		_, err = tx.AddTraceUsage(ctx, p.Workspace, w, int64(added))
+		return err
+	})
+	if err != nil && !errors.Is(err, errOverQuota) {
+		return err
+	}
+	if throttled == nil {
+		return nil
+	}
+	data, _ := json.Marshal(map[string]any{"quota": throttled.Quota, "used": throttled.Used, "asked": throttled.Asked,
+		"windowStart": w, "windowEnd": w.Add(time.Hour)})
+	if _, err := s.o.Store.AppendEvent(ctx, store.Event{
+		ID: ThrottledEvent + ":" + p.Workspace + ":" + w.Format("2006-01-02T15"), Workspace: p.Workspace, Type: ThrottledEvent,
+		Subject: "workspace:" + p.Workspace, Actor: p.Subject, Data: data,
+	}); err != nil {
+		// The refusal stands; only its record is missing.
+		s.o.Logger.WarnContext(ctx, "recording trace.ingestion_throttled", "workspace", p.Workspace, "error", err)
+	}
+	return throttled
+}
+
+// problemText joins problems for partial_success.error_message.
+func problemText(problems []string) string {
+	var b strings.Builder
+	for i, p := range problems {
+		if b.Len()+len(p) > maxProblemText {
+			fmt.Fprintf(&b, "; and %d more", len(problems)-i)
+			break
+		}
+		if i > 0 {
+			b.WriteString("; ")
+		}
+		b.WriteString(p)
+	}
+	return b.String()
+}
+
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return strings.ToValidUTF8(s[:n], "") + "…"
+}
