@@ -154,11 +154,8 @@ func (o ops) PutRun(ctx context.Context, r store.Run) (_ store.Run, err error) {
 			RETURNING created_at`,
 			r.Workspace, r.ID, r.Kind, r.Status, r.Audience, r.CreatedBy, r.ParentScorecardID, r.CaseID,
 			r.Trial, r.Canonical, r.Outcome, o.d.TimeArg(r.UpdatedAt), string(r.Doc)).Scan(&created)
-		if errors.Is(err, sql.ErrNoRows) {
-			return derrors.NotFoundf("run %q of workspace %q", r.ID, r.Workspace)
-		}
-		if err != nil {
-			return o.mapErr(err)
+		if err = o.found(err, "run %q of workspace %q", r.ID, r.Workspace); err != nil {
+			return err
 		}
 		r.CreatedAt = created.Time
 		return nil
@@ -176,11 +173,8 @@ func (o ops) GetRun(ctx context.Context, workspace, id string) (_ store.Run, err
 		return store.Run{}, err
 	}
 	r, err := scanRun(o.r.QueryRowContext(ctx, `SELECT `+runColumns+` FROM runs WHERE workspace = $1 AND id = $2`, workspace, id))
-	if errors.Is(err, sql.ErrNoRows) {
-		return store.Run{}, derrors.NotFoundf("run %q of workspace %q", id, workspace)
-	}
-	if err != nil {
-		return store.Run{}, o.mapErr(err)
+	if err = o.found(err, "run %q of workspace %q", id, workspace); err != nil {
+		return store.Run{}, err
 	}
 	return r, nil
 }

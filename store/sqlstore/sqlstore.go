@@ -239,3 +239,13 @@ func (o ops) mapErr(err error) error {
 	}
 	return err
 }
+
+// found maps the error of a read of one row: no row is a NotFound error
+// whose message (format and args) names what was looked for, any other
+// error is mapped as mapErr does, and nil stays nil.
+func (o ops) found(err error, format string, args ...any) error {
+	if errors.Is(err, sql.ErrNoRows) {
+		return derrors.NotFoundf(format, args...)
+	}
+	return o.mapErr(err)
+}
