@@ -196,17 +196,8 @@ func (a *Activities) dispatchFrom(ctx context.Context, run eval.Run, g grading, 
 		a.storeLogs(context.WithoutCancel(ctx), ref, tail)
 		return RunStatus{}, fmt.Errorf("run %s stopped with its activity (%v); the next attempt runs it again", run.ID, context.Cause(ctx))
 	}
-	result, runErr := traces.BuildResult(run, plan.Dispatch, jobOutput(res), perr, a.Host)
+	result, runErr := traces.BuildResult(run, plan.Dispatch, res, perr, a.Host)
 	return a.finish(context.WithoutCancel(ctx), run, result, runErr, tail...)
-}
-
-// jobOutput is what the driver reported, as traces.BuildResult reads it.
-func jobOutput(res drivers.Result) traces.JobOutput {
-	return traces.JobOutput{
-		ExitCode: res.ExitCode, Duration: res.Duration,
-		Stdout: res.Stdout, StdoutTail: res.StdoutTail, StderrTail: res.StderrTail, Trace: res.Trace,
-		TimedOut: res.TimedOut, Cancelled: res.Cancelled, OS: res.OS, Driver: res.Driver, Image: res.Image,
-	}
 }
 
 // cancelRequested reports whether ctx ended because the workflow asked
