@@ -36,7 +36,7 @@ type Options struct {
 	Sealer *secrets.Sealer
 	// Guard refuses webhook URLs aimed at private networks.
 	Guard *webhooks.Guard
-	// TenantRuns caps a workspace's runs per rolling BudgetWindow; 0 or
+	// TenantRuns caps a workspace's runs per rolling records.BudgetWindow; 0 or
 	// less is unlimited.
 	TenantRuns int
 	Now        func() time.Time
@@ -44,9 +44,6 @@ type Options struct {
 	// decided, with the request id; slog.Default() when nil.
 	Logger *slog.Logger
 }
-
-// BudgetWindow is the rolling window SVC_TENANT_RUNS counts runs in.
-const BudgetWindow = 24 * time.Hour
 
 // Service implements the run routes.
 type Service struct {

@@ -798,3 +798,46 @@ func queryWriter[T any](ctx context.Context, o ops, scan func(rowScanner) (T, er
 	o.r = o.w
 	return queryList(ctx, o, scan, query, args...)
 }
+
+// CountBatchRuns sums the progress totals of a workspace's batches
+// created since; see store.Runs. Read from the documents: a batch's total
+// never changes after its submit, and batches are few beside runs.
+func (o ops) CountBatchRuns(ctx context.Context, workspace string, since time.Time) (_ int, err error) {
+	defer derrors.Wrap(&err, "%s.CountBatchRuns(ctx, %q, %s)", o.kind, workspace, since.Format(time.RFC3339))
+	if err := required("workspace", workspace); err != nil {
+		return 0, err
+	}
+	if err := checkText(workspace); err != nil {
+		return 0, err
+	}
+	var n int64
+	if err := o.r.QueryRowContext(ctx,
+		`SELECT CAST(COALESCE(sum(`+o.d.JSONNumberSQL("doc", "progress", "total")+`), 0) AS bigint) FROM scorecards WHERE workspace = $1 AND created_at >= $2`,
+		workspace, o.d.TimeArg(since.UTC().Truncate(time.Microsecond))).Scan(&n); err != nil {
+		return 0, o.mapErr(err)
+	}
+	return int(n), nil
+}
+
+// WorkspaceUsage sums what a workspace spent since; see store.Runs. The
+// cost is read from the runs' documents (usage.costUsd) rather than from a
+// column of its own, so that no write of a run pays for it: the read is an
+// admin's, over one window of one workspace.
+func (o ops) WorkspaceUsage(ctx context.Context, workspace string, since time.Time) (_ store.Usage, err error) {
+	var u store.Usage
+	if u.Runs, err = o.CountRuns(ctx, workspace, since); err != nil {
+		return store.Usage{}, err
+	}
+	if u.BatchRuns, err = o.CountBatchRuns(ctx, workspace, since); err != nil {
+		return store.Usage{}, err
+	}
+	defer derrors.Wrap(&err, "%s.WorkspaceUsage(ctx, %q, %s)", o.kind, workspace, since.Format(time.RFC3339))
+	var cost sql.NullFloat64
+	if err := o.r.QueryRowContext(ctx,
+		`SELECT sum(`+o.d.JSONNumberSQL("doc", "usage", "costUsd")+`) FROM runs WHERE workspace = $1 AND created_at >= $2`,
+		workspace, o.d.TimeArg(since.UTC().Truncate(time.Microsecond))).Scan(&cost); err != nil {
+		return store.Usage{}, o.mapErr(err)
+	}
+	u.CostUSD = cost.Float64
+	return u, nil
+}

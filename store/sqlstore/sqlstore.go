@@ -42,6 +42,10 @@ type Dialect interface {
 	// seq inside a write transaction: a value greater than every seq drawn
 	// before, never drawn again.
 	RegistrySeqSQL() string
+	// JSONNumberSQL is an SQL expression for the number at path (field
+	// names, outermost first) of the JSON document in column col: NULL
+	// when absent.
+	JSONNumberSQL(col string, path ...string) string
 }
 
 // Copier is implemented by a Dialect that bulk-loads rows faster than
