@@ -78,7 +78,7 @@ func (a *Activities) place(ctx context.Context, run eval.Run, who auth.Principal
 	if err != nil {
 		return placement{}, err
 	}
-	return placement{driver: d.WithJobOptions(jo), remote: true}, nil
+	return placement{driver: a.admit(ctx, d.WithJobOptions(jo), run, spec, jo.MemoryMB), remote: true}, nil
 }
 
 // jobOptions are the resources a job declares: per field, the case's

@@ -54,6 +54,7 @@ type Tx interface {
 	Webhooks
 	Scorecards
 	Analyses
+	Slots
 }
 
 // Workspace is a tenant: the trust zone every record belongs to.
