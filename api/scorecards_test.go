@@ -768,3 +768,27 @@ func TestBatchBudget(t *testing.T) {
 		t.Errorf("workspace b's usage = %+v, want its own batch only", u)
 	}
 }
+
+// TestQueueBound: past SVC_SCHEDULER_QUEUE_MAX waiting case-trials and
+// runs, a submit is 429 RATE_LIMITED with Retry-After and creates nothing.
+func TestQueueBound(t *testing.T) {
+	orch := newFakeOrchestrator()
+	e := newEnv(t, withOrchestrator(orch), withConfig(func(c *config.Config) { c.SchedulerQueueMax = 5 }))
+	a := e.tenant(t, "queue")
+	e.registerBatchInputs(t, a)
+	submit := func(trials int) *apitest.Response {
+		return e.do(t, http.MethodPost, "/scorecards", fmt.Sprintf(`{"dataset":{"id":"ds","version":"latest"},"harness":{"id":"h","version":"latest"},"trials":%d}`, trials), bearer(a.key))
+	}
+	want(t, submit(2), http.StatusAccepted, "4 case-trials under a queue of 5")
+	res := submit(1)
+	want(t, res, http.StatusTooManyRequests, "2 more")
+	if ra := res.Header.Get("Retry-After"); ra != "30" {
+		t.Errorf("Retry-After = %q, want 30", ra)
+	}
+	if body := string(res.Body); !strings.Contains(body, "SVC_SCHEDULER_QUEUE_MAX") || !strings.Contains(body, "4 runs and case-trials waiting") {
+		t.Errorf("429 body %s: want what is waiting and the setting", body)
+	}
+	if n := len(orch.startedBatches()); n != 1 {
+		t.Errorf("%d batches started, want 1", n)
+	}
+}

@@ -42,3 +42,27 @@ func AdmitRuns(ctx context.Context, tx store.Tx, workspace string, now time.Time
 	}
 	return nil
 }
+
+// QueueRetryAfter is the Retry-After of a submit refused by the queue
+// bound: about the time a few cases take to leave the queue.
+const QueueRetryAfter = 30 * time.Second
+
+// AdmitQueue is the scheduler's queue bound at a submit that adds n runs
+// to the workspace's queue (a run, or a batch's case-trials): past max
+// waiting (limit 0 admits everything) it is ErrRateLimited, with
+// QueueRetryAfter, and nothing is created. Call it in the transaction that
+// creates the runs or the batch.
+func AdmitQueue(ctx context.Context, tx store.Tx, workspace string, max, n int) error {
+	if max <= 0 {
+		return nil
+	}
+	queued, err := tx.CountQueued(ctx, workspace)
+	if err != nil {
+		return err
+	}
+	if queued+n > max {
+		return derrors.RateLimitedf(QueueRetryAfter, "workspace %q has %d runs and case-trials waiting or running, and its queue holds %d (SVC_SCHEDULER_QUEUE_MAX), so %d more do not fit; retry when its batches have moved on, submit fewer cases, or ask an operator to raise the bound",
+			workspace, queued, max, n)
+	}
+	return nil
+}

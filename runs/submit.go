@@ -133,6 +133,9 @@ func (s *Service) Submit(ctx context.Context, p auth.Principal, req SubmitReques
 		if err := records.AdmitRuns(ctx, tx, p.Workspace, now, s.o.TenantRuns, 1); err != nil {
 			return err
 		}
+		if err := records.AdmitQueue(ctx, tx, p.Workspace, s.o.QueueMax, 1); err != nil {
+			return err
+		}
 		_, err := tx.CreateRun(ctx, row)
 		return err
 	})

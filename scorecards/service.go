@@ -36,7 +36,10 @@ type Options struct {
 	// TenantRuns caps a workspace's runs per rolling records.BudgetWindow,
 	// a batch's case-trials counted at its submit; 0 or less is unlimited.
 	TenantRuns int
-	Now        func() time.Time
+	// QueueMax bounds a workspace's waiting runs and case-trials
+	// (SVC_SCHEDULER_QUEUE_MAX); 0 or less is unbounded.
+	QueueMax int
+	Now      func() time.Time
 	// Logger records the writes that fail after the client's answer is
 	// decided (a step, a release), with the request id; slog.Default()
 	// when nil.

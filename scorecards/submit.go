@@ -352,6 +352,9 @@ func (s *Service) record(ctx context.Context, p auth.Principal, pl plan, source 
 		if admitted = records.AdmitRuns(ctx, tx, p.Workspace, now, s.o.TenantRuns, sc.Progress.Total); admitted != nil {
 			return admitted
 		}
+		if admitted = records.AdmitQueue(ctx, tx, p.Workspace, s.o.QueueMax, sc.Progress.Total); admitted != nil {
+			return admitted
+		}
 		_, err := tx.CreateScorecard(ctx, row)
 		return err
 	})

@@ -143,6 +143,12 @@ type Runs interface {
 	// budget admission of a run or a batch counts, in the transaction that
 	// creates it.
 	CountBatchRuns(ctx context.Context, workspace string, since time.Time) (int, error)
+	// CountQueued counts what the workspace has waiting to run: the
+	// case-trials its unfinished batches have not finished (a batch's
+	// progress total less its done, as the record last counted them) and
+	// its unfinished top-level runs. The scheduler's queue bound
+	// (SVC_SCHEDULER_QUEUE_MAX) reads it at a submit.
+	CountQueued(ctx context.Context, workspace string) (int, error)
 	// WorkspaceUsage is what the workspace spent since (at or after), as an
 	// admin reads it (GET /workspace/usage). Its cost reads every run of
 	// the window, so admissions do not call it.

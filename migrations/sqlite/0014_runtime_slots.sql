@@ -16,3 +16,9 @@ CREATE TABLE runtime_slots (
 	expires_at  TEXT NOT NULL,
 	PRIMARY KEY (workspace, runtime, holder)
 );
+
+-- The scheduler's queue bound counts a workspace's unfinished top-level
+-- runs at each submit (CountQueued): this index holds them, and only them,
+-- so that neither a batch's children nor finished runs are read.
+CREATE INDEX runs_toplevel_status_idx ON runs (workspace, status)
+	WHERE parent_scorecard_id = '';

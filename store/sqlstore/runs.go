@@ -841,3 +841,27 @@ func (o ops) WorkspaceUsage(ctx context.Context, workspace string, since time.Ti
 	u.CostUSD = cost.Float64
 	return u, nil
 }
+
+// CountQueued counts a workspace's unfinished work; see store.Runs.
+func (o ops) CountQueued(ctx context.Context, workspace string) (_ int, err error) {
+	defer derrors.Wrap(&err, "%s.CountQueued(ctx, %q)", o.kind, workspace)
+	if err := required("workspace", workspace); err != nil {
+		return 0, err
+	}
+	if err := checkText(workspace); err != nil {
+		return 0, err
+	}
+	var batched, runs int64
+	total, done := o.d.JSONNumberSQL("doc", "progress", "total"), o.d.JSONNumberSQL("doc", "progress", "done")
+	if err := o.r.QueryRowContext(ctx,
+		`SELECT CAST(COALESCE(sum(COALESCE(`+total+`, 0) - COALESCE(`+done+`, 0)), 0) AS bigint)
+		FROM scorecards WHERE workspace = $1 AND status IN ('queued', 'running')`, workspace).Scan(&batched); err != nil {
+		return 0, o.mapErr(err)
+	}
+	if err := o.r.QueryRowContext(ctx,
+		`SELECT count(*) FROM runs WHERE workspace = $1 AND parent_scorecard_id = '' AND status IN ('queued', 'running')`,
+		workspace).Scan(&runs); err != nil {
+		return 0, o.mapErr(err)
+	}
+	return int(batched + runs), nil
+}

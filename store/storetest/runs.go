@@ -377,6 +377,32 @@ var runCases = []Case{
 			t.Errorf("WorkspaceUsage without a workspace: %v, want ErrInvalid", err)
 		}
 	}},
+	{"runs/count_queued", func(t *testing.T, s store.Store) {
+		withProgress := func(b store.Scorecard, status string, total, done int) store.Scorecard {
+			b.Status = status
+			b.Doc = []byte(fmt.Sprintf(`{"id": %q, "status": %q, "progress": {"total": %d, "done": %d}}`, b.ID, status, total, done))
+			return b
+		}
+		createBatch(t, s, withProgress(batch("acme", "sc-1", t0), "running", 100, 40))
+		createBatch(t, s, withProgress(batch("acme", "sc-2", t0), "queued", 7, 0))
+		createBatch(t, s, withProgress(batch("acme", "sc-3", t0), "succeeded", 50, 50))
+		createBatch(t, s, withProgress(batch("globex", "sc-9", t0), "running", 1000, 0))
+		running := topRun("acme", "r2", t0)
+		running.Status = "running"
+		done := topRun("acme", "r3", t0)
+		done.Status = "succeeded"
+		for _, r := range []store.Run{topRun("acme", "r1", t0), running, done,
+			childRun("acme", "c1", "sc-1", "case-1", 0, true, t0)} {
+			createRun(t, s, r)
+		}
+		n, err := s.CountQueued(t.Context(), "acme")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n != 60+7+2 {
+			t.Errorf("CountQueued(acme) = %d, want 69 (60 and 7 case-trials of unfinished batches, 2 unfinished runs)", n)
+		}
+	}},
 	{"runs/one_canonical_run_per_scorecard_trial", func(t *testing.T, s store.Store) {
 		ctx := t.Context()
 		createRun(t, s, childRun("acme", "c1", "sc-1", "case-1", 0, true, t0))
