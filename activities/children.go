@@ -77,7 +77,7 @@ func (a *Activities) tallyChildren(ctx context.Context, ws, scorecardID string, 
 	t := batchTally{counts: records.NewRunCounts()}
 	allDispatch := true
 	err := records.EachChild(ctx, a.Store, ws, scorecardID, "", childReadPage, func() { heartbeat(ctx) }, func(r eval.Run) (bool, error) {
-		t.rows = append(t.rows, scoring.CaseRow(policy, r))
+		t.rows = append(t.rows, scoring.TallyRow(policy, r))
 		t.runIDs = append(t.runIDs, r.ID)
 		records.CountChild(&t.counts, r)
 		switch {

@@ -207,16 +207,7 @@ func (a *Activities) runItem(ctx context.Context, sc eval.Scorecard, item CaseIt
 		return "", err
 	}
 	if st.Status == string(eval.StatusFailed) {
-		// The step annotates the batch's timeline; the case's outcome is
-		// already stored, so a step that cannot be written is logged
-		// rather than failing (and rerunning) a chunk whose case finished.
-		r, err := a.loadRun(ctx, RunRef{Workspace: item.Workspace, RunID: id})
-		if err == nil && r.Error != nil {
-			err = a.step(ctx, item.ScorecardRef, "case:"+id, "case", "failed", r.Error.Message, item.CaseID)
-		}
-		if err != nil {
-			a.logStepError(ctx, item.ScorecardRef, id, err)
-		}
+		a.stepFailedCase(ctx, item, id)
 	}
 	if judged && st.Status == string(eval.StatusSucceeded) {
 		if err := a.JudgeCase(ctx, JudgeInput{CaseItem: item}); err != nil {

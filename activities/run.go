@@ -196,7 +196,7 @@ func (a *Activities) dispatchFrom(ctx context.Context, run eval.Run, g grading, 
 		a.storeLogs(context.WithoutCancel(ctx), ref, tail)
 		return RunStatus{}, fmt.Errorf("run %s stopped with its activity (%v); the next attempt runs it again", run.ID, context.Cause(ctx))
 	}
-	out := jobOutput(res)
+	out := res
 	if perr == nil {
 		// The spans the harness exported to the OTLP door are sealed with
 		// its SVC_TRACE_FILE events (traces.go).
@@ -213,15 +213,6 @@ func (a *Activities) dispatchFrom(ctx context.Context, run eval.Run, g grading, 
 	}
 	a.afterSeal(context.WithoutCancel(ctx), run, result)
 	return status, nil
-}
-
-// jobOutput is what the driver reported, as traces.BuildResult reads it.
-func jobOutput(res drivers.Result) traces.JobOutput {
-	return traces.JobOutput{
-		ExitCode: res.ExitCode, Duration: res.Duration,
-		Stdout: res.Stdout, StdoutTail: res.StdoutTail, StderrTail: res.StderrTail, Trace: res.Trace,
-		TimedOut: res.TimedOut, Cancelled: res.Cancelled, OS: res.OS, Driver: res.Driver, Image: res.Image,
-	}
 }
 
 // cancelRequested reports whether ctx ended because the workflow asked

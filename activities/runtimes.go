@@ -73,7 +73,8 @@ func (a *Activities) place(ctx context.Context, run eval.Run, who auth.Principal
 		if err != nil {
 			return placement{}, err
 		}
-		return placement{driver: d.WithJobOptions(k8s.JobOptions{CPUMillicores: jo.CPUMillicores, MemoryMB: jo.MemoryMB, GPU: jo.GPU}), remote: true}, nil
+		kd := d.WithJobOptions(k8s.JobOptions{CPUMillicores: jo.CPUMillicores, MemoryMB: jo.MemoryMB, GPU: jo.GPU})
+		return placement{driver: a.admit(ctx, kd, run, spec, jo.MemoryMB), remote: true}, nil
 	case spec.Kind != registry.RuntimeNomad:
 		return placement{}, caseErr("runtime %q is a %s runtime, which this worker does not run jobs on; use a local, nomad or k8s runtime", run.Runtime, spec.Kind)
 	}
@@ -89,7 +90,7 @@ func (a *Activities) place(ctx context.Context, run eval.Run, who auth.Principal
 	if err != nil {
 		return placement{}, err
 	}
-	return placement{driver: d.WithJobOptions(jo), remote: true}, nil
+	return placement{driver: a.admit(ctx, d.WithJobOptions(jo), run, spec, jo.MemoryMB), remote: true}, nil
 }
 
 // jobOptions are the resources a job declares: per field, the case's

@@ -130,16 +130,7 @@ func (a *Activities) RunCase(ctx context.Context, item CaseItem) (RunStatus, err
 		return st, err
 	}
 	if st.Status == string(eval.StatusFailed) {
-		// The step annotates the batch's timeline; the case's outcome is
-		// already stored, so a step that cannot be written is logged
-		// rather than failing (and retrying) a case that finished.
-		r, err := a.loadRun(ctx, RunRef{Workspace: item.Workspace, RunID: id})
-		if err == nil && r.Error != nil {
-			err = a.step(ctx, item.ScorecardRef, "case:"+id, "case", "failed", r.Error.Message, item.CaseID)
-		}
-		if err != nil {
-			a.logStepError(ctx, item.ScorecardRef, id, err)
-		}
+		a.stepFailedCase(ctx, item, id)
 	}
 	return st, nil
 }
@@ -217,4 +208,18 @@ func (a *Activities) createChild(ctx context.Context, sc eval.Scorecard, item Ca
 	fresh = running && created
 	run, err = records.FromRow(stored)
 	return run, fresh, err
+}
+
+// stepFailedCase lands the step of case item's failure (run id) on its
+// batch's timeline. The step annotates the timeline; the case's outcome is
+// already stored, so a step that cannot be written is logged rather than
+// failing (and rerunning) a case that finished.
+func (a *Activities) stepFailedCase(ctx context.Context, item CaseItem, id string) {
+	r, err := a.loadRun(ctx, RunRef{Workspace: item.Workspace, RunID: id})
+	if err == nil && r.Error != nil {
+		err = a.step(ctx, item.ScorecardRef, "case:"+id, "case", "failed", r.Error.Message, item.CaseID)
+	}
+	if err != nil {
+		a.logStepError(ctx, item.ScorecardRef, id, err)
+	}
 }

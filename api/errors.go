@@ -295,6 +295,9 @@ func (s *Server) handleError(err error, c echo.Context) {
 		}
 		s.logger.LogAttrs(ctx, slog.LevelError, "request failed", attrs...)
 	}
+	if after, ok := derrors.RetryAfter(err); ok && status == http.StatusTooManyRequests && c.Response().Header().Get("Retry-After") == "" {
+		c.Response().Header().Set("Retry-After", strconv.Itoa(max(1, int(after.Seconds()))))
+	}
 	if status == http.StatusUnauthorized && c.Response().Header().Get(echo.HeaderWWWAuthenticate) == "" {
 		// RFC 9110 §11.6.1: a 401 must say which scheme would work.
 		c.Response().Header().Set(echo.HeaderWWWAuthenticate, `Bearer realm="svc"`)

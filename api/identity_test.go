@@ -157,7 +157,7 @@ func want(t testing.TB, res *apitest.Response, status int, what string) {
 
 func codeFor(status int) string {
 	return map[int]string{400: api.CodeBadRequest, 401: api.CodeUnauthenticated, 403: api.CodeForbidden,
-		404: api.CodeNotFound, 409: api.CodeConflict, 429: api.CodeRateLimited}[status]
+		404: api.CodeNotFound, 409: api.CodeConflict, 402: api.CodeBudgetExceeded, 429: api.CodeRateLimited}[status]
 }
 
 // decode decodes a response body strictly into a fresh T.

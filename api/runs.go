@@ -32,6 +32,7 @@ func (s *Server) runRoutes() []Route {
 		{Method: http.MethodPost, Path: "/notifications/read", Action: auth.Authenticated, Summary: "Mark my notifications read", Handler: s.readNotifications},
 		{Method: http.MethodGet, Path: "/workspace/webhook-secret", Action: auth.SettingsWrite, Summary: "Read the webhook signing secret", Handler: s.getWebhookSecret},
 		{Method: http.MethodPost, Path: "/workspace/webhook-secret/rotate", Action: auth.SettingsWrite, Summary: "Rotate the webhook signing secret", Handler: s.rotateWebhookSecret},
+		{Method: http.MethodGet, Path: "/workspace/usage", Action: auth.SettingsWrite, Summary: "Read what the workspace spent and what is left of its budget", Handler: s.getUsage},
 	}
 }
 
@@ -208,6 +209,14 @@ func (s *Server) getWebhookSecret(c echo.Context) error {
 		return err
 	}
 	return c.JSON(http.StatusOK, ws)
+}
+
+func (s *Server) getUsage(c echo.Context) error {
+	u, err := s.runs.Usage(c.Request().Context(), principal(c), clip(c.QueryParam("window")))
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, u)
 }
 
 func (s *Server) rotateWebhookSecret(c echo.Context) error {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"slices"
 	"strings"
@@ -14,12 +15,15 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"svc/api"
+	"svc/api/apitest"
+	"svc/config"
 	"svc/derrors"
 	"svc/eval"
 	"svc/flows"
 	"svc/manifest"
 	"svc/records"
 	"svc/registry"
+	"svc/runs"
 	"svc/scorecards"
 	"svc/scoring"
 	"svc/store"
@@ -706,4 +710,85 @@ func TestVerifyManifest(t *testing.T) {
 		t.Errorf("no manifest: %+v, want one unverifiable facet", got)
 	}
 	want(t, e.do(t, http.MethodPost, "/scorecards/sc_nope/verify-manifest", "", bearer(a.key)), http.StatusNotFound, "verify an unknown batch")
+}
+
+// TestBatchBudget: a batch spends the workspace's SVC_TENANT_RUNS budget
+// with its case-trials at its submit, and one that does not fit is 402
+// and creates nothing; runs and batches count against the same budget,
+// per workspace.
+func TestBatchBudget(t *testing.T) {
+	orch := newFakeOrchestrator()
+	e := newEnv(t, withOrchestrator(orch), withConfig(func(c *config.Config) { c.TenantRuns = 5 }))
+	a, b := e.tenant(t, "budget-a"), e.tenant(t, "budget-b")
+	e.registerBatchInputs(t, a)
+	e.registerBatchInputs(t, b)
+	submit := func(tn tenant, trials int) *apitest.Response {
+		return e.do(t, http.MethodPost, "/scorecards", fmt.Sprintf(`{"dataset":{"id":"ds","version":"latest"},"harness":{"id":"h","version":"latest"},"trials":%d}`, trials), bearer(tn.key))
+	}
+	want(t, submit(a, 2), http.StatusAccepted, "a batch of 4 case-trials under a budget of 5")
+	res := submit(a, 1)
+	want(t, res, http.StatusPaymentRequired, "a batch of 2 more")
+	body := string(res.Body)
+	for _, s := range []string{"BUDGET_EXCEEDED", "SVC_TENANT_RUNS", "4 runs"} {
+		if !strings.Contains(body, s) {
+			t.Errorf("402 body %s: want %q in it", body, s)
+		}
+	}
+	res = e.do(t, http.MethodPost, "/groups", `{"dataset":{"id":"ds","version":"latest"},"harness":{"id":"h","version":"latest"}}`, bearer(a.key))
+	want(t, res, http.StatusPaymentRequired, "a group of 2 more")
+	if n := len(orch.startedBatches()); n != 1 {
+		t.Errorf("%d batches started, want 1 (the refused ones create nothing)", n)
+	}
+	// Another workspace's budget is its own.
+	want(t, submit(b, 2), http.StatusAccepted, "workspace b's first batch")
+
+	// What a workspace spent: its batches' case-trials, its runs, and the
+	// cost its finished runs reported.
+	now := e.clock.Now()
+	row, err := records.Row(eval.Run{ID: "run_costed", Tenant: a.ws, Kind: eval.KindEval, Status: eval.StatusSucceeded,
+		CaseID: "a", CreatedAt: now, UpdatedAt: now, Usage: &eval.Usage{CostUSD: 0.25, InputTokens: 10}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.store.CreateRun(t.Context(), row); err != nil {
+		t.Fatal(err)
+	}
+	for _, window := range []string{"", "?window=24h", "?window=all"} {
+		res = e.do(t, http.MethodGet, "/workspace/usage"+window, "", bearer(a.key))
+		want(t, res, http.StatusOK, "GET /workspace/usage"+window)
+		u := decode[runs.WorkspaceUsage](t, res)
+		if u.Runs != 1 || u.BatchRuns != 4 || u.Used != 5 || u.CostUSD != 0.25 || u.Budget != 5 || u.Remaining == nil || *u.Remaining != 0 {
+			t.Errorf("GET /workspace/usage%s = %+v (remaining %v), want 1 run, 4 batch runs, 5 used, $0.25, budget 5, 0 left", window, u, u.Remaining)
+		}
+	}
+	want(t, e.do(t, http.MethodGet, "/workspace/usage?window=1y", "", bearer(a.key)), http.StatusBadRequest, "an unknown window")
+	res = e.do(t, http.MethodGet, "/workspace/usage", "", bearer(b.key))
+	want(t, res, http.StatusOK, "workspace b's usage")
+	if u := decode[runs.WorkspaceUsage](t, res); u.Used != 4 || u.CostUSD != 0 {
+		t.Errorf("workspace b's usage = %+v, want its own batch only", u)
+	}
+}
+
+// TestQueueBound: past SVC_SCHEDULER_QUEUE_MAX waiting case-trials and
+// runs, a submit is 429 RATE_LIMITED with Retry-After and creates nothing.
+func TestQueueBound(t *testing.T) {
+	orch := newFakeOrchestrator()
+	e := newEnv(t, withOrchestrator(orch), withConfig(func(c *config.Config) { c.SchedulerQueueMax = 5 }))
+	a := e.tenant(t, "queue")
+	e.registerBatchInputs(t, a)
+	submit := func(trials int) *apitest.Response {
+		return e.do(t, http.MethodPost, "/scorecards", fmt.Sprintf(`{"dataset":{"id":"ds","version":"latest"},"harness":{"id":"h","version":"latest"},"trials":%d}`, trials), bearer(a.key))
+	}
+	want(t, submit(2), http.StatusAccepted, "4 case-trials under a queue of 5")
+	res := submit(1)
+	want(t, res, http.StatusTooManyRequests, "2 more")
+	if ra := res.Header.Get("Retry-After"); ra != "30" {
+		t.Errorf("Retry-After = %q, want 30", ra)
+	}
+	if body := string(res.Body); !strings.Contains(body, "SVC_SCHEDULER_QUEUE_MAX") || !strings.Contains(body, "4 runs and case-trials waiting") {
+		t.Errorf("429 body %s: want what is waiting and the setting", body)
+	}
+	if n := len(orch.startedBatches()); n != 1 {
+		t.Errorf("%d batches started, want 1", n)
+	}
 }

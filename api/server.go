@@ -156,9 +156,9 @@ func NewServer(o Options) (*Server, error) {
 	}
 	s.runs = runs.New(runs.Options{
 		Store: o.Store, Registries: s.registries, Starter: o.Starter, Sealer: sealer,
-		Guard: guard, TenantRuns: o.Config.TenantRuns, Now: s.now, Logger: s.logger,
+		Guard: guard, TenantRuns: o.Config.TenantRuns, QueueMax: o.Config.SchedulerQueueMax, Now: s.now, Logger: s.logger,
 	})
-	s.scorecards = scorecards.New(scorecards.Options{Store: o.Store, Registries: s.registries, Orchestrator: o.Orchestrator, Now: s.now, Logger: s.logger})
+	s.scorecards = scorecards.New(scorecards.Options{Store: o.Store, Registries: s.registries, Orchestrator: o.Orchestrator, TenantRuns: o.Config.TenantRuns, QueueMax: o.Config.SchedulerQueueMax, Now: s.now, Logger: s.logger})
 	s.identity = identity.New(identity.Options{Store: o.Store, Now: s.now})
 	s.traceIngest = traceingest.New(traceingest.Options{Store: o.Store, Registries: s.registries,
 		MaxEventsPerHour: int64(o.Config.IngestMaxEventsPerHour), RetentionDays: o.Config.TrajectoryRetentionDays,

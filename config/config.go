@@ -39,6 +39,9 @@ type Config struct {
 	// TenantRuns caps the runs a workspace may submit in a rolling 24 hours
 	// (POST /runs); 0 means unlimited.
 	TenantRuns int
+	// SchedulerQueueMax bounds the runs and case-trials a workspace may
+	// have waiting or running; a submit past it is 429. 0 is unbounded.
+	SchedulerQueueMax int
 	// WebhookAllow lists private destinations webhooks may reach anyway.
 	WebhookAllow string
 	// WebhookAttempts bounds delivery attempts of one webhook.
@@ -189,8 +192,10 @@ var Settings = []Setting{
 		}},
 	{Flag: "public-url", Env: "SVC_PUBLIC_URL", Default: "", Usage: "external base URL of the API (for OAuth metadata and links); derived from the request when empty",
 		set: str(func(c *Config) *string { return &c.PublicURL })},
-	{Flag: "tenant-runs", Env: "SVC_TENANT_RUNS", Default: "0", Usage: "runs a workspace may submit per rolling 24 hours before POST /runs answers 402; 0 is unlimited",
+	{Flag: "tenant-runs", Env: "SVC_TENANT_RUNS", Default: "0", Usage: "runs a workspace may submit per rolling 24 hours (top-level runs and the case-trials of batches) before a submit answers 402; 0 is unlimited",
 		set: integer(func(c *Config) *int { return &c.TenantRuns })},
+	{Flag: "scheduler-queue-max", Env: "SVC_SCHEDULER_QUEUE_MAX", Default: "1000000", Usage: "runs and case-trials a workspace may have waiting or running before a submit answers 429; 0 is unbounded",
+		set: integer(func(c *Config) *int { return &c.SchedulerQueueMax })},
 	{Flag: "webhook-allow", Env: "SVC_WEBHOOK_ALLOW", Default: "", Usage: "comma-separated CIDRs, addresses or host names that webhooks may reach although private, loopback or link-local",
 		set: str(func(c *Config) *string { return &c.WebhookAllow })},
 	{Flag: "webhook-attempts", Env: "SVC_WEBHOOK_ATTEMPTS", Default: "8", Usage: "delivery attempts of one webhook, with exponential backoff from 1s to 5m",

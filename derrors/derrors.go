@@ -6,6 +6,7 @@ package derrors
 import (
 	"errors"
 	"fmt"
+	"time"
 )
 
 var (
@@ -89,3 +90,28 @@ func (e *Public) Unwrap() error { return e.Kind }
 func Unavailablef(format string, args ...any) error {
 	return &Public{Kind: ErrUnavailable, Msg: fmt.Sprintf(format, args...)}
 }
+
+// RateLimitedf returns an ErrRateLimited error with the formatted message
+// that tells the caller to try again after after (the API's Retry-After).
+func RateLimitedf(after time.Duration, format string, args ...any) error {
+	return &retryAfter{err: fmt.Errorf("%w: "+format, append([]any{ErrRateLimited}, args...)...), after: after}
+}
+
+// RetryAfter returns when a rate-limited err says to try again, if it
+// says.
+func RetryAfter(err error) (time.Duration, bool) {
+	var r *retryAfter
+	if errors.As(err, &r) {
+		return r.after, true
+	}
+	return 0, false
+}
+
+// retryAfter is an error that says when to try again.
+type retryAfter struct {
+	err   error
+	after time.Duration
+}
+
+func (e *retryAfter) Error() string { return e.err.Error() }
+func (e *retryAfter) Unwrap() error { return e.err }

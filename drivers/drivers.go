@@ -8,6 +8,8 @@ package drivers
 import (
 	"context"
 	"time"
+
+	"svc/traces"
 )
 
 // Job is one case of a process harness to run (the harness contract of
@@ -58,29 +60,10 @@ type Job struct {
 	Log func(stream string, data []byte)
 }
 
-// Result is what a finished job left.
-type Result struct {
-	ExitCode int // -1 when killed by a signal
-	Duration time.Duration
-	// Stdout is the whole standard output up to MaxOutput bytes (the final
-	// answer of the harness); StdoutTail and StderrTail are the last
-	// TailBytes of each.
-	Stdout     string
-	StdoutTail string
-	StderrTail string
-	// Trace is the content of the file named by SVC_TRACE_FILE (TraceEvent
-	// JSON lines), up to MaxOutput bytes.
-	Trace []byte
-	// TimedOut is set when Timeout ended the job; Cancelled when ctx did.
-	TimedOut  bool
-	Cancelled bool
-	// OS is the operating system the job ran on (runtime.GOOS for local).
-	OS string
-	// Driver names the driver: local, docker, nomad, k8s.
-	Driver string
-	// Image is the image the job ran in, if any.
-	Image string
-}
+// Result is what a finished job left. It is traces.JobOutput, the input
+// of a case result, so that what a driver reports reaches the result
+// without a copy that could forget a field.
+type Result = traces.JobOutput
 
 // Output caps.
 const (

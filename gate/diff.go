@@ -139,7 +139,7 @@ func readSide(name string, sc *eval.Scorecard) *side {
 			c.passes++
 		}
 		c.critical = c.critical || row.Critical
-		for metric, score := range rowOutcomes(row) {
+		for metric, score := range scoring.Outcomes(row) {
 			if scoring.IsSkip(score) || math.IsNaN(score.Value) || math.IsInf(score.Value, 0) {
 				continue // as Summarize: a skip measures nothing
 			}
@@ -159,19 +159,6 @@ func readSide(name string, sc *eval.Scorecard) *side {
 		}
 	}
 	return s
-}
-
-// rowOutcomes is a row's score per metric, the last of a metric winning,
-// from Scores when the row carries no Outcomes (as scoring.Summarize).
-func rowOutcomes(row eval.CaseRow) map[string]eval.Score {
-	if row.Outcomes != nil || len(row.Scores) == 0 {
-		return row.Outcomes
-	}
-	m := make(map[string]eval.Score, len(row.Scores))
-	for _, s := range row.Scores {
-		m[s.Metric] = s
-	}
-	return m
 }
 
 // unresolvable reports whether the side's stamped policy cannot be restored.

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"slices"
 
+	jsoniter "github.com/json-iterator/go"
+
 	"svc/eval"
 	"svc/store"
 )
@@ -133,6 +135,55 @@ func LoadSelection(ctx context.Context, st SelectionReader, sc eval.Scorecard, r
 		return Selection{}, fmt.Errorf("the stored selection of scorecard %s does not decode: %w", row.ID, err)
 	}
 	return s, nil
+}
+
+// LoadSelectionOf reads what LoadSelection does, restricted to caseIDs as
+// Only restricts it: the manifest digests of those cases, and no case ids.
+// A stored selection is scanned rather than decoded, keeping only those
+// cases' entries: at 100,000 cases decoding it whole costs about 50 MB and
+// a third of a second, for a detail page that shows 1,000 digests.
+func LoadSelectionOf(ctx context.Context, st SelectionReader, sc eval.Scorecard, row store.Scorecard, caseIDs []string) (Selection, error) {
+	if !row.HasSelection {
+		return SelectionOf(sc).Only(caseIDs), nil
+	}
+	doc, err := st.GetScorecardSelection(ctx, row.Workspace, row.ID)
+	if err != nil {
+		return Selection{}, err
+	}
+	want := make(map[string]bool, len(caseIDs))
+	for _, id := range caseIDs {
+		want[id] = true
+	}
+	var out Selection
+	it := jsoniter.ConfigCompatibleWithStandardLibrary.BorrowIterator(doc)
+	defer jsoniter.ConfigCompatibleWithStandardLibrary.ReturnIterator(it)
+	pick := func() map[string]string {
+		m := make(map[string]string, len(caseIDs))
+		it.ReadMapCB(func(it *jsoniter.Iterator, id string) bool {
+			if want[id] {
+				m[id] = it.ReadString()
+			} else {
+				it.Skip()
+			}
+			return true
+		})
+		return m
+	}
+	it.ReadObjectCB(func(it *jsoniter.Iterator, field string) bool {
+		switch field {
+		case "cases":
+			out.Cases = pick()
+		case "gradingCases":
+			out.GradingCases = pick()
+		default:
+			it.Skip()
+		}
+		return true
+	})
+	if it.Error != nil {
+		return Selection{}, fmt.Errorf("the stored selection of scorecard %s does not decode: %w", row.ID, it.Error)
+	}
+	return out, nil
 }
 
 // LoadScorecardFull reads a batch's record with its selection attached.

@@ -152,3 +152,50 @@ func TestSelectionOnly(t *testing.T) {
 		t.Errorf("Only (-want +got):\n%s", diff)
 	}
 }
+
+// TestLoadSelectionOf: the scanned page of a stored selection equals the
+// decoded selection restricted with Only, including ids that need JSON
+// escapes, and an undecodable stored selection is an error.
+func TestLoadSelectionOf(t *testing.T) {
+	ctx := t.Context()
+	st := sqlitetest.New(t)
+	sc := selectedBatch(time.Date(2026, 11, 23, 8, 0, 0, 0, time.UTC))
+	odd := "c \"quoted\" <é>\u2028"
+	sc.Manifest.Cases[odd], sc.Manifest.GradingCases[odd] = "sha256:5", "sha256:6"
+	sc.Orchestration.CaseIDs = append(sc.Orchestration.CaseIDs, odd)
+	row, err := records.ScorecardRow(sc, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if row, err = st.CreateScorecard(ctx, row); err != nil {
+		t.Fatal(err)
+	}
+	light, row, err := records.LoadScorecard(ctx, st, "acme", "sc_1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	full, err := records.LoadSelection(ctx, st, light, row)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ids := range [][]string{{"b", odd, "zz"}, {}, {"a", "b", odd}} {
+		got, err := records.LoadSelectionOf(ctx, st, light, row, ids)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(full.Only(ids), got); diff != "" {
+			t.Errorf("LoadSelectionOf(%q) (-want +got):\n%s", ids, diff)
+		}
+	}
+	bad := &brokenSelection{Store: st}
+	if _, err := records.LoadSelectionOf(ctx, bad, light, row, []string{"a"}); err == nil {
+		t.Errorf("LoadSelectionOf of a broken stored selection: no error")
+	}
+}
+
+// brokenSelection answers a stored selection that does not decode.
+type brokenSelection struct{ store.Store }
+
+func (brokenSelection) GetScorecardSelection(context.Context, string, string) ([]byte, error) {
+	return []byte(`{"cases":{"a":"sha256:1",`), nil
+}

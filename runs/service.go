@@ -36,17 +36,17 @@ type Options struct {
 	Sealer *secrets.Sealer
 	// Guard refuses webhook URLs aimed at private networks.
 	Guard *webhooks.Guard
-	// TenantRuns caps a workspace's runs per rolling BudgetWindow; 0 or
+	// TenantRuns caps a workspace's runs per rolling records.BudgetWindow; 0 or
 	// less is unlimited.
 	TenantRuns int
-	Now        func() time.Time
+	// QueueMax bounds a workspace's waiting runs and case-trials
+	// (SVC_SCHEDULER_QUEUE_MAX); 0 or less is unbounded.
+	QueueMax int
+	Now      func() time.Time
 	// Logger records the writes that fail after the client's answer is
 	// decided, with the request id; slog.Default() when nil.
 	Logger *slog.Logger
 }
-
-// BudgetWindow is the rolling window SVC_TENANT_RUNS counts runs in.
-const BudgetWindow = 24 * time.Hour
 
 // Service implements the run routes.
 type Service struct {

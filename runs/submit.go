@@ -127,15 +127,11 @@ func (s *Service) Submit(ctx context.Context, p auth.Principal, req SubmitReques
 		return eval.Run{}, err
 	}
 	err = s.transact(ctx, func(tx store.Tx) error {
-		if s.o.TenantRuns > 0 {
-			n, err := tx.CountRuns(ctx, p.Workspace, now.Add(-BudgetWindow))
-			if err != nil {
-				return err
-			}
-			if n >= s.o.TenantRuns {
-				return fmt.Errorf("%w: workspace %q has submitted %d runs in the last 24 hours, its budget (SVC_TENANT_RUNS=%d); wait for older runs to leave the window or ask an operator to raise the limit",
-					derrors.ErrBudgetExceeded, p.Workspace, n, s.o.TenantRuns)
-			}
+		if err := records.AdmitRuns(ctx, tx, p.Workspace, now, s.o.TenantRuns, 1); err != nil {
+			return err
+		}
+		if err := records.AdmitQueue(ctx, tx, p.Workspace, s.o.QueueMax, 1); err != nil {
+			return err
 		}
 		_, err := tx.CreateRun(ctx, row)
 		return err

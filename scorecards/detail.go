@@ -440,13 +440,24 @@ func (d *batchDetail) selection(ctx context.Context, st store.Store) (records.Se
 // selection: the manifest digests of the page's own cases, and no case
 // ids (the page's rows name them).
 func pageSelection(sc *eval.Scorecard, sel records.Selection) {
+	attachPage(sc, sel.Only(pageCaseIDs(*sc)))
+}
+
+// pageCaseIDs are the ids of the cases of sc's table, a page of it.
+func pageCaseIDs(sc eval.Scorecard) []string {
 	ids := make([]string, 0, len(sc.Scorecard))
 	for i, r := range sc.Scorecard {
 		if i == 0 || r.CaseID != sc.Scorecard[i-1].CaseID {
 			ids = append(ids, r.CaseID)
 		}
 	}
-	sel.Only(ids).Attach(sc)
+	return ids
+}
+
+// attachPage attaches a page's selection (its cases' digests, from Only)
+// to sc, and takes the case ids away.
+func attachPage(sc *eval.Scorecard, sel records.Selection) {
+	sel.Attach(sc)
 	if sc.Orchestration != nil && sc.Orchestration.CaseIDs != nil {
 		o := *sc.Orchestration
 		o.CaseIDs = nil

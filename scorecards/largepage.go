@@ -72,11 +72,11 @@ func (s *Service) largePage(ctx context.Context, rec eval.Scorecard, row store.S
 	sc.Orchestration, sc.Manifest = rec.Orchestration, rec.Manifest // as stored; lightView trimmed them
 	sc.Scorecard, sc.CaseRuns = rows, caseRuns
 	page.Total = sc.Progress.Running + sc.Progress.Done
-	sel, err := records.LoadSelection(ctx, s.o.Store, rec, row)
+	sel, err := records.LoadSelectionOf(ctx, s.o.Store, rec, row, pageCaseIDs(sc))
 	if err != nil {
 		return eval.Scorecard{}, nil, err
 	}
-	pageSelection(&sc, sel)
+	attachPage(&sc, sel)
 	return sc, page, nil
 }
 

@@ -33,7 +33,13 @@ type Options struct {
 	// Orchestrator is nil when no Temporal is configured: submits answer
 	// 503 and the driver-ops routes 404.
 	Orchestrator Orchestrator
-	Now          func() time.Time
+	// TenantRuns caps a workspace's runs per rolling records.BudgetWindow,
+	// a batch's case-trials counted at its submit; 0 or less is unlimited.
+	TenantRuns int
+	// QueueMax bounds a workspace's waiting runs and case-trials
+	// (SVC_SCHEDULER_QUEUE_MAX); 0 or less is unbounded.
+	QueueMax int
+	Now      func() time.Time
 	// Logger records the writes that fail after the client's answer is
 	// decided (a step, a release), with the request id; slog.Default()
 	// when nil.

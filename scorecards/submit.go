@@ -342,7 +342,23 @@ func (s *Service) record(ctx context.Context, p auth.Principal, pl plan, source 
 	if err != nil {
 		return eval.Scorecard{}, err
 	}
-	if _, err := s.o.Store.CreateScorecard(ctx, row); err != nil {
+	// The batch spends the workspace's budget as its case-trials would as
+	// runs, all at its submit: admitted whole or not created.
+	var admitted error
+	err = s.o.Store.Transact(ctx, func(tx store.Tx) error {
+		if admitted = records.AdmitRuns(ctx, tx, p.Workspace, now, s.o.TenantRuns, sc.Progress.Total); admitted != nil {
+			return admitted
+		}
+		if admitted = records.AdmitQueue(ctx, tx, p.Workspace, s.o.QueueMax, sc.Progress.Total); admitted != nil {
+			return admitted
+		}
+		_, err := tx.CreateScorecard(ctx, row)
+		return err
+	})
+	if admitted != nil {
+		return eval.Scorecard{}, admitted
+	}
+	if err != nil {
 		return eval.Scorecard{}, err
 	}
 	steps := []store.ScorecardStep{{Workspace: sc.Tenant, ScorecardID: sc.ID, Key: "submit",

@@ -49,7 +49,7 @@ func Summarize(rows []eval.CaseRow) map[string]eval.MetricSummary {
 		case VerdictFail, VerdictError:
 			decided++
 		}
-		for metric, s := range outcomes(row) {
+		for metric, s := range Outcomes(row) {
 			a := accs[metric]
 			if a == nil {
 				a = &acc{}
@@ -106,9 +106,9 @@ func numeric(values []float64) bool {
 
 func ptr(f float64) *float64 { return &f }
 
-// outcomes returns a row's scores by metric, the last one of a metric
+// Outcomes returns a row's scores by metric, the last one of a metric
 // winning; from Scores when the row carries no Outcomes.
-func outcomes(row eval.CaseRow) map[string]eval.Score {
+func Outcomes(row eval.CaseRow) map[string]eval.Score {
 	if row.Outcomes != nil || len(row.Scores) == 0 {
 		return row.Outcomes
 	}

@@ -138,6 +138,33 @@ type Runs interface {
 	// created at or after since: the budget admission reads it in the
 	// same transaction as CreateRun.
 	CountRuns(ctx context.Context, workspace string, since time.Time) (int, error)
+	// CountBatchRuns sums the case-trials of the workspace's batches
+	// created at or after since (Usage.BatchRuns): with CountRuns, what the
+	// budget admission of a run or a batch counts, in the transaction that
+	// creates it.
+	CountBatchRuns(ctx context.Context, workspace string, since time.Time) (int, error)
+	// CountQueued counts what the workspace has waiting to run: the
+	// case-trials its unfinished batches have not finished (a batch's
+	// progress total less its done, as the record last counted them) and
+	// its unfinished top-level runs. The scheduler's queue bound
+	// (SVC_SCHEDULER_QUEUE_MAX) reads it at a submit.
+	CountQueued(ctx context.Context, workspace string) (int, error)
+	// WorkspaceUsage is what the workspace spent since (at or after), as an
+	// admin reads it (GET /workspace/usage). Its cost reads every run of
+	// the window, so admissions do not call it.
+	WorkspaceUsage(ctx context.Context, workspace string, since time.Time) (Usage, error)
+}
+
+// Usage is what a workspace spent in a window.
+type Usage struct {
+	// Runs counts its top-level runs; BatchRuns the case-trials of its
+	// batches (scorecards, experiments, groups), counted at their submit
+	// (every case-trial a batch admitted, whether it has run yet or not).
+	Runs      int `json:"runs"`
+	BatchRuns int `json:"batchRuns"`
+	// CostUSD sums the usage.costUsd its runs reported when they finished,
+	// a batch's child runs included.
+	CostUSD float64 `json:"costUsd"`
 }
 
 // RunLog is one chunk of a run's stdout or stderr, in order of Seq within

@@ -55,6 +55,7 @@ type Tx interface {
 	Scorecards
 	Analyses
 	TraceIngest
+	Slots
 }
 
 // Workspace is a tenant: the trust zone every record belongs to.

@@ -27,23 +27,30 @@ type Dispatch struct {
 	Ungraded bool
 }
 
-// JobOutput is what a job left, as a driver reports it (the fields of
-// drivers.Result a result is built from; this package imports no driver).
+// JobOutput is what a finished job left, as a driver reports it
+// (drivers.Result is this type; this package imports no driver).
 type JobOutput struct {
 	ExitCode int // -1 when killed by a signal
 	Duration time.Duration
-	// Stdout is the whole standard output (the final answer);
-	// StdoutTail and StderrTail are the last bytes of each.
+	// Stdout is the whole standard output up to the driver's cap (the
+	// final answer of the harness); StdoutTail and StderrTail are the last
+	// bytes of each.
 	Stdout     string
 	StdoutTail string
 	StderrTail string
-	// Trace is the content of the file named by SVC_TRACE_FILE.
-	Trace     []byte
+	// Trace is the content of the file named by SVC_TRACE_FILE (TraceEvent
+	// JSON lines), up to the driver's cap.
+	Trace []byte
+	// TimedOut is set when the job's timeout ended it; Cancelled when its
+	// caller did.
 	TimedOut  bool
 	Cancelled bool
-	OS        string
-	Driver    string
-	Image     string
+	// OS is the operating system the job ran on (runtime.GOOS for local).
+	OS string
+	// Driver names the driver: local, docker, nomad, k8s.
+	Driver string
+	// Image is the image the job ran in, if any.
+	Image string
 }
 
 // BuildResult turns what the job left into the CaseResult of spec §2.7

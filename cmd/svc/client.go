@@ -113,6 +113,26 @@ func (f *clientFlags) client(getenv func(string) string) (*apiClient, error) {
 	}, nil
 }
 
+// tableClient checks a command's --format, then builds its client: the
+// start of every command that prints records.
+func (f *clientFlags) tableClient(getenv func(string) string, format string) (*apiClient, error) {
+	if err := checkFormat(format); err != nil {
+		return nil, err
+	}
+	return f.client(getenv)
+}
+
+// oneArg parses the command line of a command that takes one argument
+// (what names it in the usage error), then builds its client.
+func (f *clientFlags) oneArg(fs *flag.FlagSet, args []string, what string, getenv func(string) string) (string, *apiClient, error) {
+	arg, err := parseOne(fs, args, what)
+	if err != nil {
+		return "", nil, err
+	}
+	c, err := f.client(getenv)
+	return arg, c, err
+}
+
 // apiClient sends requests to the svc API.
 type apiClient struct {
 	base      string

@@ -495,10 +495,7 @@ func runRegistryList(ctx context.Context, x *cli, name, synopsis, collection str
 	if err := parseNone(fs, args); err != nil {
 		return 0, err
 	}
-	if err := checkFormat(*format); err != nil {
-		return 0, err
-	}
-	c, err := cf.client(x.getenv)
+	c, err := cf.tableClient(x.getenv, *format)
 	if err != nil {
 		return 0, err
 	}

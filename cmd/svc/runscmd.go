@@ -58,11 +58,7 @@ func runRunsLogs(ctx context.Context, x *cli, args []string) (int, error) {
 	cf.register(fs, x.getenv)
 	follow := fs.Bool("follow", false, "keep reading until the run is over")
 	asJSON := fs.Bool("json", false, "print each page the service answers as a line of JSON")
-	arg, err := parseOne(fs, args, "run id")
-	if err != nil {
-		return 0, err
-	}
-	c, err := cf.client(x.getenv)
+	arg, c, err := cf.oneArg(fs, args, "run id", x.getenv)
 	if err != nil {
 		return 0, err
 	}
@@ -116,10 +112,7 @@ func runRunsTrace(ctx context.Context, x *cli, args []string) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	if err := checkFormat(*format); err != nil {
-		return 0, err
-	}
-	c, err := cf.client(x.getenv)
+	c, err := cf.tableClient(x.getenv, *format)
 	if err != nil {
 		return 0, err
 	}

@@ -547,11 +547,7 @@ func runScorecardGet(ctx context.Context, x *cli, args []string) (int, error) {
 	var cf clientFlags
 	cf.register(fs, x.getenv)
 	asJSON := fs.Bool("json", false, "print the detail read as JSON")
-	arg, err := parseOne(fs, args, "scorecard id")
-	if err != nil {
-		return 0, err
-	}
-	c, err := cf.client(x.getenv)
+	arg, c, err := cf.oneArg(fs, args, "scorecard id", x.getenv)
 	if err != nil {
 		return 0, err
 	}

@@ -24,10 +24,7 @@ func runScorecardShow(ctx context.Context, x *cli, args []string) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	if err := checkFormat(*format); err != nil {
-		return 0, err
-	}
-	c, err := cf.client(x.getenv)
+	c, err := cf.tableClient(x.getenv, *format)
 	if err != nil {
 		return 0, err
 	}

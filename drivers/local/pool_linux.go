@@ -696,14 +696,9 @@ func procStartTime(pid int) (uint64, bool) {
 // runOnServer runs a job whose area is ready and owned by lease's uid on
 // the job server sp, and follows it to its end.
 func (d *Driver) runOnServer(ctx context.Context, j drivers.Job, l layout, sp *serverProc, lease *uidLease, path string, env []string) (drivers.Result, error) {
-	var ends [4]*os.File // read/write ends of the stdout and stderr pipes
-	for i := 0; i < len(ends); i += 2 {
-		r, w, err := os.Pipe()
-		if err != nil {
-			closeFiles(ends[:i]...)
-			return drivers.Result{}, fmt.Errorf("local driver: creating pipes: %w", err)
-		}
-		ends[i], ends[i+1] = r, w
+	ends, err := pipes(2) // the stdout and stderr pipes
+	if err != nil {
+		return drivers.Result{}, err
 	}
 	outR, outW, errR, errW := ends[0], ends[1], ends[2], ends[3]
 	defer closeFiles(outR, errR)
@@ -714,7 +709,7 @@ func (d *Driver) runOnServer(ctx context.Context, j drivers.Job, l layout, sp *s
 	d.setActive(name, sp, id)
 	defer d.setActive(name, nil, 0)
 	begin := time.Now()
-	err := sp.send(shim.Request{
+	err = sp.send(shim.Request{
 		Op:        shim.OpStart,
 		ID:        id,
 		Path:      path,
@@ -733,38 +728,16 @@ func (d *Driver) runOnServer(ctx context.Context, j drivers.Job, l layout, sp *s
 		return drivers.Result{}, fmt.Errorf("local driver: sending run %q to the job server: %w", j.RunID, err)
 	}
 
+	out := readOutput(outR, errR, j.Log)
+	stop := newStopper(ctx, j.Timeout, d.killGrace, func() { _ = sp.send(shim.Request{Op: shim.OpTerm, ID: id}) })
+	defer stop.stop()
 	var (
-		logMu          sync.Mutex
-		stdout, stderr = drivers.Capture{Max: drivers.MaxOutput}, drivers.Capture{}
-		readers        sync.WaitGroup
-	)
-	readers.Go(func() { pump(outR, "stdout", &stdout, &logMu, j.Log) })
-	readers.Go(func() { pump(errR, "stderr", &stderr, &logMu, j.Log) })
-
-	var timeout <-chan time.Time
-	if j.Timeout > 0 {
-		t := time.NewTimer(j.Timeout)
-		defer t.Stop()
-		timeout = t.C
-	}
-	var (
-		done       = ctx.Done()
-		reason     = stopNone
-		overdue    <-chan time.Time
 		unanswered <-chan time.Time
 		final      *shim.Status
 		startErr   *shim.Status
 		refused    string
 		lost       bool
 	)
-	terminate := func(why int) {
-		if reason != stopNone {
-			return
-		}
-		reason = why
-		_ = sp.send(shim.Request{Op: shim.OpTerm, ID: id})
-		overdue = time.After(d.killGrace + supervisorSlack)
-	}
 wait:
 	for {
 		select {
@@ -783,13 +756,12 @@ wait:
 		case <-sp.dead:
 			lost = true
 			break wait
-		case <-timeout:
-			terminate(stopTimeout)
-		case <-done:
-			done = nil
-			terminate(stopCancel)
-		case <-overdue:
-			overdue = nil
+		case <-stop.timeout:
+			stop.timedOut()
+		case <-stop.done:
+			stop.cancelled()
+		case <-stop.overdue:
+			stop.overdue = nil
 			d.log.Error("local driver: the job server did not end a terminated job in time; killing its uid", "run", j.RunID, "uid", lease.uid)
 			_ = sp.send(shim.Request{Op: shim.OpKill, ID: id})
 			unanswered = time.After(supervisorSlack)
@@ -804,17 +776,7 @@ wait:
 	// Every process that had the output pipes is dead (Done, or the
 	// server's PID namespace went with it), and the server closed its
 	// copies when it forked the harness.
-	drained := make(chan struct{})
-	go func() {
-		readers.Wait()
-		close(drained)
-	}()
-	select {
-	case <-drained:
-	case <-time.After(drainTimeout):
-		closeFiles(outR, errR)
-		<-drained
-	}
+	out.drain(nil)
 
 	switch {
 	case lost:
@@ -824,5 +786,5 @@ wait:
 	case startErr != nil:
 		return drivers.Result{}, startError(j.Command[0], startErr)
 	}
-	return jobResult(final, &stdout, &stderr, reason, end.Sub(begin)), nil
+	return out.result(final, stop.reason, end.Sub(begin)), nil
 }

@@ -4,7 +4,6 @@ package local
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -16,7 +15,6 @@ import (
 	"runtime"
 	"slices"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -329,23 +327,11 @@ func executable(fi fs.FileInfo) bool {
 	return fi.Mode().IsRegular() && fi.Mode().Perm()&0o111 != 0
 }
 
-// Stop reasons of a job, as the driver asked for them.
-const (
-	stopNone = iota
-	stopTimeout
-	stopCancel
-)
-
 // supervise starts the shim on cfg and follows the job to its end.
 func (d *Driver) supervise(ctx context.Context, j drivers.Job, l layout, cfg shim.Config) (drivers.Result, error) {
-	var ends [8]*os.File // read/write ends of the control, status, stdout and stderr pipes
-	for i := 0; i < len(ends); i += 2 {
-		r, w, err := os.Pipe()
-		if err != nil {
-			closeFiles(ends[:i]...)
-			return drivers.Result{}, fmt.Errorf("local driver: creating pipes: %w", err)
-		}
-		ends[i], ends[i+1] = r, w
+	ends, err := pipes(4) // the control, status, stdout and stderr pipes
+	if err != nil {
+		return drivers.Result{}, err
 	}
 	ctrlR, ctrlW, statR, statW, outR, outW, errR, errW := ends[0], ends[1], ends[2], ends[3], ends[4], ends[5], ends[6], ends[7]
 	defer closeFiles(ctrlW, statR, outR, errR)
@@ -367,13 +353,7 @@ func (d *Driver) supervise(ctx context.Context, j drivers.Job, l layout, cfg shi
 		}
 	}
 
-	var (
-		logMu          sync.Mutex
-		stdout, stderr = drivers.Capture{Max: drivers.MaxOutput}, drivers.Capture{}
-		readers        sync.WaitGroup
-	)
-	readers.Go(func() { pump(outR, "stdout", &stdout, &logMu, j.Log) })
-	readers.Go(func() { pump(errR, "stderr", &stderr, &logMu, j.Log) })
+	out := readOutput(outR, errR, j.Log)
 	var (
 		pgid       atomic.Int64
 		final      *shim.Status
@@ -410,36 +390,18 @@ func (d *Driver) supervise(ctx context.Context, j drivers.Job, l layout, cfg shi
 		return drivers.Result{}, fmt.Errorf("local driver: sending the job to its supervisor: %w", err)
 	}
 
-	var timeout <-chan time.Time
-	if j.Timeout > 0 {
-		t := time.NewTimer(j.Timeout)
-		defer t.Stop()
-		timeout = t.C
-	}
-	var (
-		done    = ctx.Done()
-		reason  = stopNone
-		overdue <-chan time.Time
-	)
-	terminate := func(why int) {
-		if reason != stopNone {
-			return
-		}
-		reason = why
-		_, _ = ctrlW.Write([]byte{shim.CmdTerminate})
-		overdue = time.After(d.killGrace + supervisorSlack)
-	}
+	stop := newStopper(ctx, j.Timeout, d.killGrace, func() { _, _ = ctrlW.Write([]byte{shim.CmdTerminate}) })
+	defer stop.stop()
 	var waitErr error
 wait:
 	for {
 		select {
-		case <-timeout:
-			terminate(stopTimeout)
-		case <-done:
-			done = nil
-			terminate(stopCancel)
-		case <-overdue:
-			overdue = nil
+		case <-stop.timeout:
+			stop.timedOut()
+		case <-stop.done:
+			stop.cancelled()
+		case <-stop.overdue:
+			stop.overdue = nil
 			d.log.Error("local driver: the job supervisor did not end the job in time; killing it", "run", j.RunID, "pid", cmd.Process.Pid)
 			if cfg.Isolate == nil {
 				killRunGroup(int(pgid.Load()), j.RunID)
@@ -455,18 +417,7 @@ wait:
 	// The shim is gone; the harness never had the status pipe, and every
 	// process that had the output pipes is dead unless it escaped the
 	// shim's tree.
-	drained := make(chan struct{})
-	go func() {
-		<-statusDone
-		readers.Wait()
-		close(drained)
-	}()
-	select {
-	case <-drained:
-	case <-time.After(drainTimeout):
-		closeFiles(statR, outR, errR)
-		<-drained
-	}
+	out.drain(statusDone, statR)
 
 	if final == nil {
 		// The shim died without reporting: kill what it supervised (an
@@ -479,7 +430,7 @@ wait:
 		}
 		return drivers.Result{}, fmt.Errorf("local driver: the job supervisor of run %q ended without reporting the harness's exit (%v)", j.RunID, waitErr)
 	}
-	return jobResult(final, &stdout, &stderr, reason, end.Sub(begin)), nil
+	return out.result(final, stop.reason, end.Sub(begin)), nil
 }
 
 // startHeld starts cmd from a thread held until cmd is reaped, and returns
@@ -502,26 +453,6 @@ func startHeld(cmd *exec.Cmd) (<-chan error, error) {
 	return exited, <-started
 }
 
-// jobResult is what a job that ran left: the supervisor's final report,
-// the captured output, and whether the driver stopped it (a stop counts
-// only when the harness was still running). wall stands in for a duration
-// the supervisor did not measure.
-func jobResult(final *shim.Status, stdout, stderr *drivers.Capture, reason int, wall time.Duration) drivers.Result {
-	res := drivers.Result{
-		ExitCode:   final.ExitCode,
-		Duration:   final.Duration,
-		Stdout:     stdout.Head(),
-		StdoutTail: stdout.Tail(),
-		StderrTail: stderr.Tail(),
-		TimedOut:   reason == stopTimeout && final.Terminated,
-		Cancelled:  reason == stopCancel && final.Terminated,
-	}
-	if res.Duration <= 0 {
-		res.Duration = wall
-	}
-	return res
-}
-
 // startError explains why the shim could not start the harness.
 func startError(name string, st *shim.Status) error {
 	switch syscall.Errno(st.StartErrno) {
@@ -529,28 +460,6 @@ func startError(name string, st *shim.Status) error {
 		return derrors.Invalidf("harness command %q could not be started: %s", name, st.StartError)
 	}
 	return fmt.Errorf("local driver: harness command %q could not be started: %s", name, st.StartError)
-}
-
-// pump copies one output stream of the job into c and to logf, a chunk at
-// a time as it arrives. logf gets its own copy of each chunk, under mu so
-// that it is never called from two goroutines at once.
-func pump(r *os.File, stream string, c *drivers.Capture, mu *sync.Mutex, logf func(string, []byte)) {
-	buf := make([]byte, 32<<10)
-	for {
-		n, err := r.Read(buf)
-		if n > 0 {
-			c.Add(buf[:n])
-			if logf != nil {
-				chunk := bytes.Clone(buf[:n])
-				mu.Lock()
-				logf(stream, chunk)
-				mu.Unlock()
-			}
-		}
-		if err != nil {
-			return
-		}
-	}
 }
 
 // closeFiles closes every non-nil file; closing twice is harmless here.

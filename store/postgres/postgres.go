@@ -130,6 +130,11 @@ func (dialect) EventLockSQL() string {
 // SERIALIZABLE registrations the same number.
 func (dialect) RegistrySeqSQL() string { return "nextval('registry_seq')" }
 
+// JSONNumberSQL is the jsonb path as text, cast; see sqlstore.Dialect.
+func (dialect) JSONNumberSQL(col string, path ...string) string {
+	return "(" + col + " #>> '{" + strings.Join(path, ",") + "}')::double precision"
+}
+
 var _ sqlstore.Copier = dialect{}
 
 // analyzeMinRows is the smallest load after which CopyRows refreshes the

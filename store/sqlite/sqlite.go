@@ -113,6 +113,11 @@ func (dialect) EventLockSQL() string { return "" }
 // RegistrySeqSQL is max(seq) + 1: the one writer draws it inside its
 // transaction, so no two draws can meet, and versions are never deleted, so
 // a seq is never drawn twice.
+// JSONNumberSQL is json_extract on the path; see sqlstore.Dialect.
+func (dialect) JSONNumberSQL(col string, path ...string) string {
+	return "json_extract(" + col + ", '$." + strings.Join(path, ".") + "')"
+}
+
 func (dialect) RegistrySeqSQL() string {
 	return "(SELECT coalesce(max(seq), 0) + 1 FROM registry_versions)"
 }

@@ -2,9 +2,7 @@ package sqlstore
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"time"
 
@@ -86,11 +84,8 @@ func (o ops) CreateInvite(ctx context.Context, inv store.Invite) (_ store.Invite
 func (o ops) InviteByHash(ctx context.Context, hash []byte) (_ store.Invite, err error) {
 	defer derrors.Wrap(&err, "%s.InviteByHash(ctx, <hash>)", o.kind)
 	inv, err := scanInvite(o.r.QueryRowContext(ctx, `SELECT `+inviteColumns+` FROM invites WHERE hash = $1`, hash))
-	if errors.Is(err, sql.ErrNoRows) {
-		return store.Invite{}, derrors.NotFoundf("invite")
-	}
-	if err != nil {
-		return store.Invite{}, o.mapErr(err)
+	if err = o.found(err, "invite"); err != nil {
+		return store.Invite{}, err
 	}
 	return inv, nil
 }

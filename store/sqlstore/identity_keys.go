@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strconv"
 
@@ -86,11 +85,8 @@ func (o ops) APIKeyByHash(ctx context.Context, hash []byte) (_ store.APIKey, err
 	// anyone holding a rainbow table of short keys.
 	defer derrors.Wrap(&err, "%s.APIKeyByHash(ctx, <hash>)", o.kind)
 	k, err := scanAPIKey(o.r.QueryRowContext(ctx, `SELECT `+apiKeyColumns+` FROM api_keys WHERE hash = $1`, hash))
-	if errors.Is(err, sql.ErrNoRows) {
-		return store.APIKey{}, derrors.NotFoundf("api key")
-	}
-	if err != nil {
-		return store.APIKey{}, o.mapErr(err)
+	if err = o.found(err, "api key"); err != nil {
+		return store.APIKey{}, err
 	}
 	return k, nil
 }
@@ -114,11 +110,8 @@ func (o ops) APIKeyGrantByHash(ctx context.Context, hash []byte) (_ store.APIKey
 	var memberRole sql.NullString
 	var ownerDoc []byte
 	g.Key, err = scanAPIKeyWith(o.r.QueryRowContext(ctx, apiKeyGrantQuery, hash), &memberRole, &ownerDoc)
-	if errors.Is(err, sql.ErrNoRows) {
-		return store.APIKeyGrant{}, derrors.NotFoundf("api key")
-	}
-	if err != nil {
-		return store.APIKeyGrant{}, o.mapErr(err)
+	if err = o.found(err, "api key"); err != nil {
+		return store.APIKeyGrant{}, err
 	}
 	g.MemberRole = memberRole.String
 	if ownerDoc != nil {

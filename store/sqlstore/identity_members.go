@@ -2,9 +2,7 @@ package sqlstore
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
-	"errors"
 	"fmt"
 
 	"svc/derrors"
@@ -102,11 +100,8 @@ func (o ops) GetMember(ctx context.Context, workspace, subject string) (_ store.
 	}
 	m, err := scanMember(o.r.QueryRowContext(ctx,
 		`SELECT `+memberColumns+` FROM members WHERE workspace = $1 AND subject = $2`, workspace, subject))
-	if errors.Is(err, sql.ErrNoRows) {
-		return store.Member{}, derrors.NotFoundf("member %q of workspace %q", subject, workspace)
-	}
-	if err != nil {
-		return store.Member{}, o.mapErr(err)
+	if err = o.found(err, "member %q of workspace %q", subject, workspace); err != nil {
+		return store.Member{}, err
 	}
 	return m, nil
 }
@@ -197,11 +192,8 @@ func (o ops) GetMemberRemoval(ctx context.Context, workspace, subject string) (_
 	var doc []byte
 	err = o.r.QueryRowContext(ctx,
 		`SELECT removed_at, doc FROM member_removals WHERE workspace = $1 AND subject = $2`, workspace, subject).Scan(&removed, &doc)
-	if errors.Is(err, sql.ErrNoRows) {
-		return store.MemberRemoval{}, derrors.NotFoundf("removal of %q from workspace %q", subject, workspace)
-	}
-	if err != nil {
-		return store.MemberRemoval{}, o.mapErr(err)
+	if err = o.found(err, "removal of %q from workspace %q", subject, workspace); err != nil {
+		return store.MemberRemoval{}, err
 	}
 	var d memberRemovalDoc
 	if err := json.Unmarshal(doc, &d); err != nil {

@@ -2,9 +2,7 @@ package sqlstore
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
-	"errors"
 	"fmt"
 
 	"svc/derrors"
@@ -75,11 +73,8 @@ func (o ops) GetTeam(ctx context.Context, workspace, id string) (_ store.Team, e
 func (o ops) getTeam(ctx context.Context, workspace, id string) (store.Team, error) {
 	t, err := scanTeam(o.r.QueryRowContext(ctx,
 		`SELECT `+teamColumns+` FROM teams WHERE workspace = $1 AND id = $2`, workspace, id))
-	if errors.Is(err, sql.ErrNoRows) {
-		return store.Team{}, derrors.NotFoundf("team %q of workspace %q", id, workspace)
-	}
-	if err != nil {
-		return store.Team{}, o.mapErr(err)
+	if err = o.found(err, "team %q of workspace %q", id, workspace); err != nil {
+		return store.Team{}, err
 	}
 	return t, nil
 }
@@ -146,10 +141,7 @@ func (o ops) DeleteTeam(ctx context.Context, workspace, id string) (err error) {
 func (o ops) teamExists(ctx context.Context, workspace, id string) error {
 	var one int
 	err := o.r.QueryRowContext(ctx, `SELECT 1 FROM teams WHERE workspace = $1 AND id = $2`, workspace, id).Scan(&one)
-	if errors.Is(err, sql.ErrNoRows) {
-		return derrors.NotFoundf("team %q of workspace %q", id, workspace)
-	}
-	return o.mapErr(err)
+	return o.found(err, "team %q of workspace %q", id, workspace)
 }
 
 // AddTeamMember adds a subject to a team; see store.Identity.

@@ -344,11 +344,8 @@ func (o ops) getVersion(ctx context.Context, live, withSpec bool, kind, owner, i
 		where = liveVersion
 	}
 	v, err := scanVersion(o.r.QueryRowContext(ctx, `SELECT `+cols+` FROM registry_versions `+where, kind, owner, id, version), withSpec)
-	if errors.Is(err, sql.ErrNoRows) {
-		return store.EntityVersion{}, derrors.NotFoundf("%s %s@%s of %q", kind, id, version, owner)
-	}
-	if err != nil {
-		return store.EntityVersion{}, o.mapErr(err)
+	if err = o.found(err, "%s %s@%s of %q", kind, id, version, owner); err != nil {
+		return store.EntityVersion{}, err
 	}
 	return v, nil
 }

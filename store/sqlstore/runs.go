@@ -154,11 +154,8 @@ func (o ops) PutRun(ctx context.Context, r store.Run) (_ store.Run, err error) {
 			RETURNING created_at`,
 			r.Workspace, r.ID, r.Kind, r.Status, r.Audience, r.CreatedBy, r.ParentScorecardID, r.CaseID,
 			r.Trial, r.Canonical, r.Outcome, o.d.TimeArg(r.UpdatedAt), string(r.Doc)).Scan(&created)
-		if errors.Is(err, sql.ErrNoRows) {
-			return derrors.NotFoundf("run %q of workspace %q", r.ID, r.Workspace)
-		}
-		if err != nil {
-			return o.mapErr(err)
+		if err = o.found(err, "run %q of workspace %q", r.ID, r.Workspace); err != nil {
+			return err
 		}
 		r.CreatedAt = created.Time
 		return nil
@@ -176,11 +173,8 @@ func (o ops) GetRun(ctx context.Context, workspace, id string) (_ store.Run, err
 		return store.Run{}, err
 	}
 	r, err := scanRun(o.r.QueryRowContext(ctx, `SELECT `+runColumns+` FROM runs WHERE workspace = $1 AND id = $2`, workspace, id))
-	if errors.Is(err, sql.ErrNoRows) {
-		return store.Run{}, derrors.NotFoundf("run %q of workspace %q", id, workspace)
-	}
-	if err != nil {
-		return store.Run{}, o.mapErr(err)
+	if err = o.found(err, "run %q of workspace %q", id, workspace); err != nil {
+		return store.Run{}, err
 	}
 	return r, nil
 }
@@ -803,4 +797,71 @@ func (o ops) putRunsTogether(ctx context.Context, rs []store.Run) (bool, error) 
 func queryWriter[T any](ctx context.Context, o ops, scan func(rowScanner) (T, error), query string, args ...any) ([]T, error) {
 	o.r = o.w
 	return queryList(ctx, o, scan, query, args...)
+}
+
+// CountBatchRuns sums the progress totals of a workspace's batches
+// created since; see store.Runs. Read from the documents: a batch's total
+// never changes after its submit, and batches are few beside runs.
+func (o ops) CountBatchRuns(ctx context.Context, workspace string, since time.Time) (_ int, err error) {
+	defer derrors.Wrap(&err, "%s.CountBatchRuns(ctx, %q, %s)", o.kind, workspace, since.Format(time.RFC3339))
+	if err := required("workspace", workspace); err != nil {
+		return 0, err
+	}
+	if err := checkText(workspace); err != nil {
+		return 0, err
+	}
+	var n int64
+	if err := o.r.QueryRowContext(ctx,
+		`SELECT CAST(COALESCE(sum(`+o.d.JSONNumberSQL("doc", "progress", "total")+`), 0) AS bigint) FROM scorecards WHERE workspace = $1 AND created_at >= $2`,
+		workspace, o.d.TimeArg(since.UTC().Truncate(time.Microsecond))).Scan(&n); err != nil {
+		return 0, o.mapErr(err)
+	}
+	return int(n), nil
+}
+
+// WorkspaceUsage sums what a workspace spent since; see store.Runs. The
+// cost is read from the runs' documents (usage.costUsd) rather than from a
+// column of its own, so that no write of a run pays for it: the read is an
+// admin's, over one window of one workspace.
+func (o ops) WorkspaceUsage(ctx context.Context, workspace string, since time.Time) (_ store.Usage, err error) {
+	var u store.Usage
+	if u.Runs, err = o.CountRuns(ctx, workspace, since); err != nil {
+		return store.Usage{}, err
+	}
+	if u.BatchRuns, err = o.CountBatchRuns(ctx, workspace, since); err != nil {
+		return store.Usage{}, err
+	}
+	defer derrors.Wrap(&err, "%s.WorkspaceUsage(ctx, %q, %s)", o.kind, workspace, since.Format(time.RFC3339))
+	var cost sql.NullFloat64
+	if err := o.r.QueryRowContext(ctx,
+		`SELECT sum(`+o.d.JSONNumberSQL("doc", "usage", "costUsd")+`) FROM runs WHERE workspace = $1 AND created_at >= $2`,
+		workspace, o.d.TimeArg(since.UTC().Truncate(time.Microsecond))).Scan(&cost); err != nil {
+		return store.Usage{}, o.mapErr(err)
+	}
+	u.CostUSD = cost.Float64
+	return u, nil
+}
+
+// CountQueued counts a workspace's unfinished work; see store.Runs.
+func (o ops) CountQueued(ctx context.Context, workspace string) (_ int, err error) {
+	defer derrors.Wrap(&err, "%s.CountQueued(ctx, %q)", o.kind, workspace)
+	if err := required("workspace", workspace); err != nil {
+		return 0, err
+	}
+	if err := checkText(workspace); err != nil {
+		return 0, err
+	}
+	var batched, runs int64
+	total, done := o.d.JSONNumberSQL("doc", "progress", "total"), o.d.JSONNumberSQL("doc", "progress", "done")
+	if err := o.r.QueryRowContext(ctx,
+		`SELECT CAST(COALESCE(sum(COALESCE(`+total+`, 0) - COALESCE(`+done+`, 0)), 0) AS bigint)
+		FROM scorecards WHERE workspace = $1 AND status IN ('queued', 'running')`, workspace).Scan(&batched); err != nil {
+		return 0, o.mapErr(err)
+	}
+	if err := o.r.QueryRowContext(ctx,
+		`SELECT count(*) FROM runs WHERE workspace = $1 AND parent_scorecard_id = '' AND status IN ('queued', 'running')`,
+		workspace).Scan(&runs); err != nil {
+		return 0, o.mapErr(err)
+	}
+	return int(batched + runs), nil
 }

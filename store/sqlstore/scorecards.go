@@ -148,11 +148,8 @@ func (o ops) GetScorecard(ctx context.Context, workspace, id string) (_ store.Sc
 	}
 	s, err := scanScorecard(o.r.QueryRowContext(ctx,
 		`SELECT `+scorecardColumns+` FROM scorecards WHERE workspace = $1 AND id = $2`, workspace, id))
-	if errors.Is(err, sql.ErrNoRows) {
-		return store.Scorecard{}, derrors.NotFoundf("scorecard %q of workspace %q", id, workspace)
-	}
-	if err != nil {
-		return store.Scorecard{}, o.mapErr(err)
+	if err = o.found(err, "scorecard %q of workspace %q", id, workspace); err != nil {
+		return store.Scorecard{}, err
 	}
 	return s, nil
 }

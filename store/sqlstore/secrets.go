@@ -2,8 +2,6 @@ package sqlstore
 
 import (
 	"context"
-	"database/sql"
-	"errors"
 
 	"svc/derrors"
 	"svc/store"
@@ -62,11 +60,8 @@ func (o ops) GetSecret(ctx context.Context, workspace, name string) (_ store.Sec
 	var hosts []byte
 	err = o.r.QueryRowContext(ctx, `SELECT ciphertext, allowed_hosts, created_by, updated_at FROM secrets WHERE workspace = $1 AND name = $2`,
 		workspace, name).Scan(&s.Ciphertext, &hosts, &s.CreatedBy, &updated)
-	if errors.Is(err, sql.ErrNoRows) {
-		return store.Secret{}, derrors.NotFoundf("secret %q of workspace %q", name, workspace)
-	}
-	if err != nil {
-		return store.Secret{}, o.mapErr(err)
+	if err = o.found(err, "secret %q of workspace %q", name, workspace); err != nil {
+		return store.Secret{}, err
 	}
 	if s.AllowedHosts, err = decodeHosts(hosts); err != nil {
 		return store.Secret{}, err

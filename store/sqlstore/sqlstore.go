@@ -42,6 +42,10 @@ type Dialect interface {
 	// seq inside a write transaction: a value greater than every seq drawn
 	// before, never drawn again.
 	RegistrySeqSQL() string
+	// JSONNumberSQL is an SQL expression for the number at path (field
+	// names, outermost first) of the JSON document in column col: NULL
+	// when absent.
+	JSONNumberSQL(col string, path ...string) string
 }
 
 // Copier is implemented by a Dialect that bulk-loads rows faster than
@@ -238,4 +242,14 @@ func (o ops) mapErr(err error) error {
 		return fmt.Errorf("%w: %v", derrors.ErrConflict, err)
 	}
 	return err
+}
+
+// found maps the error of a read of one row: no row is a NotFound error
+// whose message (format and args) names what was looked for, any other
+// error is mapped as mapErr does, and nil stays nil.
+func (o ops) found(err error, format string, args ...any) error {
+	if errors.Is(err, sql.ErrNoRows) {
+		return derrors.NotFoundf(format, args...)
+	}
+	return o.mapErr(err)
 }

@@ -20,11 +20,13 @@ var errRetry = errors.New("retry me")
 // so the retry loop can be driven exactly.
 type fakeDialect struct{}
 
-func (fakeDialect) Name() string                 { return "fake" }
-func (fakeDialect) IsUniqueViolation(error) bool { return false }
-func (fakeDialect) IsRetryable(err error) bool   { return errors.Is(err, errRetry) }
-func (fakeDialect) TimeArg(t time.Time) any      { return t.UTC().Format("2006-01-02T15:04:05.000000Z") }
-func (fakeDialect) EventLockSQL() string         { return "" }
+func (fakeDialect) Name() string                                    { return "fake" }
+func (fakeDialect) IsUniqueViolation(error) bool                    { return false }
+func (fakeDialect) IsRetryable(err error) bool                      { return errors.Is(err, errRetry) }
+func (fakeDialect) TimeArg(t time.Time) any                         { return t.UTC().Format("2006-01-02T15:04:05.000000Z") }
+func (fakeDialect) EventLockSQL() string                            { return "" }
+func (fakeDialect) JSONNumberSQL(col string, path ...string) string { return col }
+
 func (fakeDialect) RegistrySeqSQL() string {
 	return "(SELECT coalesce(max(seq), 0) + 1 FROM registry_versions)"
 }

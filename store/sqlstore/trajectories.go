@@ -3,9 +3,7 @@ package sqlstore
 import (
 	"bytes"
 	"context"
-	"database/sql"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -187,11 +185,8 @@ func (o ops) SealTrajectories(ctx context.Context, ts []store.Trajectory) (_ []s
 func (o ops) getTrajectory(ctx context.Context, q querier, workspace, runID string) (store.Trajectory, error) {
 	t, err := scanTrajectory(q.QueryRowContext(ctx,
 		`SELECT `+trajectoryColumns+`, events FROM trajectories WHERE workspace = $1 AND run_id = $2`, workspace, runID), true)
-	if errors.Is(err, sql.ErrNoRows) {
-		return store.Trajectory{}, derrors.NotFoundf("trajectory of run %q of workspace %q", runID, workspace)
-	}
-	if err != nil {
-		return store.Trajectory{}, o.mapErr(err)
+	if err = o.found(err, "trajectory of run %q of workspace %q", runID, workspace); err != nil {
+		return store.Trajectory{}, err
 	}
 	return t, nil
 }

@@ -2,8 +2,6 @@ package sqlstore
 
 import (
 	"context"
-	"database/sql"
-	"errors"
 
 	"svc/derrors"
 	"svc/store"
@@ -46,11 +44,8 @@ func (o ops) GetWebhookSecret(ctx context.Context, workspace string) (_ store.We
 	var rotated dbTime
 	err = o.r.QueryRowContext(ctx, `SELECT ciphertext, created_by, rotated_at FROM webhook_secrets WHERE workspace = $1`,
 		workspace).Scan(&s.Ciphertext, &s.CreatedBy, &rotated)
-	if errors.Is(err, sql.ErrNoRows) {
-		return store.WebhookSecret{}, derrors.NotFoundf("webhook secret of workspace %q", workspace)
-	}
-	if err != nil {
-		return store.WebhookSecret{}, o.mapErr(err)
+	if err = o.found(err, "webhook secret of workspace %q", workspace); err != nil {
+		return store.WebhookSecret{}, err
 	}
 	s.RotatedAt = rotated.Time
 	return s, nil

@@ -2,9 +2,7 @@ package sqlstore
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -54,11 +52,8 @@ func (o ops) GetWorkspace(ctx context.Context, id string) (_ store.Workspace, er
 	}
 	var doc []byte
 	err = o.r.QueryRowContext(ctx, `SELECT doc FROM workspaces WHERE id = $1`, id).Scan(&doc)
-	if errors.Is(err, sql.ErrNoRows) {
-		return store.Workspace{}, derrors.NotFoundf("workspace %q", id)
-	}
-	if err != nil {
-		return store.Workspace{}, o.mapErr(err)
+	if err = o.found(err, "workspace %q", id); err != nil {
+		return store.Workspace{}, err
 	}
 	var w store.Workspace
 	if err := json.Unmarshal(doc, &w); err != nil {

@@ -330,6 +330,79 @@ var runCases = []Case{
 			t.Fatal(err)
 		}
 	}},
+	{"runs/workspace_usage_since", func(t *testing.T, s store.Store) {
+		ctx := t.Context()
+		costed := func(r store.Run, usd string) store.Run {
+			r.Doc = []byte(fmt.Sprintf(`{"id": %q, "status": "succeeded", "usage": {"costUsd": %s, "inputTokens": 7}}`, r.ID, usd))
+			return r
+		}
+		for _, r := range []store.Run{
+			costed(topRun("acme", "r0", t0), "0.5"),
+			costed(topRun("acme", "r1", t0.Add(time.Hour)), "0.25"),
+			topRun("acme", "r2", t0.Add(time.Hour)), // no usage: costs nothing
+			costed(childRun("acme", "c1", "sc-1", "case-1", 0, true, t0.Add(2*time.Hour)), "1.125"),
+			costed(topRun("globex", "g1", t0.Add(2*time.Hour)), "100"),
+		} {
+			createRun(t, s, r)
+		}
+		withTotal := func(b store.Scorecard, total int) store.Scorecard {
+			b.Doc = []byte(fmt.Sprintf(`{"id": %q, "status": "queued", "progress": {"total": %d, "done": 0}}`, b.ID, total))
+			return b
+		}
+		createBatch(t, s, withTotal(batch("acme", "sc-1", t0), 100000))
+		createBatch(t, s, withTotal(batch("acme", "sc-2", t0.Add(2*time.Hour)), 3))
+		createBatch(t, s, batch("acme", "sc-3", t0.Add(2*time.Hour))) // no progress: counts 0
+		createBatch(t, s, withTotal(batch("globex", "sc-9", t0), 50))
+		for _, tc := range []struct {
+			since time.Time
+			want  store.Usage
+		}{
+			{time.Time{}, store.Usage{Runs: 3, BatchRuns: 100003, CostUSD: 1.875}},
+			{t0.Add(time.Hour), store.Usage{Runs: 2, BatchRuns: 3, CostUSD: 1.375}},
+			{t0.Add(3 * time.Hour), store.Usage{}},
+		} {
+			got, err := s.WorkspaceUsage(ctx, "acme", tc.since)
+			if err != nil {
+				t.Fatalf("WorkspaceUsage(acme, %v): %v", tc.since, err)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("WorkspaceUsage(acme, %v) (-want +got):\n%s", tc.since, diff)
+			}
+			n, err := s.CountBatchRuns(ctx, "acme", tc.since)
+			if err != nil || n != tc.want.BatchRuns {
+				t.Errorf("CountBatchRuns(acme, %v) = %d, %v; want %d", tc.since, n, err, tc.want.BatchRuns)
+			}
+		}
+		if _, err := s.WorkspaceUsage(ctx, "", t0); !errors.Is(err, derrors.ErrInvalid) {
+			t.Errorf("WorkspaceUsage without a workspace: %v, want ErrInvalid", err)
+		}
+	}},
+	{"runs/count_queued", func(t *testing.T, s store.Store) {
+		withProgress := func(b store.Scorecard, status string, total, done int) store.Scorecard {
+			b.Status = status
+			b.Doc = []byte(fmt.Sprintf(`{"id": %q, "status": %q, "progress": {"total": %d, "done": %d}}`, b.ID, status, total, done))
+			return b
+		}
+		createBatch(t, s, withProgress(batch("acme", "sc-1", t0), "running", 100, 40))
+		createBatch(t, s, withProgress(batch("acme", "sc-2", t0), "queued", 7, 0))
+		createBatch(t, s, withProgress(batch("acme", "sc-3", t0), "succeeded", 50, 50))
+		createBatch(t, s, withProgress(batch("globex", "sc-9", t0), "running", 1000, 0))
+		running := topRun("acme", "r2", t0)
+		running.Status = "running"
+		done := topRun("acme", "r3", t0)
+		done.Status = "succeeded"
+		for _, r := range []store.Run{topRun("acme", "r1", t0), running, done,
+			childRun("acme", "c1", "sc-1", "case-1", 0, true, t0)} {
+			createRun(t, s, r)
+		}
+		n, err := s.CountQueued(t.Context(), "acme")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n != 60+7+2 {
+			t.Errorf("CountQueued(acme) = %d, want 69 (60 and 7 case-trials of unfinished batches, 2 unfinished runs)", n)
+		}
+	}},
 	{"runs/one_canonical_run_per_scorecard_trial", func(t *testing.T, s store.Store) {
 		ctx := t.Context()
 		createRun(t, s, childRun("acme", "c1", "sc-1", "case-1", 0, true, t0))

@@ -1,0 +1,138 @@
+package activities
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"time"
+
+	"svc/derrors"
+	"svc/drivers"
+	"svc/eval"
+	"svc/registry"
+	"svc/store"
+)
+
+// Admission on a remote runtime (spec §2.6's admission envelope): a job on
+// a nomad or k8s runtime holds one of the runtime's slots while it runs, so
+// that its maxConcurrent and memoryBudgetMb bound what runs on it at once
+// across every batch and run of the workspace. A case waiting for a slot
+// waits inside its dispatch (its activity heartbeating), not failed; the
+// slots are store rows (store.Slots), leased and renewed while the job
+// runs, so a worker killed while it held slots gives them back within
+// slotLease.
+
+// slotLease is how long a slot lasts unless renewed; a running job renews
+// it every slotLease/3.
+const slotLease = 30 * time.Second
+
+// slotPoll bounds the wait between two asks for a slot; the first waits
+// are shorter.
+var slotPoll = 2 * time.Second
+
+// admitted runs a remote runtime's jobs within the runtime's slots.
+type admitted struct {
+	inner drivers.Driver
+	slots store.Slots
+	now   func() time.Time
+	log   *slog.Logger
+	req   store.SlotRequest // Workspace, Runtime, ScorecardID, MemoryMb and the bounds; per job the Holder
+	// activity is the dispatching activity's context: when it ends without
+	// a cancel (the lease was lost) the job is left running for the next
+	// attempt to adopt, and so is its slot.
+	activity context.Context
+}
+
+// Run waits for a slot, runs the job in it, and gives the slot back.
+func (d *admitted) Run(ctx context.Context, j drivers.Job) (drivers.Result, error) {
+	req := d.req
+	req.Holder = j.RunID
+	if err := d.acquire(ctx, req); err != nil {
+		return drivers.Result{}, err
+	}
+	renewed := make(chan struct{})
+	stop := make(chan struct{})
+	go func() {
+		defer close(renewed)
+		d.renew(req, stop)
+	}()
+	res, err := d.inner.Run(ctx, j)
+	close(stop)
+	<-renewed
+	if d.activity.Err() != nil && !cancelRequested(d.activity) {
+		// Left for the next attempt, which takes the slot over (its holder
+		// is the run) or, if the lease ran out first, asks again.
+		return res, err
+	}
+	if rerr := d.slots.ReleaseSlot(context.WithoutCancel(ctx), req.Workspace, req.Runtime, req.Holder); rerr != nil {
+		d.log.Warn("admission: giving a slot back failed; it frees itself when its lease ends", "run", req.Holder, "runtime", req.Runtime, "err", rerr)
+	}
+	return res, err
+}
+
+// acquire asks for a slot until it is given, waiting a little longer
+// between asks up to slotPoll. A wait ended by ctx takes the job's waiting
+// row out of the list.
+func (d *admitted) acquire(ctx context.Context, req store.SlotRequest) error {
+	wait := 100 * time.Millisecond
+	for {
+		req.Now = d.now()
+		req.Until = req.Now.Add(slotLease)
+		held, err := d.slots.AcquireSlot(ctx, req)
+		if err != nil {
+			return err
+		}
+		if held {
+			return nil
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			_ = d.slots.ReleaseSlot(context.WithoutCancel(ctx), req.Workspace, req.Runtime, req.Holder)
+			return context.Cause(ctx)
+		case <-t.C:
+		}
+		wait = min(2*wait, slotPoll)
+	}
+}
+
+// renew extends the slot's lease every slotLease/3 until stop is closed.
+// A slot that was lost meanwhile (its lease ran out while the store was
+// unreachable) is asked for again once: the job is running already, so
+// it is logged rather than stopped.
+func (d *admitted) renew(req store.SlotRequest, stop <-chan struct{}) {
+	tick := time.NewTicker(slotLease / 3)
+	defer tick.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-tick.C:
+		}
+		now := d.now()
+		err := d.slots.RenewSlot(context.Background(), req.Workspace, req.Runtime, req.Holder, now.Add(slotLease))
+		if errors.Is(err, derrors.ErrNotFound) {
+			req.Now, req.Until = now, now.Add(slotLease)
+			var held bool
+			if held, err = d.slots.AcquireSlot(context.Background(), req); err == nil && !held {
+				d.log.Warn("admission: a running job lost its slot and the runtime is full; it runs on over the bound", "run", req.Holder, "runtime", req.Runtime)
+			}
+		}
+		if err != nil {
+			d.log.Warn("admission: renewing a slot failed", "run", req.Holder, "runtime", req.Runtime, "err", err)
+		}
+	}
+}
+
+// admit wraps the driver of a job of run on remote runtime spec in the
+// runtime's admission envelope; memoryMb is the job's declared memory (0:
+// none, outside the memory budget). ctx is the dispatching activity's.
+func (a *Activities) admit(ctx context.Context, d drivers.Driver, run eval.Run, spec *registry.RuntimeSpec, memoryMb int) drivers.Driver {
+	req := store.SlotRequest{Workspace: run.Tenant, Runtime: spec.ID, ScorecardID: run.ParentScorecardID,
+		MemoryMb: memoryMb, MaxConcurrent: spec.EffectiveMaxConcurrent()}
+	if spec.MemoryBudgetMb != nil {
+		req.MemoryBudgetMb = *spec.MemoryBudgetMb
+	}
+	return &admitted{inner: d, slots: a.Store, now: a.now, log: a.logger(), req: req, activity: ctx}
+}
