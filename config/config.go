@@ -39,6 +39,9 @@ type Config struct {
 	// TenantRuns caps the runs a workspace may submit in a rolling 24 hours
 	// (POST /runs); 0 means unlimited.
 	TenantRuns int
+	// LocalMaxConcurrent bounds the local runtime's jobs that run at once
+	// on this worker; 0 is unbounded.
+	LocalMaxConcurrent int
 	// SchedulerQueueMax bounds the runs and case-trials a workspace may
 	// have waiting or running; a submit past it is 429. 0 is unbounded.
 	SchedulerQueueMax int
@@ -194,6 +197,8 @@ var Settings = []Setting{
 		set: str(func(c *Config) *string { return &c.PublicURL })},
 	{Flag: "tenant-runs", Env: "SVC_TENANT_RUNS", Default: "0", Usage: "runs a workspace may submit per rolling 24 hours (top-level runs and the case-trials of batches) before a submit answers 402; 0 is unlimited",
 		set: integer(func(c *Config) *int { return &c.TenantRuns })},
+	{Flag: "local-max-concurrent", Env: "SVC_LOCAL_MAX_CONCURRENT", Default: "64", Usage: "local runtime jobs that run at once on this worker, across every batch and run; more wait for one to end; 0 is unbounded",
+		set: integer(func(c *Config) *int { return &c.LocalMaxConcurrent })},
 	{Flag: "scheduler-queue-max", Env: "SVC_SCHEDULER_QUEUE_MAX", Default: "1000000", Usage: "runs and case-trials a workspace may have waiting or running before a submit answers 429; 0 is unbounded",
 		set: integer(func(c *Config) *int { return &c.SchedulerQueueMax })},
 	{Flag: "webhook-allow", Env: "SVC_WEBHOOK_ALLOW", Default: "", Usage: "comma-separated CIDRs, addresses or host names that webhooks may reach although private, loopback or link-local",

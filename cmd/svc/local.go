@@ -25,9 +25,10 @@ func localDriver(ctx context.Context, cfg config.Config, role, dataDir string, l
 		}
 	}
 	o := local.Options{
-		Root:     root,
-		Logger:   log,
-		ShimPath: local.FindShim(),
+		Root:          root,
+		Logger:        log,
+		ShimPath:      local.FindShim(),
+		MaxConcurrent: cfg.LocalMaxConcurrent,
 	}
 	dev := role == "dev"
 	switch {

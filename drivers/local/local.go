@@ -123,6 +123,10 @@ type Options struct {
 	// Off, when set, is why this worker runs no local job: Run refuses
 	// every job with it.
 	Off string
+	// MaxConcurrent, when above 0, bounds the jobs that run at once
+	// (SVC_LOCAL_MAX_CONCURRENT): a job past it waits in Run for one to
+	// end. The bound is the process's own: its jobs end with it.
+	MaxConcurrent int
 }
 
 // Isolation is how jobs are kept from the service and from one another.
@@ -181,7 +185,8 @@ type Driver struct {
 	shimPath     string
 	isolate      *Isolation
 	off          string
-	srv          jobServer // the job server, with Isolate.UIDs
+	srv          jobServer     // the job server, with Isolate.UIDs
+	slots        chan struct{} // MaxConcurrent's tokens; nil when unbounded
 }
 
 var _ drivers.Driver = (*Driver)(nil)
@@ -204,6 +209,9 @@ func New(o Options) *Driver {
 		isolate:      o.Isolate,
 		off:          o.Off,
 	}
+	if o.MaxConcurrent > 0 {
+		d.slots = make(chan struct{}, o.MaxConcurrent)
+	}
 	if d.log == nil {
 		d.log = slog.Default()
 	}
@@ -220,6 +228,14 @@ func (d *Driver) Run(ctx context.Context, j drivers.Job) (drivers.Result, error)
 	}
 	if err := drivers.CheckJob("local", j); err != nil {
 		return drivers.Result{}, err
+	}
+	if d.slots != nil {
+		select {
+		case d.slots <- struct{}{}:
+			defer func() { <-d.slots }()
+		case <-ctx.Done():
+			return drivers.Result{}, context.Cause(ctx)
+		}
 	}
 	res, err := d.run(ctx, j)
 	if err != nil {
