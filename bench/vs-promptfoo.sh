@@ -157,14 +157,33 @@ cpu_all() {
   echo "$t $h"
 }
 
+# cpu_each: the CPU of each process in PIDS with its live descendants, in
+# ms, space-separated in PIDS' order; then, on PostgreSQL, the server's
+# (the oldest postgres process and its children, reaped ones included).
+cpu_each() {
+  local p q t out=""
+  for p in $PIDS; do
+    t=0
+    for q in $(tree "$p"); do t=$(echo "$t + $(cpu_ms "$q" 2>/dev/null || echo 0)" | bc -l); done
+    out="$out $t"
+  done
+  if [ "$B" = postgres ] && p=$(pgrep -o -x postgres); then
+    t=0
+    for q in $(tree "$p"); do t=$(echo "$t + $(cpu_ms "$q" 2>/dev/null || echo 0)" | bc -l); done
+    out="$out $t"
+  fi
+  echo "$out"
+}
+
 run_svc() {
   if [ "$B" = postgres ]; then start_postgres "$1"; else start_sqlite "$1"; fi
   local url=$URL
   curl -sf -XPOST "$url/harnesses" -H 'Content-Type: application/json' \
     -d "{\"id\":\"sh\",\"version\":\"1\",\"kind\":\"process\",\"command\":[\"/bin/sh\",\"$work/svc-harness.sh\"]}" >/dev/null
   curl -sf -XPOST "$url/datasets" -H 'Content-Type: application/json' --data-binary @"$work/dataset.json" >/dev/null
-  local cpu0 t0 t1 cpu1 id status
+  local cpu0 t0 t1 cpu1 id status each0 each1
   cpu0=$(cpu_all)
+  each0=$(cpu_each)
   t0=$(date +%s.%N)
   id=$(curl -sf -XPOST "$url/scorecards" -H 'Content-Type: application/json' \
     -d "{\"dataset\":{\"id\":\"bench\",\"version\":\"1.0.0\"},\"harness\":{\"id\":\"sh\",\"version\":\"1\"},\"concurrency\":$C}" \
@@ -176,12 +195,21 @@ run_svc() {
   done
   t1=$(date +%s.%N)
   cpu1=$(cpu_all)
+  each1=$(cpu_each)
   local p
   for p in $PIDS; do kill -TERM "$p" 2>/dev/null || true; done
   for p in $PIDS; do wait "$p" 2>/dev/null || true; done
   awk -v t0="$t0" -v t1="$t1" -v n="$N" -v c0="$cpu0" -v c1="$cpu1" -v st="$status" -v b="$B" \
     'BEGIN { split(c0, a, " "); split(c1, z, " "); w = t1 - t0; all = (z[1] - a[1]) / n; h = (z[2] - a[2]) / n
       printf "svc %-6s round %s: %7.1f s  %6.1f cases/s  %5.1f CPU ms/case = %4.1f control plane + %4.1f harness processes  (%s)\n", b, ENVIRON["ROUND"], w, n / w, all, all - h, h, st }'
+  # Where the CPU went, per process (PostgreSQL's roles: dev is the
+  # Temporal cluster, then serve, then worker with its job server and
+  # harnesses; then the PostgreSQL server).
+  local names="dev"
+  [ "$B" = postgres ] && names="temporal(dev) serve worker postgres"
+  awk -v n="$N" -v a="$each0" -v z="$each1" -v names="$names" \
+    'BEGIN { k = split(a, x, " "); split(z, y, " "); split(names, nm, " "); line = "  CPU ms/case by process:"
+      for (i = 1; i <= k; i++) line = line sprintf(" %s %.2f", nm[i], (y[i] - x[i]) / n); print line }'
   echo "$N / ($t1 - $t0)" | bc -l > "$work/svc-rate-$1"
   echo "$t1 - $t0" | bc -l > "$work/svc-wall-$1"
 }

@@ -167,7 +167,7 @@ func TestLoadSelectionOf(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if row, err = st.CreateScorecard(ctx, row); err != nil {
+	if _, err := st.CreateScorecard(ctx, row); err != nil {
 		t.Fatal(err)
 	}
 	light, row, err := records.LoadScorecard(ctx, st, "acme", "sc_1")
