@@ -4,63 +4,12 @@ import (
 	"context"
 	"errors"
 	"io"
-	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	"svc/drivers"
 )
-
-// output collects what the pod wrote: the head of the harness's stdout
-// (up to MaxOutput), the tails of stdout and stderr, passing each chunk on
-// to the job's Log one call at a time, and the trace the trace sidecar
-// printed. Kubernetes gives logs as plain bytes (no framing), so the same
-// drivers.Capture that keeps the Nomad driver's output keeps this one's.
-type output struct {
-	mu     sync.Mutex
-	log    func(stream string, data []byte)
-	stdout drivers.Capture
-	stderr drivers.Capture
-	trace  drivers.Capture
-}
-
-func newOutput(log func(string, []byte)) *output {
-	return &output{log: log, stdout: drivers.Capture{Max: drivers.MaxOutput}, trace: drivers.Capture{Max: drivers.MaxOutput}}
-}
-
-// write records a chunk of stream ("stdout", "stderr" or the trace).
-func (o *output) write(stream string, p []byte) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	switch stream {
-	case "stdout":
-		o.stdout.Add(p)
-	case "stderr":
-		o.stderr.Add(p)
-	default:
-		o.trace.Add(p)
-		return
-	}
-	if o.log != nil {
-		o.log(stream, p)
-	}
-}
-
-// fill sets the output fields of res.
-func (o *output) fill(res *drivers.Result) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	res.Stdout = o.stdout.Head()
-	res.StdoutTail = o.stdout.Tail()
-	res.StderrTail = o.stderr.Tail()
-	if t := o.trace.Head(); t != "" {
-		res.Trace = []byte(t)
-	}
-}
-
-// traceStream names the trace sidecar's log in output.write.
-const traceStream = "trace"
 
 // openLog opens pods/log of container in pod, followed from its start.
 // stream, when not "", asks for stdout or stderr alone (the
@@ -105,13 +54,13 @@ func (d *Driver) openHarnessLogs(ctx context.Context, pod string) (map[string]io
 }
 
 // copyLog copies r into out as stream until it ends or ctx is done.
-func copyLog(ctx context.Context, r io.ReadCloser, stream string, out *output) error {
+func copyLog(ctx context.Context, r io.ReadCloser, stream string, out *drivers.Output) error {
 	defer r.Close()
 	buf := make([]byte, 32<<10)
 	for {
 		n, err := r.Read(buf)
 		if n > 0 {
-			out.write(stream, buf[:n])
+			out.Write(stream, buf[:n])
 		}
 		switch {
 		case errors.Is(err, io.EOF):

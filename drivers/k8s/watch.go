@@ -46,7 +46,7 @@ type watcher struct {
 	// failures counts consecutive failed list and watch requests.
 	failures atomic.Int32
 
-	out     *output
+	out     *drivers.Output
 	logs    sync.WaitGroup
 	logCtx  context.Context
 	cutLogs context.CancelFunc
@@ -195,7 +195,7 @@ func podEnded(pod *corev1.Pod) bool {
 func (d *Driver) follow(ctx context.Context, job *batchv1.Job, j drivers.Job) (res drivers.Result, ended bool, err error) {
 	logCtx, stopLogs := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopLogs()
-	w := &watcher{d: d, name: job.Name, changed: make(chan struct{}, 1), out: newOutput(j.Log), logCtx: logCtx, cutLogs: stopLogs}
+	w := &watcher{d: d, name: job.Name, changed: make(chan struct{}, 1), out: drivers.NewOutput(j.Log), logCtx: logCtx, cutLogs: stopLogs}
 	defer w.logs.Wait()
 	defer stopLogs() // before Wait: the streams end when Run returns
 
@@ -309,7 +309,7 @@ func (w *watcher) startLogs(ctx context.Context, pod string) {
 	if err != nil {
 		w.logErr.set(w.d.describe(w.logCtx, "reading the trace sidecar's log", err))
 	} else {
-		streams[traceStream] = tr
+		streams[drivers.TraceStream] = tr
 	}
 	for stream, r := range streams {
 		w.logs.Add(1)
@@ -356,7 +356,7 @@ func (w *watcher) finish(ctx context.Context, pod *corev1.Pod) (drivers.Result, 
 	if t.FinishedAt.After(t.StartedAt.Time) {
 		res.Duration = t.FinishedAt.Sub(t.StartedAt.Time)
 	}
-	w.out.fill(&res)
+	w.out.Fill(&res)
 	if err := w.logErr.get(); err != nil {
 		// The output is the harness's answer: rather than a result
 		// without it, an error, and the retried activity adopts the
@@ -397,7 +397,7 @@ loop:
 	res := drivers.Result{ExitCode: -1}
 	if hs := containerStatus(pod, harnessContainer); !startedAt(hs).IsZero() || w.logPod != "" {
 		w.drainLogs()
-		w.out.fill(&res)
+		w.out.Fill(&res)
 		if hs != nil && hs.State.Terminated != nil {
 			if t := hs.State.Terminated; t.FinishedAt.After(t.StartedAt.Time) {
 				res.Duration = t.FinishedAt.Sub(t.StartedAt.Time)

@@ -88,15 +88,11 @@ const DefaultKillGrace = 3 * time.Second
 
 // The contract variables the driver sets; a job's Env cannot override them.
 const (
-	EnvCaseFile    = "SVC_CASE_FILE"    // the case as JSON
-	EnvTraceFile   = "SVC_TRACE_FILE"   // where a harness may append TraceEvent JSON lines
-	EnvWorkDir     = "SVC_WORK_DIR"     // the job's work directory, where Files are
-	EnvRunID       = "SVC_RUN_ID"       // the run id
-	EnvSecretsFile = "SVC_SECRETS_FILE" // the 0600 JSON object of secrets
-
-	envResourceAttrs = "OTEL_RESOURCE_ATTRIBUTES"
-	envOTLPEndpoint  = "OTEL_EXPORTER_OTLP_ENDPOINT"
-	envOTLPProtocol  = "OTEL_EXPORTER_OTLP_PROTOCOL"
+	EnvCaseFile    = drivers.EnvCaseFile
+	EnvTraceFile   = drivers.EnvTraceFile
+	EnvWorkDir     = drivers.EnvWorkDir
+	EnvRunID       = drivers.EnvRunID
+	EnvSecretsFile = drivers.EnvSecretsFile
 )
 
 // Options configure a Driver.
@@ -332,24 +328,7 @@ func environment(j drivers.Job, l layout, otlpEndpoint string) []string {
 	}
 	// The shim's marker must never reach a harness that links this package.
 	delete(env, shim.Marker)
-	attrs := "svc.run_id=" + drivers.PercentEncode(j.RunID)
-	if own := j.Env[envResourceAttrs]; own != "" {
-		for _, kv := range strings.Split(own, ",") {
-			if k, _, _ := strings.Cut(kv, "="); strings.TrimSpace(k) != "svc.run_id" && strings.TrimSpace(kv) != "" {
-				attrs += "," + kv
-			}
-		}
-	}
-	env[EnvCaseFile] = l.caseF
-	env[EnvTraceFile] = l.trace
-	env[EnvWorkDir] = l.work
-	env[EnvRunID] = j.RunID
-	env[EnvSecretsFile] = l.secrets
-	env[envResourceAttrs] = attrs
-	if ep := cmp.Or(j.OTLPEndpoint, otlpEndpoint); ep != "" {
-		env[envOTLPEndpoint] = ep
-		env[envOTLPProtocol] = "http/json"
-	}
+	drivers.SetContract(env, j, drivers.Paths{CaseFile: l.caseF, TraceFile: l.trace, WorkDir: l.work, SecretsFile: l.secrets}, otlpEndpoint)
 	out := make([]string, 0, len(env))
 	for k, v := range env {
 		out = append(out, k+"="+v)

@@ -311,7 +311,7 @@ func (d *Driver) deleteSecrets(ctx context.Context, id string) {
 type watch struct {
 	d      *Driver
 	id     string
-	out    *output
+	out    *drivers.Output
 	alloc  *api.AllocationListStub
 	index  uint64
 	logs   sync.WaitGroup
@@ -331,7 +331,7 @@ type watch struct {
 func (d *Driver) follow(ctx context.Context, id string, j drivers.Job, stopped bool) (res drivers.Result, ended bool, err error) {
 	logCtx, stopLogs := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopLogs()
-	w := &watch{d: d, id: id, out: newOutput(j.Log), logCtx: logCtx, cutLogs: stopLogs}
+	w := &watch{d: d, id: id, out: drivers.NewOutput(j.Log), logCtx: logCtx, cutLogs: stopLogs}
 	defer w.logs.Wait()
 	defer stopLogs() // before Wait: the streams end when Run returns
 
@@ -472,7 +472,7 @@ func (w *watch) result(ctx context.Context, ts *api.TaskState) drivers.Result {
 	if ts != nil && !ts.StartedAt.IsZero() && ts.FinishedAt.After(ts.StartedAt) {
 		res.Duration = ts.FinishedAt.Sub(ts.StartedAt)
 	}
-	w.out.fill(&res)
+	w.out.Fill(&res)
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
 	defer cancel()
 	trace, err := readTrace(rctx, w.d.c, w.alloc.ID)

@@ -87,15 +87,11 @@ const (
 
 // The contract variables; a Job's Env cannot override them.
 const (
-	EnvCaseFile    = "SVC_CASE_FILE"
-	EnvTraceFile   = "SVC_TRACE_FILE"
-	EnvWorkDir     = "SVC_WORK_DIR"
-	EnvRunID       = "SVC_RUN_ID"
-	EnvSecretsFile = "SVC_SECRETS_FILE"
-
-	envResourceAttrs = "OTEL_RESOURCE_ATTRIBUTES"
-	envOTLPEndpoint  = "OTEL_EXPORTER_OTLP_ENDPOINT"
-	envOTLPProtocol  = "OTEL_EXPORTER_OTLP_PROTOCOL"
+	EnvCaseFile    = drivers.EnvCaseFile
+	EnvTraceFile   = drivers.EnvTraceFile
+	EnvWorkDir     = drivers.EnvWorkDir
+	EnvRunID       = drivers.EnvRunID
+	EnvSecretsFile = drivers.EnvSecretsFile
 )
 
 // Meta keys the driver sets on its jobs; a job found under a driver's ID
@@ -279,28 +275,7 @@ func (d *Driver) environment(j drivers.Job) map[string]string {
 	for k, v := range j.Env {
 		env[k] = v
 	}
-	attrs := "svc.run_id=" + drivers.PercentEncode(j.RunID)
-	if own := j.Env[envResourceAttrs]; own != "" {
-		for _, kv := range strings.Split(own, ",") {
-			if k, _, _ := strings.Cut(kv, "="); strings.TrimSpace(k) != "svc.run_id" && strings.TrimSpace(kv) != "" {
-				attrs += "," + kv
-			}
-		}
-	}
-	env[EnvCaseFile] = envCaseFile
-	env[EnvTraceFile] = envTraceFile
-	env[EnvWorkDir] = envWorkDir
-	env[EnvRunID] = j.RunID
-	env[EnvSecretsFile] = envSecretsFile
-	env[envResourceAttrs] = attrs
-	ep := j.OTLPEndpoint
-	if ep == "" {
-		ep = d.otlpEndpoint
-	}
-	if ep != "" {
-		env[envOTLPEndpoint] = ep
-		env[envOTLPProtocol] = "http/json"
-	}
+	drivers.SetContract(env, j, drivers.Paths{CaseFile: envCaseFile, TraceFile: envTraceFile, WorkDir: envWorkDir, SecretsFile: envSecretsFile}, d.otlpEndpoint)
 	return env
 }
 

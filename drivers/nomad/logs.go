@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"sync"
 
 	"github.com/hashicorp/nomad/api"
 
@@ -86,49 +85,12 @@ func (c *countingReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// output collects what the task wrote: the head of stdout (up to
-// MaxOutput) and the tails of both streams, passing each chunk on to the
-// job's Log, one call at a time.
-type output struct {
-	mu     sync.Mutex
-	log    func(stream string, data []byte)
-	stdout drivers.Capture
-	stderr drivers.Capture
-}
-
-func newOutput(log func(string, []byte)) *output {
-	return &output{log: log, stdout: drivers.Capture{Max: drivers.MaxOutput}}
-}
-
-// write records a chunk of stream.
-func (o *output) write(stream string, p []byte) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	if stream == api.FSLogNameStdout {
-		o.stdout.Add(p)
-	} else {
-		o.stderr.Add(p)
-	}
-	if o.log != nil {
-		o.log(stream, p)
-	}
-}
-
-// fill sets the output fields of res.
-func (o *output) fill(res *drivers.Result) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	res.Stdout = o.stdout.Head()
-	res.StdoutTail = o.stdout.Tail()
-	res.StderrTail = o.stderr.Tail()
-}
-
 // streamLogs follows one of the task's log streams (stdout or stderr)
 // from its start through the servers' /v1/client/fs/logs endpoint into
 // out, until the stream ends (Nomad ends a followed stream once the task
 // is dead) or ctx is done. It goes through the cluster's address, never to
 // the client node directly, so the token reaches no other host.
-func streamLogs(ctx context.Context, c *api.Client, allocID, stream string, out *output) error {
+func streamLogs(ctx context.Context, c *api.Client, allocID, stream string, out *drivers.Output) error {
 	q := (&api.QueryOptions{Params: map[string]string{
 		"task":   taskName,
 		"type":   stream,
@@ -150,7 +112,7 @@ func streamLogs(ctx context.Context, c *api.Client, allocID, stream string, out 
 		if err != nil {
 			return err
 		}
-		out.write(stream, data)
+		out.Write(stream, data)
 	}
 }
 

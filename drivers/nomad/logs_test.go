@@ -95,11 +95,11 @@ func FuzzFrameDecoder(f *testing.F) {
 }
 
 func TestCapture(t *testing.T) {
-	o := newOutput(nil)
-	o.write("stdout", []byte(strings.Repeat("é", 3<<20))) // 6 MiB of two-byte runes
-	o.write("stderr", []byte("x"+strings.Repeat("é", 5000)))
+	o := drivers.NewOutput(nil)
+	o.Write("stdout", []byte(strings.Repeat("é", 3<<20))) // 6 MiB of two-byte runes
+	o.Write("stderr", []byte("x"+strings.Repeat("é", 5000)))
 	var res drivers.Result
-	o.fill(&res)
+	o.Fill(&res)
 	if len(res.Stdout) != drivers.MaxOutput || !strings.HasSuffix(res.Stdout, "é") {
 		t.Errorf("Stdout is %d bytes, want MaxOutput bytes of whole runes", len(res.Stdout))
 	}
