@@ -62,9 +62,10 @@ type Activities struct {
 	Logger *slog.Logger
 	Now    func() time.Time
 
-	plans   records.PlanCache // decoded batch records, see batchPlan
-	commits groupCommit       // the queue of case writes, see groupCommit
-	remotes remoteDrivers     // the drivers of nomad runtimes, see nomadDriver
+	plans      records.PlanCache // decoded batch records, see batchPlan
+	commits    groupCommit       // the queue of case writes, see groupCommit
+	thresholds thresholdCache    // which workspaces have trace thresholds, see afterSeal
+	remotes    remoteDrivers     // the drivers of nomad runtimes, see nomadDriver
 }
 
 // Register adds a's activity methods to r.

@@ -196,22 +196,22 @@ func (a *Activities) dispatchFrom(ctx context.Context, run eval.Run, g grading, 
 		a.storeLogs(context.WithoutCancel(ctx), ref, tail)
 		return RunStatus{}, fmt.Errorf("run %s stopped with its activity (%v); the next attempt runs it again", run.ID, context.Cause(ctx))
 	}
-	out := res
+	out, spans := res, false
 	if perr == nil {
 		// The spans the harness exported to the OTLP door are sealed with
 		// its SVC_TRACE_FILE events (traces.go).
-		withSpans, err := a.withRunSpans(context.WithoutCancel(ctx), run, out.Trace, job.Secrets)
+		withSpans, found, err := a.withRunSpans(context.WithoutCancel(ctx), run, out.Trace, job.Secrets)
 		if err != nil {
 			return RunStatus{}, err
 		}
-		out.Trace = withSpans
+		out.Trace, spans = withSpans, found
 	}
 	result, runErr := traces.BuildResult(run, plan.Dispatch, out, perr, a.Host)
 	status, err := a.finish(context.WithoutCancel(ctx), run, result, runErr, tail...)
 	if err != nil {
 		return status, err
 	}
-	a.afterSeal(context.WithoutCancel(ctx), run, result)
+	a.afterSeal(context.WithoutCancel(ctx), run, result, spans)
 	return status, nil
 }
 

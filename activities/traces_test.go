@@ -147,7 +147,7 @@ func TestRunSpansMaskSecrets(t *testing.T) {
 		t.Fatal(err)
 	}
 	a := &Activities{Store: st}
-	got, err := a.withRunSpans(t.Context(), eval.Run{ID: "run_1", Tenant: "acme"}, []byte(`{"kind":"message","role":"assistant","content":"x"}`), map[string]string{"API_TOKEN": secret})
+	got, _, err := a.withRunSpans(t.Context(), eval.Run{ID: "run_1", Tenant: "acme"}, []byte(`{"kind":"message","role":"assistant","content":"x"}`), map[string]string{"API_TOKEN": secret})
 	if err != nil {
 		t.Fatal(err)
 	}
