@@ -125,6 +125,10 @@ func (a *Activities) dispatchFrom(ctx context.Context, run eval.Run, g grading, 
 	if run.Status.Terminal() {
 		return RunStatus{Status: string(run.Status), WebhookURL: run.WebhookURL}, nil
 	}
+	if traces.Imported(run) {
+		// An ingested trace: graded from its sealed copy, nothing runs (ingest.go).
+		return a.gradeImported(ctx, run, g)
+	}
 	if !fresh {
 		// Marked running against the stored record, in one transaction: an
 		// earlier attempt may have finished the run since it was read (then

@@ -148,6 +148,12 @@ type plan struct {
 	trials      int
 	// notes are info steps recorded with the submit step (graderNotes).
 	notes []store.ScorecardStep
+	// harnessRef, when set, is the batch's harness instead of harness's
+	// (the `_traces` harness of an ingest names no registered harness).
+	harnessRef *registry.Ref
+	// inTx, when set, writes what the batch needs beside its record in
+	// the submit's transaction (an ingest's sealed traces and child runs).
+	inTx func(ctx context.Context, tx store.Tx, sc eval.Scorecard) error
 }
 
 // Submit resolves, seals and records a scorecard, then starts its workflow.
@@ -338,6 +344,9 @@ func (s *Service) record(ctx context.Context, p auth.Principal, pl plan, source 
 		Runtime: pl.runtime, Concurrency: pl.concurrency, Trials: pl.trials,
 		Progress: eval.Progress{Total: len(cases) * pl.trials},
 	}
+	if pl.harnessRef != nil {
+		sc.Harness = *pl.harnessRef
+	}
 	row, err := records.ScorecardRow(sc, 0)
 	if err != nil {
 		return eval.Scorecard{}, err
@@ -352,8 +361,10 @@ func (s *Service) record(ctx context.Context, p auth.Principal, pl plan, source 
 		if admitted = records.AdmitQueue(ctx, tx, p.Workspace, s.o.QueueMax, sc.Progress.Total); admitted != nil {
 			return admitted
 		}
-		_, err := tx.CreateScorecard(ctx, row)
-		return err
+		if _, err := tx.CreateScorecard(ctx, row); err != nil || pl.inTx == nil {
+			return err
+		}
+		return pl.inTx(ctx, tx, sc)
 	})
 	if admitted != nil {
 		return eval.Scorecard{}, admitted
