@@ -23,6 +23,7 @@ import (
 
 	"svc/drivers"
 	"svc/judges"
+	"svc/models"
 	"svc/records"
 	"svc/registry/service"
 	"svc/secrets"
@@ -47,6 +48,9 @@ type Activities struct {
 	Driver drivers.Driver
 	// Judges runs code judges over finished cases.
 	Judges *judges.Runner
+	// Models resolves a model judge's model to the workspace's binding
+	// and its key; nil skips model judges with a reason.
+	Models *models.Service
 	// Guard re-checks webhook destinations at delivery time; HTTP sends
 	// them (Guard.Client when nil).
 	Guard *webhooks.Guard

@@ -78,6 +78,12 @@ func (a *Activities) JudgeCase(ctx context.Context, in JudgeInput) error {
 		case err != nil:
 			return err
 		default:
+			if j := spec.Spec.Judge(); j != nil && j.Kind == registry.JudgeModel && j.Model != nil {
+				if scores, err = a.runModelJudge(ctx, who, j, input); err != nil {
+					return err
+				}
+				break
+			}
 			jobID := fmt.Sprintf("%s-%s-a%d", id, u.ID, activity.GetInfo(ctx).Attempt)
 			if scores, err = a.Judges.Run(ctx, spec.Spec.Judge(), input, jobID); err != nil {
 				return err

@@ -227,8 +227,11 @@ func (s *Server) table() []Route {
 		s.teamRoutes(),
 		s.registryRoutes(),
 		s.secretRoutes(),
+		s.modelRoutes(),
+		s.judgePreviewRoutes(),
 		s.runRoutes(),
 		s.scorecardRoutes(),
+		s.ingestRoutes(),
 		s.traceRoutes(),
 		s.mcpRoutes(),
 	)

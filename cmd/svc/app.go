@@ -19,6 +19,7 @@ import (
 	"svc/api"
 	"svc/config"
 	"svc/judges"
+	"svc/models"
 	"svc/netguard"
 	"svc/orchestration"
 	"svc/registry/service"
@@ -130,6 +131,12 @@ func startWorker(ctx context.Context, c client.Client, cfg config.Config, role s
 	if err != nil {
 		return nil, fmt.Errorf("SVC_PROBE_ALLOW: %v", err)
 	}
+	// Model judges reach their model servers through the webhook allow
+	// list's guard (models.NewGuard).
+	modelGuard, err := models.NewGuard(cfg.WebhookAllow)
+	if err != nil {
+		return nil, fmt.Errorf("SVC_WEBHOOK_ALLOW: %v", err)
+	}
 	host, _ := os.Hostname()
 	driver, err := localDriver(ctx, cfg, role, dataDir, log)
 	if err != nil {
@@ -141,6 +148,7 @@ func startWorker(ctx context.Context, c client.Client, cfg config.Config, role s
 		Sealer:     sealer,
 		Driver:     driver,
 		Judges:     &judges.Runner{Driver: driver},
+		Models:     &models.Service{Store: st, Sealer: sealer, Guard: modelGuard},
 		Guard:      guard,
 		Host:       host,
 		// An instrumented harness exports its spans here.

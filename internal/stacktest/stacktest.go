@@ -30,6 +30,7 @@ import (
 	"svc/drivers/local"
 	"svc/internal/probers"
 	"svc/judges"
+	"svc/models"
 	"svc/netguard"
 	"svc/orchestration"
 	"svc/orchestration/devserver"
@@ -91,6 +92,8 @@ type Options struct {
 	Worker orchestration.WorkerOptions
 	Host   string // the worker's name in provenance
 	Level  slog.Level
+	// LogTo receives the stack's log (API and worker); nil means os.Stderr.
+	LogTo io.Writer
 }
 
 // Stack is one running service.
@@ -111,7 +114,11 @@ func New(tb testing.TB, o Options) *Stack {
 	}
 	ctx := tb.Context()
 	tmp := tb.TempDir()
-	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: o.Level}))
+	var logTo io.Writer = os.Stderr
+	if o.LogTo != nil {
+		logTo = o.LogTo
+	}
+	logger := slog.New(slog.NewTextHandler(logTo, &slog.HandlerOptions{Level: o.Level}))
 	var st store.Store
 	switch o.Backend {
 	case "sqlite":
@@ -176,6 +183,12 @@ func New(tb testing.TB, o Options) *Stack {
 		Driver: driver, Judges: &judges.Runner{Driver: driver},
 		Guard: guard, Host: o.Host, Logger: logger,
 	}
+	// Model judges dial through the webhook allow list, as cmd/svc wires it.
+	modelGuard, err := models.NewGuard(cfg.WebhookAllow)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	acts.Models = &models.Service{Store: st, Sealer: sealer, Guard: modelGuard}
 	w := orchestration.NewWorker(tc, o.TaskQueue, func(r worker.Registry) {
 		workflows.Register(r)
 		activities.Register(r, acts)

@@ -1,0 +1,69 @@
+package activities
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"svc/auth"
+	"svc/derrors"
+	"svc/eval"
+	"svc/judges"
+	"svc/judges/prompt"
+	"svc/registry"
+)
+
+// runModelJudge runs a legacy model judge over one case: its effective
+// rubric, criteria and template (a rubric reference resolved as the
+// batch's creator sees it), its model resolved to the workspace's binding
+// of that name with the key from the secret store, one chat completion,
+// and the verdict completed into scores. Every problem of the judge's is a
+// skip score; the error is an infrastructure failure or ctx's end.
+func (a *Activities) runModelJudge(ctx context.Context, who auth.Principal, j *registry.JudgeSpec, in judges.Input) ([]eval.Score, error) {
+	if a.Models == nil {
+		return judges.Skip(j.ID, "legacy model judges need model access, which this worker does not configure"), nil
+	}
+	var rubric *registry.RubricSpec
+	if r := j.Model.Rubric; r != nil && r.Ref != nil {
+		res, err := a.Registries.Resolve(ctx, who, registry.Rubric, r.Ref.ID, r.Ref.Version)
+		switch {
+		case errors.Is(err, derrors.ErrNotFound):
+			return judges.Skip(j.ID, fmt.Sprintf("rubric %s@%s is not registered or not visible to the batch's creator", r.Ref.ID, r.Ref.Version)), nil
+		case err != nil:
+			return nil, err
+		}
+		rubric = res.Spec.Rubric()
+	}
+	eff, err := prompt.EffectiveValues(j, nil, rubric)
+	if err != nil {
+		return judges.Skip(j.ID, err.Error()), nil
+	}
+	access, missing, err := a.Models.Resolve(ctx, who.Workspace, j.Model.Model)
+	if err != nil {
+		return nil, err
+	}
+	if missing != "" {
+		return judges.Skip(j.ID, missing), nil
+	}
+	b := access.Binding
+	ep := judges.Endpoint{Name: b.Name, BaseURL: b.BaseURL, Model: b.Model, Key: access.Key(),
+		Client: access.Client, Timeout: b.Timeout(), Price: b.Cost}
+	scores, usage, err := judges.ModelVerdict(ctx, j.ID, eff, EvidenceOf(in), ep)
+	if err != nil {
+		return nil, err
+	}
+	attrs := append([]any{"judge", j.ID, "model", b.Name}, activityAttrs(ctx)...)
+	if usage != nil {
+		attrs = append(attrs, "inputTokens", usage.InputTokens, "outputTokens", usage.OutputTokens)
+		if usage.Priced {
+			attrs = append(attrs, "costUsd", usage.CostUSD)
+		}
+	}
+	a.logger().Info("model judge call", attrs...)
+	return scores, nil
+}
+
+// EvidenceOf is the prompt evidence of a judge input.
+func EvidenceOf(in judges.Input) prompt.Evidence {
+	return prompt.Evidence{Case: in.Case, Trace: in.Trace, Snapshot: in.Snapshot, Evidence: in.Evidence}
+}

@@ -1,0 +1,113 @@
+// Package judgetest serves the OpenAI chat completions wire format on
+// loopback, for tests of model judges. Its answers are built from the
+// recorded shapes in testdata/openai (response.json, error.json); the
+// request shape it expects is testdata/openai/request.json. Streaming is
+// off: a request asking for a stream is refused.
+package judgetest
+
+import (
+	"embed"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+)
+
+//go:embed testdata/openai/*.json
+var fixtures embed.FS
+
+// Request is what the server received on one call.
+type Request struct {
+	Authorization string
+	Model         string
+	Prompt        string // the one user message
+	Body          []byte
+}
+
+// Answer decides the reply to a prompt: an HTTP status and, for 200, the
+// assistant message content. Block, when set, is waited on before the
+// reply (a slow server, for timeouts).
+type Answer func(prompt string) (status int, content string)
+
+// Server is a loopback chat completions server.
+type Server struct {
+	*httptest.Server
+	mu       sync.Mutex
+	received []Request
+	Block    chan struct{}
+}
+
+// New starts a server answering with answer; it stops at the test's end.
+func New(t testing.TB, answer Answer) *Server {
+	t.Helper()
+	resp := mustRead(t, "response.json")
+	errBody := mustRead(t, "error.json")
+	s := &Server{}
+	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		if r.Method != http.MethodPost || !strings.HasSuffix(r.URL.Path, "/chat/completions") {
+			http.Error(w, `{"error":{"message":"not found"}}`, http.StatusNotFound)
+			return
+		}
+		var req struct {
+			Model    string `json:"model"`
+			Stream   bool   `json:"stream"`
+			Messages []struct {
+				Role    string `json:"role"`
+				Content string `json:"content"`
+			} `json:"messages"`
+		}
+		if err := json.Unmarshal(body, &req); err != nil || req.Stream || len(req.Messages) != 1 || req.Messages[0].Role != "user" {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusBadRequest)
+			_, _ = w.Write(errBody)
+			return
+		}
+		s.mu.Lock()
+		s.received = append(s.received, Request{Authorization: r.Header.Get("Authorization"), Model: req.Model, Prompt: req.Messages[0].Content, Body: body})
+		s.mu.Unlock()
+		if s.Block != nil {
+			select {
+			case <-s.Block:
+			case <-r.Context().Done():
+				return
+			}
+		}
+		status, content := answer(req.Messages[0].Content)
+		w.Header().Set("Content-Type", "application/json")
+		if status != http.StatusOK {
+			w.WriteHeader(status)
+			_, _ = w.Write(errBody)
+			return
+		}
+		var doc map[string]any
+		_ = json.Unmarshal(resp, &doc)
+		doc["model"] = req.Model
+		doc["choices"].([]any)[0].(map[string]any)["message"].(map[string]any)["content"] = content
+		_ = json.NewEncoder(w).Encode(doc)
+	}))
+	t.Cleanup(s.Close)
+	return s
+}
+
+// Received returns the requests received so far.
+func (s *Server) Received() []Request {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]Request(nil), s.received...)
+}
+
+// BaseURL is the API root to give a binding.
+func (s *Server) BaseURL() string { return s.URL + "/v1" }
+
+func mustRead(t testing.TB, name string) []byte {
+	t.Helper()
+	b, err := fixtures.ReadFile("testdata/openai/" + name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
