@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"time"
 	"unicode/utf8"
 )
 
@@ -175,5 +176,19 @@ func (o *Output) Fill(res *Result) {
 	res.StderrTail = o.stderr.Tail()
 	if t := o.trace.Head(); t != "" {
 		res.Trace = []byte(t)
+	}
+}
+
+// Drain waits for wg, the readers of a job's output, to end on their own;
+// after timeout it calls cut (which makes them end: closing their pipes or
+// cancelling their streams) and waits for them.
+func Drain(wg *sync.WaitGroup, timeout time.Duration, cut func()) {
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(timeout):
+		cut()
+		<-done
 	}
 }

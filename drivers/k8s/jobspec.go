@@ -77,15 +77,6 @@ const (
 	gpuResource = corev1.ResourceName("nvidia.com/gpu")
 )
 
-// The contract variables; a Job's Env cannot override them.
-const (
-	EnvCaseFile    = drivers.EnvCaseFile
-	EnvTraceFile   = drivers.EnvTraceFile
-	EnvWorkDir     = drivers.EnvWorkDir
-	EnvRunID       = drivers.EnvRunID
-	EnvSecretsFile = drivers.EnvSecretsFile
-)
-
 // Labels and annotations the driver sets. A Job found under a driver's
 // name without the run's annotation is not adopted.
 const (

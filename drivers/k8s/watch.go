@@ -328,14 +328,7 @@ func (w *watcher) startLogs(ctx context.Context, pod string) {
 // (the kubelet ends a followed log when its container has stopped), then
 // cuts them.
 func (w *watcher) drainLogs() {
-	done := make(chan struct{})
-	go func() { w.logs.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(w.d.logDrain):
-		w.cutLogs()
-		<-done
-	}
+	drivers.Drain(&w.logs, w.d.logDrain, w.cutLogs)
 }
 
 // finish builds the Result of a Job whose pod has ended.

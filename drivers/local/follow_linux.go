@@ -54,20 +54,11 @@ func readOutput(outR, errR *os.File, logf func(string, []byte)) *output {
 // still hold a pipe: after drainTimeout the pipes, and extra, are closed
 // under it.
 func (o *output) drain(first <-chan struct{}, extra ...*os.File) {
-	drained := make(chan struct{})
-	go func() {
-		if first != nil {
-			<-first
-		}
-		o.readers.Wait()
-		close(drained)
-	}()
-	select {
-	case <-drained:
-	case <-time.After(drainTimeout):
-		closeFiles(append(extra, o.files...)...)
-		<-drained
+	if first != nil {
+		o.readers.Add(1)
+		go func() { <-first; o.readers.Done() }()
 	}
+	drivers.Drain(&o.readers, drainTimeout, func() { closeFiles(append(extra, o.files...)...) })
 }
 
 // result is what a job that ran left: the supervisor's final report, the

@@ -88,7 +88,7 @@ func (d *Driver) shimCommand(runID string, iso *shim.Isolation) *exec.Cmd {
 		Args: []string{shim.Arg0},
 		Env: []string{
 			shim.Marker + "=1",
-			EnvRunID + "=" + runID,
+			drivers.EnvRunID + "=" + runID,
 			// A race-enabled build (the tests) otherwise sleeps a second
 			// at exit; every other build ignores GORACE.
 			"GORACE=" + strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0"),

@@ -63,7 +63,7 @@ func eachIsolation(t *testing.T, f func(t *testing.T, pool bool)) {
 func jobProcesses(runID string) []int {
 	var pids []int
 	for _, p := range shim.Processes() {
-		if !p.Zombie && shim.HasEnv(p.Pid, EnvRunID+"="+runID) {
+		if !p.Zombie && shim.HasEnv(p.Pid, drivers.EnvRunID+"="+runID) {
 			pids = append(pids, p.Pid)
 		}
 	}

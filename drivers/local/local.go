@@ -86,15 +86,6 @@ const Name = "local"
 // SIGTERM and SIGKILL when Options.KillGrace is zero.
 const DefaultKillGrace = 3 * time.Second
 
-// The contract variables the driver sets; a job's Env cannot override them.
-const (
-	EnvCaseFile    = drivers.EnvCaseFile
-	EnvTraceFile   = drivers.EnvTraceFile
-	EnvWorkDir     = drivers.EnvWorkDir
-	EnvRunID       = drivers.EnvRunID
-	EnvSecretsFile = drivers.EnvSecretsFile
-)
-
 // Options configure a Driver.
 type Options struct {
 	// Root is the directory under which each job gets its work area,

@@ -10,6 +10,7 @@ import (
 	"syscall"
 	"time"
 
+	"svc/drivers"
 	"svc/drivers/local/shim"
 )
 
@@ -21,7 +22,7 @@ func runGroupAlive(pgid int, runID string) bool {
 		return false
 	}
 	for _, p := range shim.Processes() {
-		if p.Pgid == pgid && !p.Zombie && shim.HasEnv(p.Pid, EnvRunID+"="+runID) {
+		if p.Pgid == pgid && !p.Zombie && shim.HasEnv(p.Pid, drivers.EnvRunID+"="+runID) {
 			return true
 		}
 	}
@@ -39,7 +40,7 @@ func shimAlive(pid int, runID string) bool {
 		return false
 	}
 	p, ok := shim.ParseStat(pid, b)
-	return ok && !p.Zombie && shim.HasEnv(pid, EnvRunID+"="+runID)
+	return ok && !p.Zombie && shim.HasEnv(pid, drivers.EnvRunID+"="+runID)
 }
 
 // previousAlive reports whether what a record names (a process group, or

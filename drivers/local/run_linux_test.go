@@ -678,7 +678,7 @@ func testRetryKillsLeftoverGroup(t *testing.T, m mode) {
 	d := m.driver(t, Options{})
 	const runID = "run-retried"
 	l := d.newLayout(runID, "")
-	pgid, sleepPid := startLeftover(t, []string{EnvRunID + "=" + runID})
+	pgid, sleepPid := startLeftover(t, []string{drivers.EnvRunID + "=" + runID})
 	// What the crashed attempt left on disk: its record and a stale file.
 	if err := os.MkdirAll(l.work, 0o700); err != nil {
 		t.Fatal(err)
@@ -711,7 +711,7 @@ func testRetrySparesOtherGroups(t *testing.T, m mode) {
 	l := d.newLayout(runID, "")
 	// A group whose processes belong to another run: a recorded pgid that
 	// the kernel has since given to someone else must not be killed.
-	pgid, sleepPid := startLeftover(t, []string{EnvRunID + "=some-other-run"})
+	pgid, sleepPid := startLeftover(t, []string{drivers.EnvRunID + "=some-other-run"})
 	if err := os.MkdirAll(l.area, 0o700); err != nil {
 		t.Fatal(err)
 	}

@@ -421,14 +421,7 @@ func (w *watch) startLogs() {
 // drainLogs waits up to LogDrain for the log streams to end on their own
 // (Nomad ends them once the task is dead), then cuts them.
 func (w *watch) drainLogs() {
-	done := make(chan struct{})
-	go func() { w.logs.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(w.d.logDrain):
-		w.cutLogs()
-		<-done
-	}
+	drivers.Drain(&w.logs, w.d.logDrain, w.cutLogs)
 }
 
 // finish builds the Result of a job whose allocation is terminal.

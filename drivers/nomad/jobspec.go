@@ -85,15 +85,6 @@ const (
 	containerWorkDir = "/local/work"
 )
 
-// The contract variables; a Job's Env cannot override them.
-const (
-	EnvCaseFile    = drivers.EnvCaseFile
-	EnvTraceFile   = drivers.EnvTraceFile
-	EnvWorkDir     = drivers.EnvWorkDir
-	EnvRunID       = drivers.EnvRunID
-	EnvSecretsFile = drivers.EnvSecretsFile
-)
-
 // Meta keys the driver sets on its jobs; a job found under a driver's ID
 // without them is not adopted.
 const (
