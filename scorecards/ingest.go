@@ -15,7 +15,6 @@ import (
 	"svc/auth"
 	"svc/derrors"
 	"svc/eval"
-	"svc/manifest"
 	"svc/records"
 	"svc/registry"
 	"svc/scoring"
@@ -324,24 +323,6 @@ func (s *Service) Ingest(ctx context.Context, p auth.Principal, req IngestReques
 		return sealIngested(ctx, tx, sc, pl.cases, byCase)
 	}
 	return s.record(ctx, p, pl, source)
-}
-
-// resolveJudges resolves and seals an ingest's judges as resolveCommon
-// does a submit's.
-func (s *Service) resolveJudges(ctx context.Context, p auth.Principal, pl *plan, judges []JudgeSel) error {
-	for _, j := range judges {
-		v := j.Version
-		if v == "" {
-			v = "latest"
-		}
-		r, err := s.o.Registries.Resolve(ctx, p, registry.Judge, j.ID, v)
-		if err != nil {
-			return err
-		}
-		pl.judges = append(pl.judges, eval.JudgeRef{ID: j.ID, Version: v, Resolved: r.Version})
-		pl.sealed = append(pl.sealed, manifest.Judge{Spec: r.Spec, Closure: judgeClosure(r.Spec.Judge())})
-	}
-	return nil
 }
 
 // sealIngested seals each case's trace in the ledger (source import)

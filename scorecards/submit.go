@@ -272,6 +272,12 @@ func (s *Service) resolveCommon(ctx context.Context, p auth.Principal, pl *plan,
 		}
 		pl.runtime = runtime
 	}
+	return s.resolveJudges(ctx, p, pl, judges)
+}
+
+// resolveJudges resolves each judge of a batch (latest when it names no
+// version) and seals it with its closure.
+func (s *Service) resolveJudges(ctx context.Context, p auth.Principal, pl *plan, judges []JudgeSel) error {
 	for _, j := range judges {
 		v := j.Version
 		if v == "" {
