@@ -78,3 +78,12 @@ const (
 type Driver interface {
 	Run(ctx context.Context, j Job) (Result, error)
 }
+
+// OrDefault is v when it is set (above 0), else def: a driver option's
+// duration with its default.
+func OrDefault(v, def time.Duration) time.Duration {
+	if v > 0 {
+		return v
+	}
+	return def
+}

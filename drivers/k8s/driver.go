@@ -138,11 +138,11 @@ func New(o Options) (*Driver, error) {
 		rt:             o.Runtime,
 		otlpEndpoint:   o.OTLPEndpoint,
 		helperImage:    cmp.Or(o.HelperImage, DefaultHelperImage),
-		killGrace:      orDefault(o.KillGrace, DefaultKillGrace),
-		stopWait:       orDefault(o.StopWait, DefaultStopWait),
-		logDrain:       orDefault(o.LogDrain, DefaultLogDrain),
-		startAllowance: orDefault(o.StartAllowance, DefaultStartAllowance),
-		ttl:            orDefault(o.TTL, DefaultTTL),
+		killGrace:      drivers.OrDefault(o.KillGrace, DefaultKillGrace),
+		stopWait:       drivers.OrDefault(o.StopWait, DefaultStopWait),
+		logDrain:       drivers.OrDefault(o.LogDrain, DefaultLogDrain),
+		startAllowance: drivers.OrDefault(o.StartAllowance, DefaultStartAllowance),
+		ttl:            drivers.OrDefault(o.TTL, DefaultTTL),
 		log:            cmp.Or(o.Logger, slog.Default()),
 		split:          new(atomic.Int32),
 	}
@@ -178,13 +178,6 @@ func Rules() []rbacv1.PolicyRule {
 // Close releases the driver's idle connections; Runs still following a
 // Job keep working.
 func (d *Driver) Close() { d.http.CloseIdleConnections() }
-
-func orDefault(v, def time.Duration) time.Duration {
-	if v > 0 {
-		return v
-	}
-	return def
-}
 
 // Run runs attempt j.Attempt of run j.RunID as the Job JobName(j.RunID,
 // j.Attempt) and follows it to its end: see drivers.Driver.

@@ -101,10 +101,10 @@ func New(o Options) (*Driver, error) {
 		cfg:          o.Config,
 		rt:           o.Runtime,
 		otlpEndpoint: o.OTLPEndpoint,
-		killGrace:    orDefault(o.KillGrace, DefaultKillGrace),
-		stopWait:     orDefault(o.StopWait, DefaultStopWait),
-		logDrain:     orDefault(o.LogDrain, DefaultLogDrain),
-		pendingPoll:  orDefault(o.PendingPoll, DefaultPendingPoll),
+		killGrace:    drivers.OrDefault(o.KillGrace, DefaultKillGrace),
+		stopWait:     drivers.OrDefault(o.StopWait, DefaultStopWait),
+		logDrain:     drivers.OrDefault(o.LogDrain, DefaultLogDrain),
+		pendingPoll:  drivers.OrDefault(o.PendingPoll, DefaultPendingPoll),
 		log:          o.Logger,
 	}
 	if d.log == nil {
@@ -123,13 +123,6 @@ func (d *Driver) WithJobOptions(jo JobOptions) *Driver {
 
 // Close releases the driver's idle connections.
 func (d *Driver) Close() { d.c.Close() }
-
-func orDefault(v, def time.Duration) time.Duration {
-	if v > 0 {
-		return v
-	}
-	return def
-}
 
 // Run runs attempt j.Attempt of run j.RunID as the Nomad job
 // JobID(j.RunID, j.Attempt) and follows it to its end: see drivers.Driver.
