@@ -6,7 +6,7 @@ LDFLAGS := -X main.version=$(VERSION)
 # One `go test` invocation builds the Temporal server once; -vet=off because `make lint` vets.
 TESTFLAGS ?= -vet=off -timeout 25m
 
-.PHONY: help dev build test test-short lint tools fmt bench fuzz clean
+.PHONY: help dev build test test-ui test-short lint tools fmt bench fuzz clean
 
 help: ## list the targets
 	@grep -hE '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  %-12s %s\n", $$1, $$2}'
@@ -19,6 +19,10 @@ build: ## build bin/svc and bin/svc-shim (the local runtime's per-job supervisor
 
 test: build ## run every test, SQLite and PostgreSQL (starts a throwaway PostgreSQL when DATABASE_URL is unset)
 	SVC_BIN=$(CURDIR)/bin/svc $(GO) run ./internal/cmd/withpg -- $(GO) test $(TESTFLAGS) ./...
+
+test-ui: build ## the web view's browser test alone (Debian's chromium; installs playwright-core into /tmp/svc-ui-js)
+	./ui/test/install.sh
+	SVC_BIN=$(CURDIR)/bin/svc $(GO) test $(TESTFLAGS) -run TestWebView -v ./e2e
 
 test-short: ## fast tests only: no PostgreSQL cluster, no embedded Temporal, no end-to-end
 	$(GO) test -short $(TESTFLAGS) ./...

@@ -29,6 +29,7 @@ import (
 	"svc/secrets"
 	"svc/store"
 	"svc/traceingest"
+	"svc/tracesources"
 	"svc/webhooks"
 )
 
@@ -57,10 +58,17 @@ type Activities struct {
 	HTTP  *http.Client
 	// OTLPEndpoint is where an instrumented harness sends its spans.
 	OTLPEndpoint string
+	// ModelProxyURL is the API root of the control plane's judge model
+	// proxy as a judge process reaches it ("http://host:port/judge-proxy/v1");
+	// empty means below OTLPEndpoint (see modelProxyURL).
+	ModelProxyURL string
 	// TraceIngest seals the OTLP door's external trajectories and applies
 	// trajectory retention (SweepTraces); nil sweeps with the defaults
 	// (no retention, a 5-minute idle window).
 	TraceIngest *traceingest.Service
+	// TraceSources opens the trace sources pulled batches read (pull.go);
+	// nil opens them with Store, Sealer and Guard.
+	TraceSources *tracesources.Service
 	// Host names the worker in provenance.
 	Host   string
 	Logger *slog.Logger

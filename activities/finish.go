@@ -9,6 +9,8 @@ import (
 	"svc/auth"
 	"svc/eval"
 	"svc/flows"
+	"svc/manifest"
+	"svc/models"
 	"svc/records"
 	"svc/registry"
 	"svc/scoring"
@@ -132,19 +134,24 @@ func (a *Activities) FinishScore(ctx context.Context, in FinishScoreInput) error
 	if err != nil {
 		return err
 	}
-	// Seal the judges as they resolve now: their spec digests.
+	// Seal the judges as they resolve now, with the manifest's function
+	// (manifest.SealJudge over manifest.JudgeClosure), so a judge that has
+	// not changed has the digest its manifest seal has.
 	cur, _, err := records.LoadScorecard(ctx, a.Store, in.Workspace, in.ScorecardID)
 	if err != nil {
 		return err
 	}
 	who := auth.Principal{Subject: cur.CreatedBy, Workspace: cur.Tenant, Roles: []auth.Role{auth.RoleMember}}
+	resolver := models.JudgeResolver(ctx, &models.Service{Store: a.Store}, a.Registries, who)
 	var sealed []eval.SealedJudge
 	for _, j := range in.Judges {
-		d := "unresolved"
+		sj := eval.SealedJudge{ID: j.ID, Version: j.Version, Digest: manifest.Unresolved}
 		if r, err := a.Registries.Resolve(ctx, who, registry.Judge, j.ID, j.Version); err == nil {
-			d = r.Digest
+			if s, err := manifest.SealJudge(manifest.Judge{Spec: r.Spec, Closure: manifest.JudgeClosure(r.Spec.Judge(), resolver)}); err == nil {
+				sj = s
+			}
 		}
-		sealed = append(sealed, eval.SealedJudge{ID: j.ID, Version: j.Version, Digest: d})
+		sealed = append(sealed, sj)
 	}
 	var revision int
 	sc, err := a.update(ctx, in.ScorecardRef, func(sc *eval.Scorecard) error {

@@ -85,7 +85,7 @@ func (a *Activities) JudgeCase(ctx context.Context, in JudgeInput) error {
 				break
 			}
 			jobID := fmt.Sprintf("%s-%s-a%d", id, u.ID, activity.GetInfo(ctx).Attempt)
-			if scores, err = a.Judges.Run(ctx, spec.Spec.Judge(), input, jobID); err != nil {
+			if scores, err = a.runCodeJudge(ctx, *a.Judges, who, spec.Spec.Judge(), input, jobID, id); err != nil {
 				return err
 			}
 		}

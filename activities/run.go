@@ -129,6 +129,10 @@ func (a *Activities) dispatchFrom(ctx context.Context, run eval.Run, g grading, 
 		// An ingested trace: graded from its sealed copy, nothing runs (ingest.go).
 		return a.gradeImported(ctx, run, g)
 	}
+	if pulled(run) {
+		// A pulled trace: fetched, sealed, then graded as an ingested one (pull.go).
+		return a.gradePulled(ctx, run, g)
+	}
 	if !fresh {
 		// Marked running against the stored record, in one transaction: an
 		// earlier attempt may have finished the run since it was read (then
@@ -176,6 +180,10 @@ func (a *Activities) dispatchFrom(ctx context.Context, run eval.Run, g grading, 
 		}
 	}
 
+	if run.Trigger == eval.TriggerJudgePreview {
+		// A code-judge try runs its judge, not a harness (judge_try.go).
+		return a.runJudgeTry(ctx, run)
+	}
 	job, plan, perr := a.plan(ctx, run, g.harnesses)
 	plan.Graders, plan.Ungraded = g.graders, g.ungraded
 	var res drivers.Result
@@ -211,6 +219,10 @@ func (a *Activities) dispatchFrom(ctx context.Context, run eval.Run, g grading, 
 		out.Trace, spans = withSpans, found
 	}
 	result, runErr := traces.BuildResult(run, plan.Dispatch, out, perr, a.Host)
+	if plan.placement.selfReported && result.Provenance != nil {
+		// A self-hosted runner ran it: the service did not see the compute.
+		result.Provenance.Attestation = eval.AttestationSelfReported
+	}
 	status, err := a.finish(context.WithoutCancel(ctx), run, result, runErr, tail...)
 	if err != nil {
 		return status, err

@@ -17,10 +17,12 @@ import (
 	"svc/drivers"
 	"svc/drivers/k8s"
 	"svc/drivers/nomad"
+	"svc/drivers/runner"
 	"svc/eval"
 	"svc/internal/probers"
 	"svc/registry"
 	"svc/registry/service"
+	"svc/runners"
 )
 
 // jobAttempt is the Job.Attempt of every dispatch of a run. A remote
@@ -40,6 +42,20 @@ type placement struct {
 	// it outlives the activity: a lost lease leaves it for the next
 	// attempt to adopt rather than stopping it (see jobContext).
 	remote bool
+	// selfReported says the job runs on a self-hosted runner, whose
+	// result the service cannot vouch for (provenance.attestation
+	// self_reported).
+	selfReported bool
+}
+
+// selfHosted is the placement of a run on runner runtime spec: its job
+// waits in the workspace's lease queue for a runner (drivers/runner).
+func (a *Activities) selfHosted(run eval.Run, spec *registry.RuntimeSpec) placement {
+	o := runner.Options{Queue: a.Store, Workspace: run.Tenant, Runtime: spec.ID, ScorecardID: run.ParentScorecardID, Logger: a.logger()}
+	if a.Sealer != nil {
+		o.Sealer = a.Sealer
+	}
+	return placement{driver: runner.New(o), remote: true, selfReported: true}
 }
 
 // place chooses the driver for run: the local driver unless the run names
@@ -67,6 +83,8 @@ func (a *Activities) place(ctx context.Context, run eval.Run, who auth.Principal
 		return placement{}, caseErr("%q is not a runtime", run.Runtime)
 	case spec.Kind == registry.RuntimeLocal:
 		return local, nil
+	case spec.Kind == registry.RuntimeRunner:
+		return a.selfHosted(run, spec), nil
 	case spec.Kind == registry.RuntimeK8s:
 		jo := jobOptions(hs, c)
 		d, err := a.k8sDriver(ctx, run.Tenant, rt.Owner, rt.Digest, spec)
@@ -76,7 +94,7 @@ func (a *Activities) place(ctx context.Context, run eval.Run, who auth.Principal
 		kd := d.WithJobOptions(k8s.JobOptions{CPUMillicores: jo.CPUMillicores, MemoryMB: jo.MemoryMB, GPU: jo.GPU})
 		return placement{driver: a.admit(ctx, kd, run, spec, jo.MemoryMB), remote: true}, nil
 	case spec.Kind != registry.RuntimeNomad:
-		return placement{}, caseErr("runtime %q is a %s runtime, which this worker does not run jobs on; use a local, nomad or k8s runtime", run.Runtime, spec.Kind)
+		return placement{}, caseErr("runtime %q is a %s runtime, which this worker does not run jobs on; use a local, nomad, k8s or runner runtime", run.Runtime, spec.Kind)
 	}
 	jo := jobOptions(hs, c)
 	if jo.CPUMillicores > 0 && spec.CPUMhzPerCore == nil {
@@ -310,7 +328,7 @@ func jobContext(ctx context.Context) (context.Context, func()) {
 			cancel(context.Cause(ctx))
 			return
 		}
-		cancel(k8s.Detach(nomad.Detach(context.Cause(ctx))))
+		cancel(runner.Detach(k8s.Detach(nomad.Detach(context.Cause(ctx)))))
 	})
 	return jctx, func() {
 		stop()
@@ -345,6 +363,13 @@ func (a *Activities) stopRemoteJob(ctx context.Context, run eval.Run) {
 	defer cancel()
 	var job string
 	switch spec.Kind {
+	case registry.RuntimeRunner:
+		// Its runner learns of it on its next heartbeat; a queued job is
+		// never leased.
+		// Deleted: a queued job is never leased, and the runner running
+		// it learns on its next heartbeat (404) and kills it.
+		job = runners.JobID(run.ID, jobAttempt)
+		err = a.Store.DeleteRunnerJob(sctx, run.Tenant, job)
 	case registry.RuntimeNomad:
 		job = nomad.JobID(run.ID, jobAttempt)
 		var d *nomad.Driver

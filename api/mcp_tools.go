@@ -80,6 +80,11 @@ var toolExclusions = map[string]string{
 	"POST " + mcpPath:   "the MCP endpoint itself: a tool cannot send MCP messages",
 	"GET " + mcpPath:    "the MCP endpoint's server-to-client event stream",
 	"DELETE " + mcpPath: "ends the MCP session the call runs in",
+	// The runner routes take a runner key only (api/runners.go): machines
+	// leasing jobs, not tools for an agent.
+	"POST /runner/lease":              "a runner's long poll for a job; runner keys only",
+	"POST /runner/jobs/:id/heartbeat": "a runner's lease renewal; runner keys only",
+	"POST /runner/jobs/:id/result":    "a runner's result post; runner keys only",
 }
 
 // isToolRoute reports whether a route becomes a tool: it is authenticated

@@ -22,11 +22,13 @@ import (
 	"svc/identity"
 	"svc/netguard"
 	"svc/registry/service"
+	"svc/runners"
 	"svc/runs"
 	"svc/scorecards"
 	"svc/secrets"
 	"svc/store"
 	"svc/traceingest"
+	"svc/ui"
 	"svc/webhooks"
 )
 
@@ -93,6 +95,8 @@ type Server struct {
 	scorecards   *scorecards.Service
 	identity     *identity.Service
 	traceIngest  *traceingest.Service
+	sealer       *secrets.Sealer // opens model keys for inline judge tries; nil without SVC_SECRET_KEY
+	runners      *runners.Service
 }
 
 // probeRoutes are hit every few seconds by orchestrators and scrapers:
@@ -145,6 +149,7 @@ func NewServer(o Options) (*Server, error) {
 			return nil, fmt.Errorf("api: %w", err)
 		}
 	}
+	s.sealer = sealer
 	probeGuard, err := netguard.NewProbeGuard(o.Config.ProbeAllow)
 	if err != nil {
 		return nil, fmt.Errorf("api: SVC_PROBE_ALLOW: %w", err)
@@ -163,6 +168,11 @@ func NewServer(o Options) (*Server, error) {
 	s.traceIngest = traceingest.New(traceingest.Options{Store: o.Store, Registries: s.registries,
 		MaxEventsPerHour: int64(o.Config.IngestMaxEventsPerHour), RetentionDays: o.Config.TrajectoryRetentionDays,
 		IdleWindow: o.Config.IngestIdleWindow, Now: s.now, Logger: s.logger})
+	ro := runners.Options{Store: o.Store, Now: s.now, Logger: s.logger}
+	if sealer != nil {
+		ro.Sealer = sealer
+	}
+	s.runners = runners.New(ro)
 	if s.maxBody <= 0 {
 		// A zero Config (tests, embedders) still gets the documented limit.
 		s.maxBody = config.Defaults().MaxBodyBytes
@@ -209,6 +219,13 @@ func NewServer(o Options) (*Server, error) {
 	if err := s.registerMCPTools(s.routes); err != nil {
 		return nil, err
 	}
+	// The web view (package ui) sits outside the table: its assets are
+	// public, and its pages read the table's routes with the user's bearer.
+	view := echo.WrapHandler(ui.New())
+	for _, p := range []string{"/ui", ui.Prefix + "*"} {
+		e.GET(p, view)
+		e.HEAD(p, view)
+	}
 	return s, nil
 }
 
@@ -229,9 +246,14 @@ func (s *Server) table() []Route {
 		s.secretRoutes(),
 		s.modelRoutes(),
 		s.judgePreviewRoutes(),
+		s.judgeTryRoutes(),
+		s.judgeProxyRoutes(),
 		s.runRoutes(),
 		s.scorecardRoutes(),
 		s.ingestRoutes(),
+		s.runnerRoutes(),
+		s.ingestPullRoutes(),
+		s.traceSourceRoutes(),
 		s.traceRoutes(),
 		s.mcpRoutes(),
 	)

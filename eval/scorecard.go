@@ -298,3 +298,11 @@ type CaseMatcher struct {
 // from traces this service did not run (the ingest routes); beside managed
 // and self_reported. Such evidence reads partial (spec §2.7).
 const AttestationIngested = "ingested"
+
+// AttestationSelfReported is the provenance attestation of a case result
+// a self-hosted runner ran and reported (spec §2.2); AttestationManaged
+// that of compute this service provisioned.
+const (
+	AttestationSelfReported = "self_reported"
+	AttestationManaged      = "managed"
+)

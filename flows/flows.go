@@ -89,6 +89,22 @@ type DriverView struct {
 	HistorySizeBytes int64             `json:"historySizeBytes"`
 	TaskQueue        string            `json:"taskQueue"`
 	Pending          []PendingActivity `json:"pendingActivities"`
+	// RunnerJobs are a batch's self-hosted jobs still queued or leased
+	// (runtime kind runner), read from the lease queue, not Temporal.
+	RunnerJobs []RunnerJob `json:"runnerJobs,omitempty"`
+}
+
+// RunnerJob is one self-hosted job as /ops/driver shows it: who holds its
+// lease and until when, and whether it was told to stop.
+type RunnerJob struct {
+	ID           string     `json:"id"`
+	RunID        string     `json:"runId"`
+	Runtime      string     `json:"runtime"`
+	State        string     `json:"state"`
+	Cancelled    bool       `json:"cancelled,omitempty"`
+	Runner       string     `json:"runner,omitempty"`
+	LeaseExpires *time.Time `json:"leaseExpires,omitempty"`
+	Leases       int        `json:"leases"`
 }
 
 // PendingActivity is one activity a workflow waits on.

@@ -30,6 +30,7 @@ import (
 	"svc/derrors"
 	"svc/drivers"
 	"svc/eval"
+	"svc/judges/score"
 	"svc/registry"
 )
 
@@ -70,11 +71,21 @@ type Runner struct {
 	// stdout or stderr), so a judge try can show its logs; it must not
 	// block for long.
 	Log func(jobID, stream string, data []byte)
+	// Env is given to the judge process beside the minimal environment:
+	// a code judge with a model gets its model proxy's address and its
+	// run-scoped token here (never a key). Set it on a copy of the Runner
+	// made for one execution.
+	Env map[string]string
 }
 
-// legacyReason is the skip reason of model and harness judges: they need a
-// model dispatcher, and none is wired in yet.
+// legacyReason is the skip reason of a model judge run here: the worker
+// runs model judges itself when it has model access (activities), so one
+// reaching the Runner has none.
 const legacyReason = "legacy model judges need a model dispatcher, which this deployment does not configure"
+
+// HarnessReason is the skip reason of a legacy harness judge
+// (score.HarnessReason).
+const HarnessReason = score.HarnessReason
 
 // Run runs judge j over in and returns its scores, metrics rewritten
 // under judge:<id>. Problems with the judge (a non-zero exit, a timeout,
@@ -100,8 +111,10 @@ func (r *Runner) Run(ctx context.Context, j *registry.JudgeSpec, in Input, jobID
 			return Skip(j.ID, fmt.Sprintf("judge %s is of kind code but has no code fields", j.ID)), nil
 		}
 		return r.runCode(ctx, j.ID, j.Code, in, jobID)
-	case registry.JudgeModel, registry.JudgeHarness:
+	case registry.JudgeModel:
 		return Skip(j.ID, legacyReason), nil
+	case registry.JudgeHarness:
+		return Skip(j.ID, HarnessReason), nil
 	default:
 		return Skip(j.ID, fmt.Sprintf("judge %s has kind %q, which this version cannot run", j.ID, j.Kind)), nil
 	}
@@ -145,6 +158,7 @@ func (r *Runner) runCode(ctx context.Context, id string, c *registry.CodeJudge, 
 		// the work area is known only inside the job.
 		Command: []string{interp, file, InputFile},
 		Files:   map[string]string{file: c.Code, InputFile: input},
+		Env:     r.Env,
 		Timeout: timeout,
 	}
 	if r.Log != nil {
@@ -174,6 +188,18 @@ func (r *Runner) runCode(ctx context.Context, id string, c *registry.CodeJudge, 
 		return Skip(id, fmt.Sprintf("judge %s printed no valid score: %v", id, err)), nil
 	}
 	return RewriteMetrics(id, scores), nil
+}
+
+// Timeout is how long one execution of a code judge may take: its
+// timeoutSec, else the Runner's default.
+func (r *Runner) Timeout(c *registry.CodeJudge) time.Duration {
+	if c != nil && c.TimeoutSec > 0 {
+		return time.Duration(c.TimeoutSec) * time.Second
+	}
+	if r.DefaultTimeout > 0 {
+		return r.DefaultTimeout
+	}
+	return DefaultTimeout
 }
 
 // judgeStdout is the stdout to parse. The driver keeps the head of a long
@@ -237,26 +263,11 @@ func nodeFile(code string) string {
 }
 
 // SkipPrefix begins the detail of every skip score.
-const SkipPrefix = "skipped: "
+const SkipPrefix = score.SkipPrefix
 
-// Skip returns the one visible score of a judge that could not judge:
-// metric judge:<id>, value 0, pass false, detail "skipped: <reason>".
-func Skip(judgeID, reason string) []eval.Score {
-	return []eval.Score{{
-		GraderID: judgeID,
-		Metric:   metricPrefix + judgeID,
-		Value:    0,
-		Pass:     verdict(false),
-		Detail:   cleanDetail(SkipPrefix + reason),
-	}}
-}
+// Skip returns the one visible score of a judge that could not judge
+// (score.Skip).
+func Skip(judgeID, reason string) []eval.Score { return score.Skip(judgeID, reason) }
 
-// IsSkip reports whether a score is a judge skip score: a judge's overall
-// metric judge:<id> with value 0, pass false and a detail beginning
-// "skipped: ". A judge may also print such a score itself to say it could
-// not judge this case.
-func IsSkip(s eval.Score) bool {
-	rest, ok := strings.CutPrefix(s.Metric, metricPrefix)
-	return ok && rest != "" && !strings.Contains(rest, ":") &&
-		s.Value == 0 && s.Pass != nil && !*s.Pass && strings.HasPrefix(s.Detail, SkipPrefix)
-}
+// IsSkip reports whether a score is a judge skip score (score.IsSkip).
+func IsSkip(s eval.Score) bool { return score.IsSkip(s) }

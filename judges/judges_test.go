@@ -184,7 +184,7 @@ raise ValueError("no final answer to read")
 			name: "legacy harness judge",
 			judge: &registry.JudgeSpec{Kind: registry.JudgeHarness, ID: "hj", Version: "1",
 				Harness: &registry.HarnessJudge{Harness: registry.Ref{ID: "h", Version: "1"}}},
-			has: []string{"skipped: legacy model judges need a model dispatcher"},
+			has: []string{"skipped: harness judges do not run yet"},
 		},
 		{
 			name:  "unsupported language",

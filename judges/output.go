@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"svc/eval"
+	"svc/judges/score"
 )
 
 // Limits on what one judge may print, so that a runaway judge cannot fill
@@ -22,7 +23,7 @@ const (
 	MaxMetricLen = 256
 	// MaxDetail bounds a score's detail, in runes; a longer one is cut
 	// and ends with an ellipsis.
-	MaxDetail = 2000
+	MaxDetail = score.MaxDetail
 )
 
 // metricPrefix begins every judge metric.
@@ -226,28 +227,9 @@ func jsonKind(raw []byte) string {
 	return "a number"
 }
 
-// RewriteMetrics namespaces a judge's metrics: "judge" becomes
-// judge:<id>, an already-prefixed judge:<id> or judge:<id>:<sub> is kept,
-// and any other metric <sub> becomes judge:<id>:<sub> (so a judge that
-// prints another judge's metric only ever writes under its own). An empty
-// GraderID is set to the judge's id. The input is not modified.
+// RewriteMetrics namespaces a judge's metrics (score.RewriteMetrics).
 func RewriteMetrics(judgeID string, scores []eval.Score) []eval.Score {
-	own := metricPrefix + judgeID
-	out := make([]eval.Score, len(scores))
-	for i, s := range scores {
-		switch {
-		case s.Metric == "judge":
-			s.Metric = own
-		case s.Metric == own || strings.HasPrefix(s.Metric, own+":"):
-		default:
-			s.Metric = own + ":" + s.Metric
-		}
-		if s.GraderID == "" {
-			s.GraderID = judgeID
-		}
-		out[i] = s
-	}
-	return out
+	return score.RewriteMetrics(judgeID, scores)
 }
 
 // cleanText keeps text storable: valid UTF-8 without NUL bytes (the store

@@ -22,7 +22,9 @@ import (
 
 // IdentityVersion is the seal generation this package writes. A new way of
 // computing any digest is a new number; an old number keeps its meaning.
-const IdentityVersion = 1
+// Version 2 seals a judge's resolved closure (JudgeClosure); version 1
+// sealed the names only (legacyClosure).
+const IdentityVersion = 2
 
 // Unresolved is the closure value of a dependency that could not be
 // resolved at seal time.

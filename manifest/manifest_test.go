@@ -81,7 +81,7 @@ func TestSeal(t *testing.T) {
 	plan := registry.Digest([]byte(`{"cases":{"add":"` + gradingCases["add"] + `","auth/login":"` + gradingCases["auth/login"] + `","free":"` + gradingCases["free"] + `"}}`))
 	judgeDoc := `{"closure":{"model":"default@3"},"judge":"helpful@2","spec":` + string(in.Judges[0].Spec.Canonical()) + `}`
 	want := eval.Manifest{
-		IdentityVersion: 1,
+		IdentityVersion: IdentityVersion,
 		Cases:           map[string]string{"add": caseDigest(0), "auth/login": caseDigest(1), "free": caseDigest(2)},
 		Dataset:         in.Dataset.Digest(),
 		Harness:         in.Harness.Digest(),

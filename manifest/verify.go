@@ -126,6 +126,11 @@ func Verify(m eval.Manifest, current Input) Verification {
 		doc := currentDoc{}
 		j, ok := judges[id]
 		if ok {
+			if c.identity < 2 {
+				// Sealed before closures were resolved: compare with
+				// the closure that generation computed.
+				j.Closure = legacyClosure(j.Spec.Judge())
+			}
 			doc.doc, doc.err = judgeDoc(j)
 		}
 		r, listed := c.result("judge:"+id, sj.Digest, doc, fmt.Sprintf("judge %s@%s can no longer be resolved", id, sj.Version))

@@ -168,11 +168,22 @@ func TestVerify(t *testing.T) {
 				}
 				return out
 			}(),
-			wantDetail: map[string]string{"policy": "identity version 2 is newer"},
+			wantDetail: map[string]string{"policy": "identity version 3 is newer"},
 		},
 		{
-			name:         "identity version 0 reads as 1",
-			stamp:        func(m *eval.Manifest) { m.IdentityVersion = 0 },
+			name: "identity version 0 reads as 1, its judges sealed with names only",
+			stamp: func(m *eval.Manifest) {
+				m.IdentityVersion = 0
+				spec, err := registry.Parse(registry.Judge, []byte(judgeJSON), false)
+				if err != nil {
+					panic(err)
+				}
+				sj, err := SealJudge(Judge{Spec: spec, Closure: legacyClosure(spec.Judge())})
+				if err != nil {
+					panic(err)
+				}
+				m.Judges = []eval.SealedJudge{sj}
+			},
 			want:         matchAll,
 			wantVerified: true,
 		},

@@ -322,3 +322,17 @@ func clip(s string) string {
 	}
 	return s
 }
+
+// Version is the live version of the binding name of workspace: the first
+// 16 hex digits of its digest, so a replaced binding has a new version.
+// An unknown name is ErrNotFound.
+func (s *Service) Version(ctx context.Context, workspace, name string) (string, error) {
+	e, err := s.Store.GetEntity(ctx, StoreKind, workspace, name)
+	if err != nil {
+		return "", err
+	}
+	if len(e.Versions) == 0 {
+		return "", derrors.NotFoundf("model %s", name)
+	}
+	return e.Versions[len(e.Versions)-1].Version, nil
+}

@@ -120,34 +120,61 @@ func writeCanonical(b *bytes.Buffer, v any) error {
 
 // writeString writes s as a JSON string with the minimal escapes.
 func writeString(b *bytes.Buffer, s string) {
+	b.Write(AppendCanonicalString(b.AvailableBuffer(), s))
+}
+
+// AppendCanonicalString appends s to dst as CanonicalJSON writes a string:
+// quoted, with only the escapes JSON requires. s must be valid UTF-8 (as
+// every string of a decoded document is); invalid bytes are copied as
+// they are.
+func AppendCanonicalString(dst []byte, s string) []byte {
 	const hexDigits = "0123456789abcdef"
-	b.WriteByte('"')
+	dst = append(dst, '"')
+	start := 0
 	for i := 0; i < len(s); i++ {
 		c := s[i]
-		switch {
-		case c == '"':
-			b.WriteString(`\"`)
-		case c == '\\':
-			b.WriteString(`\\`)
-		case c >= 0x20:
-			b.WriteByte(c)
-		case c == '\b':
-			b.WriteString(`\b`)
-		case c == '\t':
-			b.WriteString(`\t`)
-		case c == '\n':
-			b.WriteString(`\n`)
-		case c == '\f':
-			b.WriteString(`\f`)
-		case c == '\r':
-			b.WriteString(`\r`)
+		if c >= 0x20 && c != '"' && c != '\\' {
+			continue
+		}
+		dst = append(dst, s[start:i]...)
+		start = i + 1
+		switch c {
+		case '"':
+			dst = append(dst, `\"`...)
+		case '\\':
+			dst = append(dst, `\\`...)
+		case '\b':
+			dst = append(dst, `\b`...)
+		case '\t':
+			dst = append(dst, `\t`...)
+		case '\n':
+			dst = append(dst, `\n`...)
+		case '\f':
+			dst = append(dst, `\f`...)
+		case '\r':
+			dst = append(dst, `\r`...)
 		default:
-			b.WriteString(`\u00`)
-			b.WriteByte(hexDigits[c>>4])
-			b.WriteByte(hexDigits[c&0xf])
+			dst = append(dst, `\u00`...)
+			dst = append(dst, hexDigits[c>>4], hexDigits[c&0xf])
 		}
 	}
-	b.WriteByte('"')
+	dst = append(dst, s[start:]...)
+	return append(dst, '"')
+}
+
+// CanonicalNumber is the JSON number literal s in the exact decimal
+// normal form CanonicalJSON writes (1.50, 15e-1 and 1.5 are all 1.5).
+func CanonicalNumber(s string) (string, error) { return normalizeNumber(s) }
+
+// AppendCanonicalTree appends, as CanonicalJSON would write it, a tree
+// decoded by encoding/json into an interface{} with UseNumber (nil, bool,
+// string, json.Number, []any, map[string]any).
+func AppendCanonicalTree(dst []byte, tree any) ([]byte, error) {
+	b := bytes.NewBuffer(dst)
+	if err := writeCanonical(b, tree); err != nil {
+		return dst, fmt.Errorf("registry.AppendCanonicalTree: %w", err)
+	}
+	return b.Bytes(), nil
 }
 
 // maxNumberLen bounds a normalised number: enough for every float64 written

@@ -3,6 +3,7 @@ package registry
 import (
 	"bufio"
 	"bytes"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -217,5 +218,45 @@ func TestDigestFormat(t *testing.T) {
 	// sha256 of the empty string, a published test vector.
 	if got, want := Digest(nil), "sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"; got != want {
 		t.Errorf("Digest(nil) = %s, want %s", got, want)
+	}
+}
+
+// TestCanonicalPieces: the exported pieces write what CanonicalJSON
+// writes for the same string, number and tree.
+func TestCanonicalPieces(t *testing.T) {
+	for _, s := range []string{"", "plain", "a\"b\\c", "\x00\x01\x1f\b\t\n\f\r", "é\u2028<>&", "end\\"} {
+		whole, err := CanonicalJSON(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := AppendCanonicalString([]byte("x"), s); string(got) != "x"+string(whole) {
+			t.Errorf("AppendCanonicalString(%q) = %s, want x%s", s, got, whole)
+		}
+	}
+	for _, n := range []string{"1.50", "15e-1", "-0", "1E+3", "0.000120"} {
+		whole, err := CanonicalJSON([]byte(n))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, err := CanonicalNumber(n); err != nil || got != string(whole) {
+			t.Errorf("CanonicalNumber(%q) = %q, %v; want %s", n, got, err, whole)
+		}
+	}
+	if _, err := CanonicalNumber("1e999"); err == nil {
+		t.Error("CanonicalNumber(1e999) = nil error, want out of range")
+	}
+	raw := []byte(`{"b":[1.0,"x",null,true],"a":{"d":2e1,"c":{}}}`)
+	whole, err := CanonicalJSON(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var tree any
+	if err := dec.Decode(&tree); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := AppendCanonicalTree([]byte("x"), tree); err != nil || string(got) != "x"+string(whole) {
+		t.Errorf("AppendCanonicalTree = %s, %v; want x%s", got, err, whole)
 	}
 }

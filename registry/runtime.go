@@ -14,6 +14,10 @@ const (
 	RuntimeLocal RuntimeKind = "local" // in-process on the control-plane host (dev only)
 	RuntimeNomad RuntimeKind = "nomad"
 	RuntimeK8s   RuntimeKind = "k8s"
+	// RuntimeRunner is a self-hosted runtime: its jobs wait in a lease
+	// queue for the workspace's own runners (`svc runner`), which run them
+	// on machines the team owns and report the results (self_reported).
+	RuntimeRunner RuntimeKind = "runner"
 )
 
 // Admission defaults (spec §2.6, §8).
@@ -98,6 +102,8 @@ type Toleration struct {
 // version, description, tags and kind.
 var runtimeFields = map[RuntimeKind][]string{
 	RuntimeLocal: {"maxConcurrent", "memoryBudgetMb"},
+	// A runner runtime's parallelism is its runners' workers: nothing to set.
+	RuntimeRunner: {},
 	RuntimeNomad: {"addr", "image", "runtime", "datacenters", "namespace", "authSecret", "gpu", "constraints", "cpuMhzPerCore",
 		"maxConcurrent", "memoryBudgetMb", "traceSource", "browserImage"},
 	RuntimeK8s: {"image", "context", "namespace", "runtimeClass", "server", "authSecret", "kubeconfigSecret", "gpu", "nodeSelector", "tolerations",
@@ -123,9 +129,9 @@ func (r *RuntimeSpec) validate(p *problems) {
 	allowed, ok := runtimeFields[r.Kind]
 	if !ok {
 		if r.Kind == "" {
-			p.required("kind", "the runtime kind: local, nomad or k8s")
+			p.required("kind", "the runtime kind: local, nomad, k8s or runner")
 		} else {
-			p.add("kind", "%q %s", clip(string(r.Kind)), oneOf(RuntimeLocal, RuntimeNomad, RuntimeK8s))
+			p.add("kind", "%q %s", clip(string(r.Kind)), oneOf(RuntimeLocal, RuntimeNomad, RuntimeK8s, RuntimeRunner))
 		}
 		return
 	}

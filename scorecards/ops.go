@@ -60,7 +60,28 @@ func (s *Service) Driver(ctx context.Context, p auth.Principal, family, id strin
 	if err != nil {
 		return flows.DriverView{}, derrors.NotFoundf("the orchestrator did not answer for %s (%v)", id, err)
 	}
+	if family == FamilyBatch {
+		if v.RunnerJobs, err = s.runnerJobs(ctx, p.Workspace, id); err != nil {
+			return flows.DriverView{}, err
+		}
+	}
 	return v, nil
+}
+
+// runnerJobs are the batch's self-hosted jobs still queued or leased.
+func (s *Service) runnerJobs(ctx context.Context, workspace, id string) ([]flows.RunnerJob, error) {
+	js, err := s.o.Store.ListRunnerJobs(ctx, workspace)
+	if err != nil {
+		return nil, err
+	}
+	var out []flows.RunnerJob
+	for _, j := range js {
+		if j.ScorecardID == id {
+			out = append(out, flows.RunnerJob{ID: j.ID, RunID: j.RunID, Runtime: j.Runtime, State: j.State,
+				Cancelled: j.Cancelled, Runner: j.Runner, LeaseExpires: j.LeaseExpires, Leases: j.Leases})
+		}
+	}
+	return out, nil
 }
 
 // CancelDriver asks the workflow behind a batch to stop (cooperative, admin
@@ -76,5 +97,12 @@ func (s *Service) CancelDriver(ctx context.Context, p auth.Principal, family, id
 	if err := s.o.Orchestrator.Cancel(ctx, wid); err != nil {
 		return flows.DriverView{}, err
 	}
-	return s.o.Orchestrator.Describe(ctx, wid)
+	if family == FamilyBatch {
+		// The batch's self-hosted jobs stop now, not when each activity
+		// sees the cancel (spec §4.6).
+		if _, err := s.o.Store.CancelRunnerJobs(ctx, p.Workspace, "", id, s.o.Now()); err != nil {
+			return flows.DriverView{}, err
+		}
+	}
+	return s.Driver(ctx, p, family, id)
 }

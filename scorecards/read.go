@@ -273,6 +273,16 @@ func (s *Service) stop(ctx context.Context, p auth.Principal, id string, to eval
 	}
 	s.appendSteps(ctx, []store.ScorecardStep{{Workspace: sc.Tenant, ScorecardID: sc.ID, Key: "stop",
 		TS: s.o.Now().UTC(), Phase: "cancel", Status: string(to), Message: fmt.Sprintf("%s by %s", to, p.Subject)}})
+	// Self-hosted lease jobs are dropped at once (spec §4.6): a queued one
+	// is never leased, a leased one's runner learns of it on its next
+	// heartbeat, without waiting for the workflow's cancel to reach them.
+	if n, err := s.o.Store.CancelRunnerJobs(ctx, sc.Tenant, "", sc.ID, s.o.Now()); err != nil {
+		s.o.Logger.LogAttrs(ctx, slog.LevelWarn, "dropping the self-hosted jobs of a stopped batch; the workflow's cancel still reaches them",
+			reqid.Attr(ctx), slog.String("workspace", sc.Tenant), slog.String("scorecard", sc.ID), slog.String("error", err.Error()))
+	} else if n > 0 {
+		s.appendSteps(ctx, []store.ScorecardStep{{Workspace: sc.Tenant, ScorecardID: sc.ID, Key: "stop-runner-jobs",
+			TS: s.o.Now().UTC(), Phase: "cancel", Status: string(to), Message: fmt.Sprintf("%d self-hosted runner jobs dropped or told to stop", n)}})
+	}
 	if s.o.Orchestrator != nil {
 		if err := s.o.Orchestrator.Cancel(ctx, id); err != nil {
 			return eval.Scorecard{}, fmt.Errorf("cancelling the workflow of %s: %w", id, err)

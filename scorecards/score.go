@@ -156,7 +156,7 @@ func (s *Service) VerifyManifest(ctx context.Context, p auth.Principal, id strin
 			if err != nil {
 				return manifest.Verification{}, err
 			}
-			cur.Judges = append(cur.Judges, manifest.Judge{Spec: r.Spec, Closure: judgeClosure(r.Spec.Judge())})
+			cur.Judges = append(cur.Judges, manifest.Judge{Spec: r.Spec, Closure: s.judgeClosure(ctx, p, r.Spec.Judge())})
 		}
 	}
 	policy, _ := scoring.ResolvePolicy(sc.VerdictPolicy, sc.Manifest)

@@ -16,6 +16,7 @@ import (
 	"svc/flows"
 	"svc/graders"
 	"svc/manifest"
+	"svc/models"
 	"svc/records"
 	"svc/registry"
 	"svc/registry/service"
@@ -288,31 +289,17 @@ func (s *Service) resolveJudges(ctx context.Context, p auth.Principal, pl *plan,
 			return err
 		}
 		pl.judges = append(pl.judges, eval.JudgeRef{ID: j.ID, Version: v, Resolved: r.Version})
-		pl.sealed = append(pl.sealed, manifest.Judge{Spec: r.Spec, Closure: judgeClosure(r.Spec.Judge())})
+		pl.sealed = append(pl.sealed, manifest.Judge{Spec: r.Spec, Closure: s.judgeClosure(ctx, p, r.Spec.Judge())})
 	}
 	return nil
 }
 
-// judgeClosure is what a judge depends on beyond its spec: its model
-// binding and rubric, each 'id@version' or "unresolved".
-func judgeClosure(j *registry.JudgeSpec) map[string]string {
-	c := map[string]string{}
-	if j == nil {
-		return c
-	}
-	if j.Code != nil {
-		c["model"] = "none"
-		if j.Code.Model != nil {
-			c["model"] = j.Code.Model.Ref
-		}
-		if j.Code.Runtime != "" {
-			c["runtime"] = j.Code.Runtime
-		}
-	}
-	if j.Model != nil || j.Harness != nil {
-		c["model"] = "unresolved"
-	}
-	return c
+// judgeClosure is what a judge depends on beyond its spec, resolved as p
+// sees it now (manifest.JudgeClosure): its model binding, rubric reference
+// and delegated agent, each 'id@version' or "unresolved". A re-score's
+// revision seals through the same function.
+func (s *Service) judgeClosure(ctx context.Context, p auth.Principal, j *registry.JudgeSpec) map[string]string {
+	return manifest.JudgeClosure(j, models.JudgeResolver(ctx, &models.Service{Store: s.o.Store}, s.o.Registries, p))
 }
 
 // record seals the manifest, writes the batch queued and starts its
@@ -454,11 +441,26 @@ func graderNotes(cases []registry.EvalCase) []store.ScorecardStep {
 	return notes
 }
 
+// judgeModels lists the models the batch's judges use, as sealed in
+// their closures ("name@version", or the name when it did not resolve),
+// each once.
 func judgeModels(js []manifest.Judge) []string {
 	out := []string{}
 	for _, j := range js {
-		if js := j.Spec.Judge(); js != nil && js.Code != nil && js.Code.Model != nil && !slices.Contains(out, js.Code.Model.Ref) {
-			out = append(out, js.Code.Model.Ref)
+		m, ok := j.Closure[manifest.ClosureModel]
+		if !ok || m == "none" {
+			continue
+		}
+		if m == manifest.Unresolved {
+			switch spec := j.Spec.Judge(); {
+			case spec != nil && spec.Code != nil && spec.Code.Model != nil:
+				m = spec.Code.Model.Ref
+			case spec != nil && spec.Model != nil:
+				m = spec.Model.Model
+			}
+		}
+		if m != "" && !slices.Contains(out, m) {
+			out = append(out, m)
 		}
 	}
 	return out

@@ -56,6 +56,8 @@ type Tx interface {
 	Analyses
 	TraceIngest
 	Slots
+	RunnerJobs
+	TraceSources
 }
 
 // Workspace is a tenant: the trust zone every record belongs to.

@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"fmt"
 	"path/filepath"
+	"runtime"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -96,10 +99,92 @@ func BenchmarkOTLPIngest(b *testing.B) {
 			}
 			b.Run(name, func(b *testing.B) { benchIngest(b, openBench(b, backend), body, seal) })
 		}
+		b.Run(backend+"/concurrent/ingest+seal", func(b *testing.B) { benchConcurrent(b, openBench(b, backend), body) })
 	}
 }
 
-func openBench(b *testing.B, backend string) store.Store {
+// benchClients is how many clients export at once in the concurrent
+// variant: two a processor, so one's database round trip overlaps
+// another's decoding.
+func benchClients() int { return 2 * runtime.GOMAXPROCS(0) }
+
+// benchBody is body with a fresh trace id and run id for export i.
+func benchBody(body []byte, i int) []byte {
+	id := []byte(fmt.Sprintf("%016x", i)) // a fresh trace id (16 bytes) and run id per export
+	this := bytes.ReplaceAll(body, benchTraceID, id)
+	return bytes.Replace(this, []byte("bench-run-0000000"), []byte(fmt.Sprintf("bench-%011d", i)), 1) // the same length
+}
+
+// benchConcurrent is the door as a service is loaded: benchClients
+// clients send exports at once while the trace sweep seals, concurrently,
+// every trajectory whose export has been stored (the sweeper's clock is
+// past the idle window of them all). The time is until all b.N exports
+// are sealed.
+func benchConcurrent(b *testing.B, st store.Store, body []byte) {
+	now := time.Date(2026, 5, 1, 10, 0, 0, 0, time.UTC)
+	ingest := traceingest.New(traceingest.Options{Store: st, Now: func() time.Time { return now }, IdleWindow: time.Minute})
+	sweeper := traceingest.New(traceingest.Options{Store: st, Now: func() time.Time { return now.Add(2 * time.Minute) }, IdleWindow: time.Minute})
+	p := auth.Principal{Subject: "bench", Workspace: "bench", Roles: []auth.Role{auth.RoleAdmin}}
+	bodies := make([][]byte, b.N)
+	for i := range bodies {
+		bodies[i] = benchBody(body, i)
+	}
+	b.SetBytes(int64(len(body)))
+	b.ResetTimer()
+	var next atomic.Int64
+	errs := make(chan error, benchClients()+1)
+	var wg sync.WaitGroup
+	for range benchClients() {
+		wg.Go(func() {
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= b.N {
+					return
+				}
+				data, err := traces.ReadOTLPBody(bytes.NewReader(bodies[i]), "")
+				if err != nil {
+					errs <- err
+					return
+				}
+				req, err := traces.DecodeOTLP(data, traces.EncodingProtobuf)
+				if err != nil {
+					errs <- err
+					return
+				}
+				resp, err := ingest.Export(b.Context(), p, req)
+				if err != nil || resp.GetPartialSuccess() != nil {
+					errs <- fmt.Errorf("Export = %v, %v", resp, err)
+					return
+				}
+			}
+		})
+	}
+	wg.Go(func() {
+		sealed := 0
+		for sealed < b.N {
+			if len(errs) > 0 {
+				return
+			}
+			rep, err := sweeper.Sweep(b.Context())
+			if err != nil {
+				errs <- fmt.Errorf("Sweep = %+v, %v", rep, err)
+				return
+			}
+			sealed += rep.Sealed
+			if rep.Sealed == 0 {
+				time.Sleep(time.Millisecond) // nothing stored yet
+			}
+		}
+	})
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		b.Fatal(err)
+	}
+	b.ReportMetric(float64(b.N*benchSpans)/b.Elapsed().Seconds(), "spans/s")
+}
+
+func openBench(b testing.TB, backend string) store.Store {
 	ctx := b.Context()
 	switch backend {
 	case "sqlite":
@@ -132,12 +217,12 @@ func benchIngest(b *testing.B, st store.Store, body []byte, seal bool) {
 	p := auth.Principal{Subject: "bench", Workspace: "bench", Roles: []auth.Role{auth.RoleAdmin}}
 	b.SetBytes(int64(len(body)))
 	b.ResetTimer()
+	var decode, export, sweep time.Duration
 	for i := range b.N {
 		b.StopTimer()
-		id := []byte(fmt.Sprintf("%016x", i)) // a fresh trace id (16 bytes) and run id per export
-		this := bytes.ReplaceAll(body, benchTraceID, id)
-		this = bytes.Replace(this, []byte("bench-run-0000000"), []byte(fmt.Sprintf("bench-%011d", i)), 1) // the same length
+		this := benchBody(body, i)
 		b.StartTimer()
+		t0 := time.Now()
 		data, err := traces.ReadOTLPBody(bytes.NewReader(this), "")
 		if err != nil {
 			b.Fatal(err)
@@ -146,17 +231,28 @@ func benchIngest(b *testing.B, st store.Store, body []byte, seal bool) {
 		if err != nil {
 			b.Fatal(err)
 		}
+		t1 := time.Now()
 		resp, err := svc.Export(b.Context(), p, req)
 		if err != nil || resp.GetPartialSuccess() != nil {
 			b.Fatalf("Export = %v, %v", resp, err)
 		}
+		t2 := time.Now()
+		decode, export = decode+t1.Sub(t0), export+t2.Sub(t1)
 		if seal {
 			now = now.Add(2 * time.Minute)
 			rep, err := svc.Sweep(b.Context())
 			if err != nil || rep.Sealed != 1 {
 				b.Fatalf("Sweep = %+v, %v", rep, err)
 			}
+			sweep += time.Since(t2)
 		}
 	}
 	b.ReportMetric(float64(b.N*benchSpans)/b.Elapsed().Seconds(), "spans/s")
+	// Where an export's time goes: decoding, Export (normalise and store)
+	// and the sweep that seals it.
+	b.ReportMetric(float64(decode.Milliseconds())/float64(b.N), "decode-ms/op")
+	b.ReportMetric(float64(export.Milliseconds())/float64(b.N), "export-ms/op")
+	if seal {
+		b.ReportMetric(float64(sweep.Milliseconds())/float64(b.N), "seal-ms/op")
+	}
 }

@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"runtime"
 	"strings"
+	"sync"
 	"time"
 
 	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
@@ -114,17 +116,11 @@ func (s *Service) Export(ctx context.Context, p auth.Principal, req *coltracepb.
 			problems = append(problems, g.refused)
 			continue
 		}
-		for _, sp := range g.spans {
-			e := traces.Normalize(sp, mapping)
-			if err := e.Validate(); err != nil {
+		for i, ev := range prepareEvents(g.spans, mapping) {
+			sp := &g.spans[i]
+			if ev.problem != nil {
 				rejected++
-				problems = append(problems, fmt.Sprintf("span %q: %v", clip(sp.Name, 80), err))
-				continue
-			}
-			raw, err := json.Marshal(e)
-			if err != nil {
-				rejected++
-				problems = append(problems, fmt.Sprintf("span %q: %v", clip(sp.Name, 80), err))
+				problems = append(problems, fmt.Sprintf("span %q: %v", clip(sp.Name, 80), ev.problem))
 				continue
 			}
 			var start int64
@@ -132,7 +128,7 @@ func (s *Service) Export(ctx context.Context, p auth.Principal, req *coltracepb.
 				start = sp.Start.UnixNano()
 			}
 			pending = append(pending, store.PendingSpan{Workspace: p.Workspace, Group: g.id, External: g.external,
-				Key: sp.Key, StartUnixNano: start, Event: raw, ReceivedAt: now})
+				Key: sp.Key, StartUnixNano: start, Event: ev.canonical, ReceivedAt: now})
 		}
 	}
 
@@ -146,6 +142,59 @@ func (s *Service) Export(ctx context.Context, p auth.Principal, req *coltracepb.
 		resp.PartialSuccess = &coltracepb.ExportTracePartialSuccess{RejectedSpans: rejected, ErrorMessage: problemText(problems)}
 	}
 	return resp, nil
+}
+
+// preparedEvent is a span's event as stored: its canonical JSON, or why
+// the span is refused.
+type preparedEvent struct {
+	canonical json.RawMessage
+	problem   error
+}
+
+// parallelSpans is the size of an export's group from which its spans are
+// normalised on every processor: below it, starting goroutines costs more
+// than it saves.
+const parallelSpans = 256
+
+// prepareEvents normalises spans into their events and writes each
+// event's canonical JSON (traces.AppendCanonicalStoredEvent), the form a
+// pending span keeps so that sealing only concatenates. A large group is
+// split into one chunk per processor.
+func prepareEvents(spans []traces.Span, mapping traces.SpanAttrMapping) []preparedEvent {
+	out := make([]preparedEvent, len(spans))
+	work := func(lo, hi int) {
+		// One buffer for the chunk, each event a slice of it.
+		buf := make([]byte, 0, 600*(hi-lo))
+		for i := lo; i < hi; i++ {
+			e := traces.Normalize(spans[i], mapping)
+			if err := e.Validate(); err != nil {
+				out[i].problem = err
+				continue
+			}
+			mark := len(buf)
+			next, err := traces.AppendCanonicalStoredEvent(buf, &e)
+			if err != nil {
+				out[i].problem = err
+				continue
+			}
+			// Appending never rewrites the bytes already sliced, even
+			// when it moves the buffer.
+			buf = next
+			out[i].canonical = json.RawMessage(buf[mark:len(buf):len(buf)])
+		}
+	}
+	n := min(runtime.GOMAXPROCS(0), len(spans)/parallelSpans)
+	if n <= 1 {
+		work(0, len(spans))
+		return out
+	}
+	var wg sync.WaitGroup
+	for c := range n {
+		lo, hi := c*len(spans)/n, (c+1)*len(spans)/n
+		wg.Go(func() { work(lo, hi) })
+	}
+	wg.Wait()
+	return out
 }
 
 // classify decides where g's spans go: a live run of the workspace (with

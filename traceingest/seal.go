@@ -1,6 +1,7 @@
 package traceingest
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -35,14 +36,73 @@ func RunSpanEvents(ctx context.Context, st store.TraceIngest, workspace, runID s
 func spanEvents(spans []store.PendingSpan) []eval.TraceEvent {
 	events := make([]eval.TraceEvent, 0, len(spans))
 	for _, sp := range spans {
-		var e eval.TraceEvent
-		if err := json.Unmarshal(sp.Event, &e); err != nil {
-			e = eval.TraceEvent{Kind: eval.EventError, Code: "BAD_SPAN", Message: fmt.Sprintf("span %s could not be read back: %v", sp.Key, err)}
-		}
-		events = append(events, e)
+		events = append(events, spanEvent(sp))
 	}
 	traces.SortEvents(events)
 	return events
+}
+
+// spanEvent is a pending span's event read back; one that no longer
+// decodes becomes an error event saying so.
+func spanEvent(sp store.PendingSpan) eval.TraceEvent {
+	var e eval.TraceEvent
+	if err := json.Unmarshal(sp.Event, &e); err != nil {
+		e = eval.TraceEvent{Kind: eval.EventError, Code: "BAD_SPAN", Message: fmt.Sprintf("span %s could not be read back: %v", sp.Key, err)}
+	}
+	return e
+}
+
+// formerEventPrefix starts every event encoding/json wrote for a pending
+// span before issue 16 (kind is TraceEvent's first member and never
+// omitted). Canonical events start with their alphabetically first
+// member, which is kind only when the event has no attributes, code,
+// content, cost, duration, end time, input or input tokens.
+var formerEventPrefix = []byte(`{"kind":`)
+
+// canonicalSpanEvents is the canonical JSON of each pending span's event,
+// in the trajectory's order: that of traces.SortEvents, which keeps the
+// listing order (start_unix_nano, span_key) of the events with a start
+// time and puts those without one last. Spans stored as canonical JSON
+// (Export) are taken as they are; spans stored by earlier versions, and
+// anything that is not an object, are read back as sealing always read
+// them (a canonical event that happens to start like a former one reads
+// back to the same bytes). The result is the
+// elements of what traces.SealEvents(spanEvents(spans)) seals.
+func canonicalSpanEvents(spans []store.PendingSpan) ([][]byte, error) {
+	out := make([][]byte, 0, len(spans))
+	var untimed [][]byte
+	for _, sp := range spans {
+		if len(sp.Event) > 0 && sp.Event[0] == '{' && !bytes.HasPrefix(sp.Event, formerEventPrefix) {
+			if sp.StartUnixNano != 0 {
+				out = append(out, sp.Event)
+			} else {
+				untimed = append(untimed, sp.Event)
+			}
+			continue
+		}
+		e := spanEvent(sp)
+		c, err := traces.AppendCanonicalEvent(nil, &e)
+		if err != nil {
+			return nil, fmt.Errorf("sealing the trace: %w", err)
+		}
+		if e.TS != nil || e.StartTime != nil {
+			out = append(out, c)
+		} else {
+			untimed = append(untimed, c)
+		}
+	}
+	return append(out, untimed...), nil
+}
+
+// decodeEvents reads canonical events back, for thresholds.
+func decodeEvents(elems [][]byte) ([]eval.TraceEvent, error) {
+	events := make([]eval.TraceEvent, len(elems))
+	for i, c := range elems {
+		if err := json.Unmarshal(c, &events[i]); err != nil {
+			return nil, fmt.Errorf("reading a sealed event back: %w", err)
+		}
+	}
+	return events, nil
 }
 
 // LandCrossings evaluates the workspace's thresholds on a trajectory just
@@ -51,6 +111,12 @@ func spanEvents(spans []store.PendingSpan) []eval.TraceEvent {
 // deterministic, so a retried seal lands nothing twice. processMs is a
 // managed run's process time (0 for an external trajectory).
 func LandCrossings(ctx context.Context, tx store.Tx, workspace, runID, source string, events []eval.TraceEvent, processMs int64) ([]traces.Crossing, error) {
+	return landCrossings(ctx, tx, workspace, runID, source, func() ([]eval.TraceEvent, error) { return events, nil }, processMs)
+}
+
+// landCrossings is LandCrossings with the events read only when the
+// workspace has thresholds to measure them against.
+func landCrossings(ctx context.Context, tx store.Tx, workspace, runID, source string, events func() ([]eval.TraceEvent, error), processMs int64) ([]traces.Crossing, error) {
 	st, err := settings(ctx, tx, workspace)
 	if err != nil {
 		return nil, err
@@ -59,7 +125,14 @@ func LandCrossings(ctx context.Context, tx store.Tx, workspace, runID, source st
 	if err != nil {
 		return nil, err
 	}
-	crossed := t.Crossings(traces.Measure(events, processMs))
+	if t == (traces.Thresholds{}) {
+		return nil, nil // nothing to cross
+	}
+	evs, err := events()
+	if err != nil {
+		return nil, err
+	}
+	crossed := t.Crossings(traces.Measure(evs, processMs))
 	for _, c := range crossed {
 		data, _ := json.Marshal(map[string]any{"runId": runID, "source": source, "bound": c.Bound, "limit": c.Limit, "value": c.Value})
 		if _, err := tx.AppendEvent(ctx, store.Event{
@@ -142,17 +215,22 @@ func (s *Service) sweepGroup(ctx context.Context, g store.PendingGroup, now time
 		if err != nil {
 			return err
 		}
-		events := spanEvents(spans)
-		if len(events) > eval.MaxTraceEvents {
-			events = append(events[:eval.MaxTraceEvents-1], eval.TraceEvent{Kind: eval.EventError, Code: "TRACE_TRUNCATED",
-				Message: fmt.Sprintf("the trajectory received %d spans; the first %d are kept", len(spans), eval.MaxTraceEvents-1)})
-		}
-		canonical, digest, err := traces.SealEvents(events)
+		elems, err := canonicalSpanEvents(spans)
 		if err != nil {
 			return err
 		}
+		if len(elems) > eval.MaxTraceEvents {
+			trunc, err := traces.AppendCanonicalEvent(nil, &eval.TraceEvent{Kind: eval.EventError, Code: "TRACE_TRUNCATED",
+				Message: fmt.Sprintf("the trajectory received %d spans; the first %d are kept", len(spans), eval.MaxTraceEvents-1)})
+			if err != nil {
+				return err
+			}
+			elems = append(elems[:eval.MaxTraceEvents-1], trunc)
+		}
+		canonical, digest := traces.SealCanonical(elems)
+		events := func() ([]eval.TraceEvent, error) { return decodeEvents(elems) }
 		_, _, err = tx.SealTrajectory(ctx, store.Trajectory{Workspace: g.Workspace, RunID: g.Group, Source: SourceOTel,
-			EventCount: len(events), Digest: digest, SealedAt: now, Events: canonical})
+			EventCount: len(elems), Digest: digest, SealedAt: now, Events: canonical})
 		switch {
 		case errors.Is(err, derrors.ErrConflict):
 			// Sealed before with other events: these arrived late.
@@ -161,7 +239,7 @@ func (s *Service) sweepGroup(ctx context.Context, g store.PendingGroup, now time
 		case err != nil:
 			return err
 		}
-		crossed, err := LandCrossings(ctx, tx, g.Workspace, g.Group, SourceOTel, events, 0)
+		crossed, err := landCrossings(ctx, tx, g.Workspace, g.Group, SourceOTel, events, 0)
 		if err != nil {
 			return err
 		}

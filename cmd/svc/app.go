@@ -28,6 +28,8 @@ import (
 	"svc/store/postgres"
 	"svc/telemetry"
 	"svc/traceingest"
+	"svc/traces/pull"
+	"svc/tracesources"
 	"svc/webhooks"
 	"svc/workflows"
 )
@@ -153,11 +155,20 @@ func startWorker(ctx context.Context, c client.Client, cfg config.Config, role s
 		Host:       host,
 		// An instrumented harness exports its spans here.
 		OTLPEndpoint: cfg.HarnessOTLPEndpoint,
-		Logger:       log,
+		// A code judge with a model binding calls its model here.
+		ModelProxyURL: modelProxyURL(cfg, role),
+		Logger:        log,
 	}
 	acts.TraceIngest = traceingest.New(traceingest.Options{Store: st, Registries: acts.Registries,
 		MaxEventsPerHour: int64(cfg.IngestMaxEventsPerHour), RetentionDays: cfg.TrajectoryRetentionDays,
 		IdleWindow: cfg.IngestIdleWindow, Logger: log})
+	// Pulled batches read their platforms through the same allow list,
+	// with errors that name the trace source's fields (pull.NewGuard).
+	pullGuard, err := pull.NewGuard(cfg.WebhookAllow)
+	if err != nil {
+		return nil, fmt.Errorf("SVC_WEBHOOK_ALLOW: %v", err)
+	}
+	acts.TraceSources = &tracesources.Service{Store: st, Sealer: sealer, Guard: pullGuard}
 	w := orchestration.NewWorker(c, cfg.TaskQueue, func(r worker.Registry) {
 		workflows.Register(r)
 		activities.Register(r, acts)
@@ -174,6 +185,29 @@ func startWorker(ctx context.Context, c client.Client, cfg config.Config, role s
 	// heartbeats time out.
 	go orchestration.ReclaimDeadAttempts(context.WithoutCancel(ctx), c, cfg.TemporalNamespace, cfg.TaskQueue, log)
 	return w, nil
+}
+
+// modelProxyURL is the judge model proxy's API root as this worker's
+// judge processes reach it: below SVC_PUBLIC_URL when set; else, for svc
+// dev (whose API is in the same process), below SVC_ADDR when its port is
+// fixed, a wildcard host read as loopback. "" otherwise: such judges skip,
+// saying to set SVC_PUBLIC_URL.
+func modelProxyURL(cfg config.Config, role string) string {
+	const path = "/judge-proxy/v1"
+	if cfg.PublicURL != "" {
+		return strings.TrimRight(cfg.PublicURL, "/") + path
+	}
+	if role != "dev" {
+		return ""
+	}
+	host, port, err := net.SplitHostPort(cfg.Addr)
+	if err != nil || port == "0" || port == "" {
+		return ""
+	}
+	if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
+		host = "127.0.0.1"
+	}
+	return "http://" + net.JoinHostPort(host, port) + path
 }
 
 // startTelemetry installs our own OpenTelemetry tracing when an OTLP endpoint is set.

@@ -113,6 +113,7 @@ func runDev(ctx context.Context, cfg config.Config, args []string, stdout, stder
 	return serveHTTP(ctx, cfg, srv.Handler(), log, func(url string) {
 		fmt.Fprintf(stdout, "svc dev: API on %s (data in %s, Temporal on %s, task queue %q)\n", url, dataDir, ts.HostPort(), cfg.TaskQueue)
 		fmt.Fprintf(stdout, "try: curl -s %s/healthz\n", url)
+		fmt.Fprintf(stdout, "web view: %s/ui/\n", url)
 	})
 }
 

@@ -44,6 +44,7 @@ func commands() []command {
 		{"judge", "register a code judge from its source file; list judges", nil, runJudge},
 		{"runs", "print a run's logs or its trajectory", nil, runRuns},
 		{"eval", "run an eval file: push, run, wait and gate in one command (CI)", nil, runEval},
+		{"runner", "a self-hosted runner: lease a workspace's jobs and run them on this machine (--url, --workers)", nil, runRunner},
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -189,6 +190,13 @@ func New(tb testing.TB, o Options) *Stack {
 		tb.Fatal(err)
 	}
 	acts.Models = &models.Service{Store: st, Sealer: sealer, Guard: modelGuard}
+	// The API's listener is opened now so that code judges know the model
+	// proxy's address before the worker starts.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	acts.ModelProxyURL = "http://" + ln.Addr().String() + "/judge-proxy/v1"
 	w := orchestration.NewWorker(tc, o.TaskQueue, func(r worker.Registry) {
 		workflows.Register(r)
 		activities.Register(r, acts)
@@ -204,7 +212,8 @@ func New(tb testing.TB, o Options) *Stack {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	hs := httptest.NewServer(srv.Handler())
+	hs := &httptest.Server{Listener: ln, Config: &http.Server{Handler: srv.Handler()}}
+	hs.Start()
 	tb.Cleanup(hs.Close)
 
 	s := &Stack{URL: hs.URL, Store: st, Client: tc, Tmp: tmp}

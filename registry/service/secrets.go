@@ -178,6 +178,9 @@ func (s *Service) Probe(ctx context.Context, p auth.Principal, raw []byte) (Prob
 	switch rt.Kind {
 	case registry.RuntimeLocal:
 		return ProbeResult{Kind: kind, Reachable: true, Detail: "in-process"}, nil
+	case registry.RuntimeRunner:
+		// Nothing to dial: the runners come to the service.
+		return ProbeResult{Kind: kind, Reachable: true, Detail: "self-hosted: jobs wait for the workspace's runners (svc runner)"}, nil
 	case registry.RuntimeNomad:
 		conn, miss, err := s.NomadConnection(ctx, p.Workspace, rt)
 		if err != nil || miss != "" {

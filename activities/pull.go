@@ -1,0 +1,149 @@
+package activities
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/temporal"
+
+	"svc/derrors"
+	"svc/eval"
+	"svc/store"
+	"svc/traces"
+	"svc/traces/pull"
+	"svc/tracesources"
+)
+
+// Pull ingest (POST /scorecards/ingest/pull, spec §4.5): a pulled batch's
+// child run is created queued with its pull.Plan beside it. Its case
+// activity (this file) fetches the trace from the platform, or copies it
+// from the owned ledger, seals it under the child run's id with source
+// the platform's kind (svc for a ledger copy), then grades the sealed copy
+// exactly as a pushed trace is graded (gradeImported).
+
+// Retries of a fetch. A platform that fails transiently (no answer, 429,
+// 5xx) is asked again pullTries times in the attempt, pullBackoff apart,
+// doubling; past that the attempt returns the error for Temporal to retry
+// the chunk, and the pullAttempts-th attempt fails the case instead, so a
+// platform that is down fails its cases, never the batch.
+const (
+	pullTries    = 3
+	pullBackoff  = 500 * time.Millisecond
+	pullAttempts = 3
+)
+
+// pulled reports whether run is a pulled batch's child.
+func pulled(run eval.Run) bool {
+	return run.Origin != nil && run.Origin.Source == pull.OriginSource
+}
+
+// traceSources is the service that opens trace sources: Activities'
+// TraceSources, else one on the activity's store and secrets dialling
+// through the webhook guard (the same SVC_WEBHOOK_ALLOW list).
+func (a *Activities) traceSources() *tracesources.Service {
+	if a.TraceSources != nil {
+		return a.TraceSources
+	}
+	return &tracesources.Service{Store: a.Store, Sealer: a.Sealer, Guard: a.Guard, Now: a.Now}
+}
+
+// gradePulled fetches, seals and grades a pulled batch's child run; see
+// the file's comment. A run whose trace is sealed already (an earlier
+// attempt sealed it, then failed) is graded from that copy.
+func (a *Activities) gradePulled(ctx context.Context, run eval.Run, g grading) (RunStatus, error) {
+	if _, err := a.Store.GetTrajectory(ctx, run.Tenant, run.ID); err == nil {
+		return a.gradeImported(ctx, run, g)
+	} else if !errors.Is(err, derrors.ErrNotFound) {
+		return RunStatus{}, err
+	}
+	fail := func(format string, args ...any) (RunStatus, error) {
+		res, runErr := traces.BuildResult(run, traces.Dispatch{Harness: run.Harness}, traces.JobOutput{}, caseErr(format, args...), a.Host)
+		res.Provenance.Attestation = eval.AttestationIngested
+		return a.finish(context.WithoutCancel(ctx), run, res, runErr)
+	}
+	row, err := a.Store.GetTracePull(ctx, run.Tenant, run.ID)
+	if errors.Is(err, derrors.ErrNotFound) {
+		return fail("run %s was made by a pull, but what it pulls is not recorded; pull it again", run.ID)
+	}
+	if err != nil {
+		return RunStatus{}, err
+	}
+	var plan pull.Plan
+	if err := json.Unmarshal(row.Doc, &plan); err != nil {
+		return RunStatus{}, temporal.NewNonRetryableApplicationError(fmt.Sprintf("the pull of run %s does not decode: %v", run.ID, err), "PullCorrupt", nil)
+	}
+	var events []eval.TraceEvent
+	if plan.Ledger() {
+		t, err := a.Store.GetTrajectory(ctx, run.Tenant, plan.RunID)
+		if errors.Is(err, derrors.ErrNotFound) || (err == nil && t.Audience != "" && t.Audience != plan.Viewer) {
+			return fail("the trace ledger of the workspace has no trajectory %q (GET /trajectories lists them)", plan.RunID)
+		}
+		if err != nil {
+			return RunStatus{}, err
+		}
+		if err := json.Unmarshal(t.Events, &events); err != nil {
+			return fail("trajectory %q of the ledger does not decode: %v", plan.RunID, err)
+		}
+	} else {
+		tr, err := a.fetchPulled(ctx, run.Tenant, plan)
+		// A platform that fails, or a name that does not resolve now, may
+		// answer the next attempt.
+		transient := pull.Retryable(err) || errors.Is(err, derrors.ErrUnavailable)
+		switch {
+		case err == nil:
+		case transient && attempt(ctx) < pullAttempts:
+			return RunStatus{}, err
+		case transient, errors.Is(err, derrors.ErrInvalid), errors.Is(err, derrors.ErrNotFound):
+			return fail("pulling trace %q: %v", plan.RunID, err)
+		default:
+			return RunStatus{}, err
+		}
+		events = tr.Events(plan.Source.Mapping)
+		if len(events) == 0 {
+			return fail("trace %q of the %s source has no spans", plan.RunID, plan.Source.Kind)
+		}
+	}
+	sealed, digest, err := traces.SealEvents(events)
+	if err != nil {
+		return fail("trace %q cannot be sealed: %v", plan.RunID, err)
+	}
+	if _, _, err := a.Store.SealTrajectory(ctx, store.Trajectory{Workspace: run.Tenant, RunID: run.ID, Source: plan.SealSource(),
+		EventCount: len(events), Digest: digest, SealedAt: a.now(), Audience: run.Audience(), Events: sealed}); err != nil {
+		return RunStatus{}, err
+	}
+	return a.gradeImported(ctx, run, g)
+}
+
+// fetchPulled reads the plan's trace, asking again while the platform
+// fails transiently, at most pullTries times.
+func (a *Activities) fetchPulled(ctx context.Context, workspace string, plan pull.Plan) (pull.Trace, error) {
+	c, err := a.traceSources().Client(ctx, workspace, plan.Source)
+	if err != nil {
+		return pull.Trace{}, err
+	}
+	wait := pullBackoff
+	for try := 1; ; try++ {
+		tr, err := c.Fetch(ctx, plan.RunID)
+		if err == nil || !pull.Retryable(err) || try >= pullTries {
+			return tr, err
+		}
+		select {
+		case <-ctx.Done():
+			return pull.Trace{}, ctx.Err()
+		case <-time.After(wait):
+		}
+		wait *= 2
+	}
+}
+
+// attempt is the activity's attempt, from 1; 1 outside an activity.
+func attempt(ctx context.Context) int32 {
+	if !activity.IsActivity(ctx) {
+		return 1
+	}
+	return activity.GetInfo(ctx).Attempt
+}

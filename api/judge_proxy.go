@@ -1,0 +1,145 @@
+package api
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+
+	"github.com/labstack/echo/v4"
+
+	"svc/auth"
+	"svc/derrors"
+	"svc/models"
+	"svc/records"
+	"svc/reqid"
+	"svc/store"
+)
+
+// The model proxy of code judges (issue 17, spec §2.5): a code judge that
+// names a model calls it here with the run-scoped token the worker minted
+// for its execution (models.MintProxyToken), in place of an API key, in
+// the OpenAI chat completions wire format. The proxy checks the token,
+// forces the bound model and streaming off, adds the real key from the
+// workspace secret store, forwards the call, and records its tokens and
+// cost per judge (event judge.model_call). The key never reaches the
+// judge's environment, argv, logs or records. The route is public in the
+// route table because the token, not a principal, authenticates it; it
+// is not an agent tool.
+
+// EventJudgeModelCall is the event the proxy appends for each call.
+const EventJudgeModelCall = "judge.model_call"
+
+// maxProxyAnswer bounds the model server's answer the proxy relays.
+const maxProxyAnswer = 16 << 20
+
+func (s *Server) judgeProxyRoutes() []Route {
+	return []Route{
+		{Method: http.MethodPost, Path: "/judge-proxy/v1/chat/completions", Action: auth.Public,
+			Summary: "A code judge's model call, through the run-scoped proxy", Handler: s.judgeProxy},
+	}
+}
+
+func (s *Server) judgeProxy(c echo.Context) error {
+	ctx := c.Request().Context()
+	token, ok := strings.CutPrefix(c.Request().Header.Get(echo.HeaderAuthorization), "Bearer ")
+	if !ok {
+		return &derrors.Public{Kind: derrors.ErrUnauthenticated, Msg: "the model proxy takes the run-scoped token the judge was given (OPENAI_API_KEY) as a bearer token"}
+	}
+	ms, err := s.modelService()
+	if err != nil {
+		return err
+	}
+	ms.Sealer = s.sealer
+	g, err := ms.OpenProxyToken(ctx, strings.TrimSpace(token))
+	if err != nil {
+		return err
+	}
+	raw, err := io.ReadAll(c.Request().Body)
+	if err != nil {
+		return err
+	}
+	var body map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &body); err != nil {
+		return derrors.Invalidf("the body must be a JSON object: a chat completion request")
+	}
+	if _, ok := body["messages"]; !ok {
+		return derrors.Invalidf("messages is required: the chat completion's messages")
+	}
+	if st, ok := body["stream"]; ok && string(st) == "true" {
+		return derrors.Invalidf("stream: streaming is off in the judge model proxy; send stream false or leave it out")
+	}
+	access, missing, err := ms.Resolve(ctx, g.Workspace, g.Model)
+	if err != nil {
+		return err
+	}
+	if missing != "" {
+		return &derrors.Public{Kind: derrors.ErrUnavailable, Msg: missing}
+	}
+	b := access.Binding
+	body["model"], _ = json.Marshal(b.Model)
+	body["stream"] = json.RawMessage("false")
+	out, err := json.Marshal(body)
+	if err != nil {
+		return err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, b.BaseURL+"/chat/completions", bytes.NewReader(out))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+access.Key())
+	resp, err := access.Client.Do(req)
+	if err != nil {
+		msg := strings.ReplaceAll(err.Error(), access.Key(), "[key]")
+		return &derrors.Public{Kind: derrors.ErrUnavailable, Msg: fmt.Sprintf("model %s (%s at %s) could not be reached: %s", b.Name, b.Model, b.BaseURL, clipText400(msg))}
+	}
+	defer resp.Body.Close()
+	answer, err := io.ReadAll(io.LimitReader(resp.Body, maxProxyAnswer))
+	if err != nil {
+		return &derrors.Public{Kind: derrors.ErrUnavailable, Msg: fmt.Sprintf("model %s (%s at %s) broke off its answer", b.Name, b.Model, b.BaseURL)}
+	}
+	answer = bytes.ReplaceAll(answer, []byte(access.Key()), []byte("[key]"))
+	s.recordJudgeModelCall(c, g, b, resp.StatusCode, answer)
+	return c.Blob(resp.StatusCode, echo.MIMEApplicationJSON, answer)
+}
+
+// recordJudgeModelCall appends the call's event: the run, the judge, the
+// binding, the status and the tokens and cost the server reported. A
+// failed write is logged, not returned: the judge already has its answer.
+func (s *Server) recordJudgeModelCall(c echo.Context, g models.ProxyGrant, b models.Binding, status int, answer []byte) {
+	ctx := c.Request().Context()
+	var u struct {
+		Usage struct {
+			PromptTokens     int64 `json:"prompt_tokens"`
+			CompletionTokens int64 `json:"completion_tokens"`
+		} `json:"usage"`
+	}
+	_ = json.Unmarshal(answer, &u)
+	data := map[string]any{"runId": g.RunID, "judge": g.JudgeID, "model": b.Name, "status": status,
+		"inputTokens": u.Usage.PromptTokens, "outputTokens": u.Usage.CompletionTokens}
+	if cost, ok := b.Cost(u.Usage.PromptTokens, u.Usage.CompletionTokens); ok {
+		data["costUsd"] = cost
+	}
+	raw, _ := json.Marshal(data)
+	_, err := s.store.AppendEvent(ctx, store.Event{ID: records.NewID(EventJudgeModelCall), Workspace: g.Workspace, Type: EventJudgeModelCall,
+		Subject: "run:" + g.RunID, Actor: "judge:" + g.JudgeID, Data: raw, CreatedAt: s.now().UTC()})
+	if err != nil {
+		s.logger.LogAttrs(ctx, slog.LevelWarn, "recording a judge's model call", reqid.Attr(ctx),
+			slog.String("workspace", g.Workspace), slog.String("run", g.RunID), slog.String("judge", g.JudgeID), slog.String("error", err.Error()))
+	}
+	s.logger.LogAttrs(ctx, slog.LevelInfo, "judge model call through the proxy", reqid.Attr(ctx), slog.String("workspace", g.Workspace),
+		slog.String("run", g.RunID), slog.String("judge", g.JudgeID), slog.String("model", b.Name), slog.Int("status", status),
+		slog.Int64("inputTokens", u.Usage.PromptTokens), slog.Int64("outputTokens", u.Usage.CompletionTokens))
+}
+
+// clipText400 bounds a transport error quoted to the judge.
+func clipText400(s string) string {
+	if len(s) > 400 {
+		return s[:400] + "…"
+	}
+	return s
+}

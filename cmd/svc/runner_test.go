@@ -1,0 +1,157 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"svc/drivers"
+	"svc/runners"
+)
+
+func TestRunnerKey(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "key")
+	if err := os.WriteFile(file, []byte("rnr_fromfile\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	env := func(v string) func(string) string {
+		return func(k string) string {
+			if k == envRunnerKey {
+				return v
+			}
+			return ""
+		}
+	}
+	tests := []struct {
+		flag, file, env string
+		want            string
+		usage           bool
+	}{
+		{flag: "rnr_flag", env: "rnr_env", want: "rnr_flag"},
+		{file: file, env: "rnr_env", want: "rnr_fromfile"},
+		{env: " rnr_env ", want: "rnr_env"},
+		{usage: true},
+		{env: "ak_notarunner", usage: true},
+		{file: filepath.Join(t.TempDir(), "missing"), usage: true},
+	}
+	for _, tc := range tests {
+		got, err := runnerKey(tc.flag, tc.file, env(tc.env))
+		if tc.usage {
+			if !errors.Is(err, errUsage) {
+				t.Errorf("runnerKey(%q, %q, env %q) = %q, %v; want a usage error", tc.flag, tc.file, tc.env, got, err)
+			}
+			continue
+		}
+		if err != nil || got != tc.want {
+			t.Errorf("runnerKey(%q, %q, env %q) = %q, %v; want %q", tc.flag, tc.file, tc.env, got, err, tc.want)
+		}
+	}
+}
+
+// blockingJob runs until its context ends, as a killed harness does.
+type blockingJob struct {
+	started chan drivers.Job
+}
+
+func (b *blockingJob) Run(ctx context.Context, j drivers.Job) (drivers.Result, error) {
+	b.started <- j
+	<-ctx.Done()
+	return drivers.Result{ExitCode: -1, Cancelled: true, Duration: 5 * time.Millisecond, OS: "linux"}, nil
+}
+
+// fakeRunnerAPI hands out one job, answers its heartbeats cancelled from
+// the second on, and records the result.
+type fakeRunnerAPI struct {
+	mu      sync.Mutex
+	leased  bool
+	beats   int
+	auth    []string
+	results chan runners.Completion
+}
+
+func (f *fakeRunnerAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.auth = append(f.auth, r.Header.Get("Authorization"))
+	switch r.URL.Path {
+	case "/runner/lease":
+		var req runners.LeaseRequest
+		if err := json.NewDecoder(r.Body).Decode(&req); err != nil || req.HeartbeatMs != 50 || req.Runner != "box" {
+			http.Error(w, "bad lease request", http.StatusBadRequest)
+			return
+		}
+		if f.leased {
+			w.WriteHeader(http.StatusNoContent)
+			return
+		}
+		f.leased = true
+		json.NewEncoder(w).Encode(runners.Lease{JobID: "rj_1", LeaseID: "lease_1", Runtime: "own",
+			Job: runners.Job{RunID: "run_1", Attempt: 1, Command: []string{"/bin/true"}, Case: json.RawMessage(`{}`),
+				Secrets: map[string]string{"TOKEN": "v"}, TimeoutMs: 60000}})
+	case "/runner/jobs/rj_1/heartbeat":
+		f.beats++
+		json.NewEncoder(w).Encode(runners.HeartbeatReply{Cancelled: f.beats >= 2})
+	case "/runner/jobs/rj_1/result":
+		var c runners.Completion
+		json.NewDecoder(r.Body).Decode(&c)
+		f.results <- c
+		w.WriteHeader(http.StatusNoContent)
+	default:
+		http.NotFound(w, r)
+	}
+}
+
+func TestRunnerKillsACancelledJobAndPostsItsResult(t *testing.T) {
+	api := &fakeRunnerAPI{results: make(chan runners.Completion, 1)}
+	srv := httptest.NewServer(api)
+	defer srv.Close()
+	jobs := &blockingJob{started: make(chan drivers.Job, 1)}
+	l := &runnerLoop{
+		api:     &apiClient{base: srv.URL, token: "rnr_test", http: srv.Client()},
+		run:     jobs,
+		workers: 1, heartbeat: 50 * time.Millisecond, name: "box", host: "box.example",
+		log: slog.New(slog.NewTextHandler(io.Discard, nil)),
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan struct{})
+	go func() { l.serve(ctx); close(done) }()
+	defer func() { cancel(); <-done }()
+
+	var j drivers.Job
+	select {
+	case j = <-jobs.started:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the leased job did not start")
+	}
+	if j.RunID != "run_1" || j.Secrets["TOKEN"] != "v" || j.Timeout != time.Minute {
+		t.Errorf("job %+v, want the lease's job with its secrets and timeout", j)
+	}
+	var c runners.Completion
+	select {
+	case c = <-api.results:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no result was posted after the cancel")
+	}
+	if c.LeaseID != "lease_1" || !c.Result.Cancelled || c.Result.ExitCode != -1 || c.Result.Host != "box.example" {
+		t.Errorf("posted %+v, want the cancelled result under lease_1", c)
+	}
+	api.mu.Lock()
+	defer api.mu.Unlock()
+	if api.beats < 2 {
+		t.Errorf("%d heartbeats, want the job killed on the second", api.beats)
+	}
+	for _, a := range api.auth {
+		if a != "Bearer rnr_test" {
+			t.Errorf("a request carried Authorization %q, want the runner key", a)
+		}
+	}
+}

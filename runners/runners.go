@@ -1,0 +1,138 @@
+// Package runners is the service side of self-hosted runners (issue 15,
+// point 6): the wire format a runner (`svc runner`) and the API speak, and
+// the use cases behind the runner routes: lease a job by long poll, renew
+// its lease by heartbeat (whose answer carries the cancel), post its
+// result. The worker's side, which queues a case's job and reads its
+// result back, is drivers/runner; both meet in the store's lease queue
+// (store.RunnerJobs).
+package runners
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"time"
+)
+
+// Job is what a runner runs: one attempt of a case of a process harness,
+// as the worker planned it (drivers.Job without its log hook). Secrets
+// travel only in the lease answer, opened from their sealed copy; the
+// runner hands them to its local driver, which writes them to the job's
+// secrets file (SVC_SECRETS_FILE), never its environment or argv.
+type Job struct {
+	RunID     string            `json:"runId"`
+	Attempt   int               `json:"attempt"`
+	Command   []string          `json:"command"`
+	Env       map[string]string `json:"env,omitempty"`
+	Secrets   map[string]string `json:"secrets,omitempty"`
+	Case      json.RawMessage   `json:"case"`
+	Files     map[string]string `json:"files,omitempty"`
+	WorkDir   string            `json:"workDir,omitempty"`
+	Image     string            `json:"image,omitempty"`
+	TimeoutMs int64             `json:"timeoutMs,omitempty"`
+}
+
+// Result is what a runner posts when its job has ended: the fields of
+// drivers.Result, plus the runner's host and, when its local driver could
+// not run the job at all, why.
+type Result struct {
+	ExitCode   int    `json:"exitCode"`
+	DurationMs int64  `json:"durationMs"`
+	Stdout     string `json:"stdout,omitempty"`
+	StdoutTail string `json:"stdoutTail,omitempty"`
+	StderrTail string `json:"stderrTail,omitempty"`
+	Trace      string `json:"trace,omitempty"`
+	TimedOut   bool   `json:"timedOut,omitempty"`
+	Cancelled  bool   `json:"cancelled,omitempty"`
+	OS         string `json:"os,omitempty"`
+	Host       string `json:"host,omitempty"`
+	// Error is set when the job could not be run (its command could not be
+	// started, the runner's driver failed); Invalid says that no runner
+	// could ever run it (the case fails rather than being retried).
+	Error   string `json:"error,omitempty"`
+	Invalid bool   `json:"invalid,omitempty"`
+}
+
+// LeaseRequest is the body of POST /runner/lease.
+type LeaseRequest struct {
+	// Runner names the runner process (host and pid by default), shown in
+	// the job list; at most 200 characters.
+	Runner string `json:"runner,omitempty"`
+	// Runtime, when set, takes only that runtime's jobs.
+	Runtime string `json:"runtime,omitempty"`
+	// HeartbeatMs is how often the runner will heartbeat; the lease lasts
+	// LeaseFor of it. 0 means DefaultHeartbeat.
+	HeartbeatMs int64 `json:"heartbeatMs,omitempty"`
+	// WaitMs bounds the long poll; 0 means MaxWait.
+	WaitMs int64 `json:"waitMs,omitempty"`
+}
+
+// Lease is the answer of POST /runner/lease when a job was leased (204
+// when none came within the wait).
+type Lease struct {
+	JobID        string    `json:"jobId"`
+	LeaseID      string    `json:"leaseId"`
+	LeaseExpires time.Time `json:"leaseExpires"`
+	Runtime      string    `json:"runtime"`
+	Job          Job       `json:"job"`
+}
+
+// Heartbeat is the body of POST /runner/jobs/:id/heartbeat.
+type Heartbeat struct {
+	LeaseID string `json:"leaseId"`
+	// HeartbeatMs is the runner's interval, as in LeaseRequest.
+	HeartbeatMs int64 `json:"heartbeatMs,omitempty"`
+}
+
+// HeartbeatReply answers a heartbeat: Cancelled tells the runner to kill
+// the job and post its result.
+type HeartbeatReply struct {
+	Cancelled    bool      `json:"cancelled"`
+	LeaseExpires time.Time `json:"leaseExpires"`
+}
+
+// Completion is the body of POST /runner/jobs/:id/result.
+type Completion struct {
+	LeaseID string `json:"leaseId"`
+	Result  Result `json:"result"`
+}
+
+// Protocol bounds.
+const (
+	// DefaultHeartbeat is a runner's heartbeat interval unless it says.
+	DefaultHeartbeat = 2 * time.Second
+	// MinHeartbeat and MaxHeartbeat bound the interval a runner may ask for.
+	MinHeartbeat = 200 * time.Millisecond
+	MaxHeartbeat = time.Minute
+	// LeaseFor is how many heartbeat intervals a lease lasts unless
+	// renewed: a runner that misses that many is taken for dead.
+	LeaseFor = 3
+	// MinLease is the shortest lease, whatever the interval.
+	MinLease = 3 * time.Second
+	// MaxWait bounds a lease's long poll (below common proxy timeouts).
+	MaxWait = 25 * time.Second
+	// MaxLostLeases is how many runners may lose a job (stop heartbeating
+	// it) before it fails its case: a harness that kills its runner would
+	// otherwise take down every runner of the workspace in turn.
+	MaxLostLeases = 3
+)
+
+// LeaseDuration is how long a lease of a runner heartbeating every hb
+// lasts: LeaseFor intervals, at least MinLease.
+func LeaseDuration(hb time.Duration) time.Duration {
+	return max(LeaseFor*hb, MinLease)
+}
+
+// JobID is the id of the job of attempt of run: the same for every
+// dispatch of that attempt, so a retried activity finds its job; it is a
+// digest, so it is a safe path segment whatever the run id holds.
+func JobID(runID string, attempt int) string {
+	sum := sha256.Sum256(fmt.Appendf(nil, "%s\x00%d", runID, attempt))
+	return "rj_" + hex.EncodeToString(sum[:16])
+}
+
+// SecretsName is the name the job's secrets are sealed under (the sealer
+// binds it with the workspace into the ciphertext), so a sealed copy
+// cannot be opened as another job's.
+func SecretsName(jobID string) string { return "runner-job." + jobID }

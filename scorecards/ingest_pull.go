@@ -1,0 +1,295 @@
+package scorecards
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"unicode/utf8"
+
+	"svc/auth"
+	"svc/derrors"
+	"svc/eval"
+	"svc/records"
+	"svc/registry"
+	"svc/scoring"
+	"svc/store"
+	"svc/traces"
+	"svc/traces/pull"
+	"svc/tracesources"
+)
+
+// PullSource names where a pull reads: a trace source of the workspace
+// by name (svc for the owned ledger), or a platform given inline by kind
+// and endpoint. Project and Correlate override a named source's.
+type PullSource struct {
+	Name       string `json:"name,omitempty"`
+	Kind       string `json:"kind,omitempty"`
+	Endpoint   string `json:"endpoint,omitempty"`
+	AuthSecret string `json:"authSecret,omitempty"`
+	Project    string `json:"project,omitempty"`
+	Correlate  string `json:"correlate,omitempty"`
+}
+
+// PullRun is one trace to pull: the case it answers and the source's id
+// of it.
+type PullRun struct {
+	CaseID string `json:"caseId"`
+	RunID  string `json:"runId"`
+}
+
+// PullRequest is the body of POST /scorecards/ingest/pull (spec §4.5):
+// traces read from an observability platform, or from the owned ledger,
+// graded and judged as a scorecard.
+type PullRequest struct {
+	Dataset *registry.Ref `json:"dataset,omitempty"`
+	Harness *registry.Ref `json:"harness,omitempty"`
+	Source  PullSource    `json:"source"`
+	Runs    []PullRun     `json:"runs"`
+	Judges  []JudgeSel    `json:"judges,omitempty"`
+}
+
+// DecodePull decodes and validates a body of POST /scorecards/ingest/pull
+// strictly (unknown members refused), as the route's binder does.
+func DecodePull(body []byte) (PullRequest, error) {
+	var req PullRequest
+	dec := json.NewDecoder(strings.NewReader(string(body)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&req); err != nil {
+		return PullRequest{}, derrors.Invalidf("the body is not a pull request: %v", err)
+	}
+	if dec.More() {
+		return PullRequest{}, derrors.Invalidf("unexpected data after the JSON value; send exactly one JSON object")
+	}
+	if err := req.Validate(); err != nil {
+		return PullRequest{}, err
+	}
+	return req, nil
+}
+
+// Validate checks what needs no store; errors name the field to fix.
+func (r *PullRequest) Validate() error {
+	if r.Dataset != nil {
+		if err := checkRef("dataset", *r.Dataset); err != nil {
+			return err
+		}
+	}
+	if r.Harness != nil {
+		if err := checkRef("harness", *r.Harness); err != nil {
+			return err
+		}
+	}
+	if err := checkCommon(nil, nil, "", r.Judges); err != nil {
+		return err
+	}
+	src := r.Source
+	switch {
+	case src.Name == "" && src.Kind == "":
+		return derrors.Invalidf("source is required: {name} of a trace source (GET /workspace/trace-sources; %q reads the owned trace ledger) or {kind, endpoint, authSecret?, project?, correlate?} with kind one of %s", pull.NameSVC, strings.Join(pull.Kinds, ", "))
+	case src.Name != "" && (src.Kind != "" || src.Endpoint != "" || src.AuthSecret != ""):
+		return derrors.Invalidf("source: give either name (a registered trace source) or kind, endpoint and authSecret, not both")
+	case src.Name == pull.NameSVC && (src.Project != "" || src.Correlate != ""):
+		return derrors.Invalidf("source: the owned ledger (%q) has no project or correlate; runs[].runId is the id of a sealed trajectory", pull.NameSVC)
+	case src.Name != "" && src.Name != pull.NameSVC:
+		if err := tracesources.ValidName(src.Name); err != nil {
+			return derrors.Invalidf("source.name: %s", strings.TrimPrefix(err.Error(), "invalid: "))
+		}
+	}
+	switch {
+	case len(r.Runs) == 0:
+		return derrors.Invalidf("runs is required: send [{caseId, runId}, ...], runId being the source's trace id")
+	case len(r.Runs) > MaxIngestTraces:
+		return derrors.Invalidf("at most %d runs per pull, not %d; split them into several pulls", MaxIngestTraces, len(r.Runs))
+	}
+	seen := make(map[string]int, len(r.Runs))
+	for i, run := range r.Runs {
+		switch {
+		case strings.TrimSpace(run.RunID) == "":
+			return derrors.Invalidf("runs[%d].runId is required: the source's id of the trace", i)
+		case len(run.RunID) > maxCaseIDLen || !utf8.ValidString(run.RunID) || strings.ContainsFunc(run.RunID, isControl):
+			return derrors.Invalidf("runs[%d].runId must be printable UTF-8 of at most %d bytes", i, maxCaseIDLen)
+		case run.CaseID == "" && r.Dataset != nil:
+			return derrors.Invalidf("runs[%d].caseId is required: the id of the dataset case the trace answers", i)
+		case len(run.CaseID) > maxCaseIDLen || !utf8.ValidString(run.CaseID) || strings.ContainsFunc(run.CaseID, isControl):
+			return derrors.Invalidf("runs[%d].caseId must be printable UTF-8 of at most %d bytes", i, maxCaseIDLen)
+		}
+		id := run.CaseID
+		if id == "" {
+			id = run.RunID
+		}
+		if j, dup := seen[id]; dup {
+			return derrors.Invalidf("runs[%d] answers case %q as runs[%d] does; send one trace per case (without a dataset, the caseId defaults to the runId)", i, clip(id, 80), j)
+		}
+		seen[id] = i
+	}
+	return nil
+}
+
+// SourceReader is what a pull needs of the trace sources: a named one of
+// the caller's workspace, and the check of one given inline.
+type SourceReader interface {
+	Get(ctx context.Context, p auth.Principal, name string) (tracesources.Source, error)
+	Check(ctx context.Context, cfg pull.Config, prefix string) error
+}
+
+// IngestPull records a scorecard of pulled traces (POST
+// /scorecards/ingest/pull) and starts its workflow, the ScorecardWorkflow
+// of any batch. It follows Ingest (cases, harness, judges, admission),
+// but nothing is fetched in the request: in the submit's transaction each
+// child run is created queued, origin source pull, with its pull.Plan
+// beside it; its case activity then fetches the trace (a retried
+// activity), seals it in the ledger under the child run's id with source
+// the platform's kind (svc for a copy from the ledger) and grades it as
+// an ingested trace.
+func (s *Service) IngestPull(ctx context.Context, p auth.Principal, req PullRequest, origin string, sources SourceReader) (eval.Scorecard, error) {
+	if err := req.Validate(); err != nil {
+		return eval.Scorecard{}, err
+	}
+	base := pull.Plan{Viewer: p.Subject}
+	switch src := req.Source; {
+	case src.Name == pull.NameSVC:
+		base.Name = pull.NameSVC
+	case src.Name != "":
+		named, err := sources.Get(ctx, p, src.Name)
+		if err != nil {
+			return eval.Scorecard{}, err
+		}
+		base.Name, base.Source = src.Name, named.Config
+		if src.Project != "" {
+			base.Source.Project = src.Project
+		}
+		if src.Correlate != "" {
+			base.Source.Correlate = src.Correlate
+		}
+		if err := sources.Check(ctx, base.Source, "source."); err != nil {
+			return eval.Scorecard{}, err
+		}
+	default:
+		base.Source = pull.Config{Kind: src.Kind, Endpoint: strings.TrimRight(strings.TrimSpace(src.Endpoint), "/"),
+			AuthSecret: src.AuthSecret, Project: src.Project, Correlate: src.Correlate}
+		if err := sources.Check(ctx, base.Source, "source."); err != nil {
+			return eval.Scorecard{}, err
+		}
+	}
+
+	pl := plan{kind: eval.KindScorecard, concurrency: ingestConcurrency, trials: 1, policy: scoring.DefaultPolicy()}
+	byCase := map[string]string{} // case id to the source's run id
+	if req.Dataset != nil {
+		var err error
+		if pl.dataset, err = s.o.Registries.Resolve(ctx, p, registry.Dataset, req.Dataset.ID, req.Dataset.Version); err != nil {
+			return eval.Scorecard{}, err
+		}
+		pl.datasetRef = pl.dataset.Ref()
+		all := pl.dataset.Spec.Dataset().Cases
+		inDataset := make(map[string]bool, len(all))
+		for _, c := range all {
+			inDataset[c.ID] = true
+		}
+		var skipped []string
+		for _, r := range req.Runs {
+			if !inDataset[r.CaseID] {
+				skipped = append(skipped, r.CaseID)
+				continue
+			}
+			byCase[r.CaseID] = r.RunID
+		}
+		for _, c := range all {
+			if _, ok := byCase[c.ID]; ok {
+				pl.cases = append(pl.cases, c)
+			}
+		}
+		if len(pl.cases) == 0 {
+			return eval.Scorecard{}, derrors.Invalidf("no run's caseId is a case of dataset %s (%d sent, all unknown, e.g. %q); GET the dataset version to list its case ids", pl.datasetRef, len(skipped), clip(skipped[0], 80))
+		}
+		if len(pl.cases) < len(all) {
+			ids := make([]string, len(pl.cases))
+			for i, c := range pl.cases {
+				ids[i] = c.ID
+			}
+			pl.subset = &eval.Subset{Total: len(all), Selected: len(pl.cases), IDs: ids}
+		}
+		pl.notes = append(graderNotes(pl.cases), skipNotes(skipped)...)
+	} else {
+		h := sha256.New()
+		for _, r := range req.Runs {
+			id := r.CaseID
+			if id == "" {
+				id = r.RunID
+			}
+			byCase[id] = r.RunID
+			pl.cases = append(pl.cases, registry.EvalCase{ID: id})
+			fmt.Fprintf(h, "%s\x00", id)
+		}
+		pl.datasetRef = registry.Ref{ID: eval.IDTraces, Version: hex.EncodeToString(h.Sum(nil)[:6])}
+	}
+	if req.Harness != nil {
+		var err error
+		if pl.harness, err = s.o.Registries.Resolve(ctx, p, registry.Harness, req.Harness.ID, req.Harness.Version); err != nil {
+			return eval.Scorecard{}, err
+		}
+		if !base.Ledger() {
+			base.Source.Mapping = s.harnessMapping(ctx, p, req.Harness.ID, pl.harness.Spec.Harness()).Overlay(base.Source.Mapping)
+		}
+	} else {
+		pl.harnessRef = &registry.Ref{ID: eval.IDTraces, Version: pl.datasetRef.Version}
+	}
+	if err := s.resolveJudges(ctx, p, &pl, req.Judges); err != nil {
+		return eval.Scorecard{}, err
+	}
+	pl.inTx = func(ctx context.Context, tx store.Tx, sc eval.Scorecard) error {
+		return createPulled(ctx, tx, sc, pl.cases, byCase, base)
+	}
+	return s.record(ctx, p, pl, origin)
+}
+
+// harnessMapping is a harness's effective span attribute mapping: its
+// spec's, overlaid by the workspace's overlay. A pulled source's own
+// mapping overlays it in turn: it says how that platform names things.
+func (s *Service) harnessMapping(ctx context.Context, p auth.Principal, harnessID string, h *registry.HarnessSpec) traces.SpanAttrMapping {
+	var m traces.SpanAttrMapping
+	if h != nil {
+		m, _ = traces.MappingFromMeta(h.Meta)
+	}
+	if stored, err := s.o.Store.GetSpanAttrMapping(ctx, p.Workspace, harnessID); err == nil {
+		var over traces.SpanAttrMapping
+		if json.Unmarshal(stored.Mapping, &over) == nil {
+			m = m.Overlay(over)
+		}
+	}
+	return m
+}
+
+// createPulled creates each case's child run queued, origin source pull,
+// and writes its pull.Plan beside it, in the submit's transaction tx.
+func createPulled(ctx context.Context, tx store.Tx, sc eval.Scorecard, cases []registry.EvalCase, byCase map[string]string, base pull.Plan) error {
+	canonical := true
+	runs := make([]store.Run, 0, len(cases))
+	pulls := make([]store.TracePull, 0, len(cases))
+	for _, c := range cases {
+		run := eval.Run{
+			ID: records.ChildRunID(sc.Tenant, sc.ID, c.ID, 0), Tenant: sc.Tenant, Harness: sc.Harness, CaseID: c.ID,
+			Status: eval.StatusQueued, CreatedAt: sc.CreatedAt, UpdatedAt: sc.CreatedAt, Kind: eval.KindEval,
+			Trigger: eval.TriggerScorecard, CreatedBy: sc.CreatedBy, Origin: &eval.Origin{Source: pull.OriginSource},
+			ParentScorecardID: sc.ID, Canonical: &canonical, Case: &c,
+		}
+		plan := base
+		plan.RunID = byCase[c.ID]
+		doc, err := json.Marshal(plan)
+		if err != nil {
+			return err
+		}
+		pulls = append(pulls, store.TracePull{Workspace: sc.Tenant, RunID: run.ID, ScorecardID: sc.ID, CreatedAt: sc.CreatedAt, Doc: doc})
+		row, err := records.Row(run)
+		if err != nil {
+			return err
+		}
+		runs = append(runs, row)
+	}
+	if err := tx.PutTracePulls(ctx, pulls); err != nil {
+		return err
+	}
+	_, _, err := tx.CreateRuns(ctx, runs)
+	return err
+}

@@ -1,0 +1,285 @@
+// Browser test of the web view: Debian's Chromium driven by playwright-core
+// (no browser download). e2e/ui_test.go starts `svc dev`, seeds two
+// workspaces and batches, and runs this with:
+//   SVC_UI_URL, SVC_UI_KEY (an admin key of SVC_UI_WORKSPACE), SVC_UI_RUNNING
+//   (a batch that runs for minutes), SVC_UI_BASELINE and SVC_UI_CANDIDATE
+//   (two finished batches of SVC_UI_DATASET), SVC_UI_CASE (a case of them),
+//   SVC_UI_FOREIGN (another workspace's batch), SVC_UI_SHOTS (screenshot
+//   folder), SVC_UI_CHROMIUM, SVC_UI_MODULES (the node_modules holding
+//   playwright-core, from ui/test/install.sh).
+// It exits non-zero on the first failed step, naming it.
+import { createRequire } from 'node:module';
+import { mkdirSync, readdirSync, unlinkSync } from 'node:fs';
+import { join } from 'node:path';
+
+const env = name => {
+  const v = process.env[name];
+  if (!v) throw new Error(`${name} is not set`);
+  return v;
+};
+const base = env('SVC_UI_URL');
+const key = env('SVC_UI_KEY');
+const ws = env('SVC_UI_WORKSPACE');
+const running = env('SVC_UI_RUNNING');
+const baseline = env('SVC_UI_BASELINE');
+const candidate = env('SVC_UI_CANDIDATE');
+const foreign = env('SVC_UI_FOREIGN');
+const caseId = env('SVC_UI_CASE');
+const dataset = env('SVC_UI_DATASET');
+const shots = env('SVC_UI_SHOTS');
+const require = createRequire(join(env('SVC_UI_MODULES'), 'noop.js'));
+const { chromium } = require('playwright-core');
+
+mkdirSync(shots, { recursive: true });
+// Only this run's screenshots stay in the folder.
+for (const f of readdirSync(shots)) if (f.endsWith('.png')) unlinkSync(join(shots, f));
+const browser = await chromium.launch({
+  executablePath: process.env.SVC_UI_CHROMIUM || '/usr/bin/chromium',
+  headless: true,
+  args: ['--no-sandbox', '--disable-dev-shm-usage', '--disable-gpu'],
+});
+const context = await browser.newContext({ viewport: { width: 1280, height: 900 }, colorScheme: 'light' });
+const page = await context.newPage();
+page.setDefaultTimeout(20000);
+const pageErrors = [];
+page.on('pageerror', e => pageErrors.push(String(e)));
+page.on('console', m => { if (m.type() === 'error') pageErrors.push(`console: ${m.text()}`); });
+const requested = [];
+page.on('request', r => requested.push(r.url()));
+
+let n = 0;
+async function step(name, fn) {
+  const t0 = Date.now();
+  try {
+    await fn();
+  } catch (e) {
+    await page.screenshot({ path: join(shots, `FAILED-${name}.png`), fullPage: true }).catch(() => {});
+    console.error(`FAIL ${name}: ${e.stack || e}`);
+    await browser.close();
+    process.exit(1);
+  }
+  n++;
+  const file = join(shots, `${String(n).padStart(2, '0')}-${name}.png`);
+  await page.screenshot({ path: file, fullPage: true });
+  console.log(`ok   ${name} (${Date.now() - t0} ms) -> ${file}`);
+}
+const expect = (cond, msg) => { if (!cond) throw new Error(msg); };
+const hash = h => page.evaluate(x => { location.hash = x; }, h);
+
+await step('signin', async () => {
+  const t0 = Date.now();
+  await page.goto(`${base}/ui/`);
+  await page.locator('#key').waitFor();
+  const ready = Date.now() - t0;
+  const fcp = await page.evaluate(() => {
+    const e = performance.getEntriesByName('first-contentful-paint')[0];
+    return e ? Math.round(e.startTime) : -1;
+  });
+  console.log(`     first contentful paint of the sign-in page ${fcp} ms; form ready ${ready} ms`);
+  expect(page.url().includes('#/signin'), `an unsigned visit lands on ${page.url()}, want the sign-in page`);
+  await page.fill('#key', 'ak_wrong');
+  await page.click('button[type=submit]');
+  await page.locator('#signin-error', { hasText: 'did not accept' }).waitFor();
+  await page.screenshot({ path: join(shots, '00-signin-form.png'), fullPage: true });
+  await page.fill('#key', key);
+  await page.click('button[type=submit]');
+  await page.locator('#principal', { hasText: ws }).waitFor();
+  expect(!page.url().includes(key) && !requested.some(u => u.includes(key)), 'the key appeared in a URL');
+  const stored = await page.evaluate(() => sessionStorage.getItem('svc.token'));
+  expect(stored === key, 'the key is not kept in sessionStorage');
+});
+
+await step('scorecards', async () => {
+  await hash('#/scorecards');
+  await page.locator(`#scorecards tr[data-id="${running}"]`).waitFor();
+  await page.locator(`#scorecards tr[data-id="${baseline}"]`, { hasText: 'succeeded' }).waitFor();
+  const row = await page.locator(`#scorecards tr[data-id="${running}"]`).innerText();
+  expect(/running/.test(row) && /\d+\/200 done/.test(row), `the running row reads ${JSON.stringify(row)}`);
+  // Keyboard: Tab from the filters reaches the rows' links.
+  // status, kind, dataset, harness, Filter, then the first row's checkbox
+  // and link.
+  await page.focus('select[name=status]');
+  for (let i = 0; i < 6; i++) await page.keyboard.press('Tab');
+  const focused = await page.evaluate(() => {
+    const a = document.activeElement;
+    return a && a.closest('#scorecards') ? `${a.tagName} ${a.textContent}` : String(a && a.tagName);
+  });
+  expect(/^A sc_/.test(focused), `six Tabs from the status filter land on ${focused}, want the first row's link`);
+});
+
+const doneOf = async () => {
+  const t = await page.locator('#progress-text').innerText();
+  const m = /(\d+) of (\d+) done/.exec(t);
+  expect(m, `progress reads ${JSON.stringify(t)}`);
+  return Number(m[1]);
+};
+
+await step('running-scorecard', async () => {
+  await hash(`#/scorecards/${running}`);
+  await page.locator('#progress-bar').waitFor();
+  const first = await doneOf();
+  const deadline = Date.now() + 30000;
+  let now = first;
+  while (now <= first && Date.now() < deadline) {
+    await page.waitForTimeout(500);
+    now = await doneOf();
+  }
+  expect(now > first, `the progress did not move in 30 s (still ${first} done)`);
+  const value = await page.locator('#progress-bar').evaluate(el => el.value);
+  expect(value === now, `the progress bar holds ${value}, the text says ${now}`);
+  console.log(`     progress moved from ${first} to ${now} done without a reload`);
+  await page.locator('#cases tbody tr[data-key]').first().waitFor();
+});
+
+await step('case-trace', async () => {
+  await hash(`#/scorecards/${candidate}/cases/${caseId}`);
+  await page.locator('svg.timeline').waitFor();
+  const totals = await page.locator('#trace-totals').innerText();
+  expect(/1 tool calls/.test(totals) && /1 LLM calls/.test(totals) && /120 input and 30 output tokens/.test(totals) && /1 errors/.test(totals),
+    `trace totals read ${JSON.stringify(totals)}`);
+  expect(await page.locator('svg.timeline g.ev').count() === 4, 'the timeline does not show the 4 events');
+  await page.locator('svg.timeline g.ev[data-kind="error"]').focus();
+  await page.keyboard.press('Enter');
+  await page.locator('#event-detail', { hasText: 'tool failed' }).waitFor();
+  await page.locator('#logs', { hasText: `working on ${caseId}` }).waitFor();
+  await page.locator('.tabs a', { hasText: 'Trial 1' }).waitFor();
+});
+
+await step('diff-and-gate', async () => {
+  await hash(`#/diff?baseline=${baseline}&candidate=${candidate}`);
+  const gate = await page.locator('#gate').innerText();
+  expect(/BLOCK|PASS|NOT COMPARABLE|BLOCKED/.test(gate), `the gate banner reads ${JSON.stringify(gate)}`);
+  const counts = await page.locator('#transition-counts').innerText();
+  expect(/2 broke/.test(counts), `the transitions read ${JSON.stringify(counts)}, want 2 broke`);
+  await page.locator('h2', { hasText: 'Experiment axes' }).waitFor();
+  await page.locator('td', { hasText: 'harness' }).first().waitFor();
+});
+
+await step('trend', async () => {
+  await hash(`#/trend?dataset=${dataset}`);
+  await page.locator('#trend-chart').waitFor();
+  expect(await page.locator('#trend-chart path.series').count() === 2, 'want one line per harness version (2)');
+});
+
+await step('datasets', async () => {
+  await hash(`#/datasets/${dataset}`);
+  await page.locator('td', { hasText: 'c00006' }).waitFor();
+});
+
+await step('harnesses', async () => {
+  await hash('#/harnesses/agent');
+  await page.locator('text=Compare two versions').waitFor();
+  await page.click('form button[type=submit]');
+  await page.locator('#version-diff details').waitFor();
+});
+
+await step('judges', async () => {
+  await hash('#/judges');
+  await page.locator('h1', { hasText: 'Judges' }).waitFor();
+});
+
+await step('notifications', async () => {
+  await hash('#/notifications');
+  await page.locator('#notifications li', { hasText: 'completed' }).first().waitFor();
+  expect(/\d/.test(await page.locator('#unread').innerText()), 'the header shows no unread count');
+  await page.screenshot({ path: join(shots, '10a-notifications-unread.png'), fullPage: true });
+  await page.click('#read-all');
+  await page.locator('#notifications li', { hasText: 'unread' }).first().waitFor({ state: 'detached' });
+  expect((await page.locator('#unread').innerText()) === '', 'the unread count stays after marking all read');
+});
+
+await step('cross-tenant', async () => {
+  await hash(`#/scorecards/${foreign}`);
+  await page.locator('h1', { hasText: 'Not found' }).waitFor();
+  const text = await page.locator('main').innerText();
+  expect(/not found/i.test(text) && !text.includes('secret@'), `another workspace's scorecard shows ${JSON.stringify(text.slice(0, 200))}`);
+});
+
+const big = process.env.SVC_UI_BIG_ID;
+if (big) {
+  await step('big-scorecard', async () => {
+    await hash('#/scorecards');
+    await page.locator(`#scorecards tr[data-id="${big}"]`).waitFor();
+    // A fresh load of the page, as a user opening a link would.
+    await page.goto(`${base}/ui/#/scorecards/${big}`);
+    await page.reload({ waitUntil: 'commit' });
+    // Times from the start of the navigation (performance.now()), taken in
+    // the page when the first case rows and then every row are there.
+    const at = async fn => Math.round(await (await page.waitForFunction(fn, null, { polling: 'raf', timeout: 120000 })).jsonValue());
+    const rows = await at(() => document.querySelector('#cases tbody tr[data-key]') && performance.now());
+    const fcp = await page.evaluate(() => {
+      const e = performance.getEntriesByName('first-contentful-paint')[0];
+      return e ? Math.round(e.startTime) : -1;
+    });
+    const all = await at(() => /case-trials loaded\./.test((document.getElementById('cases-note') || {}).textContent || '') && performance.now());
+    const reads = await page.evaluate(() => performance.getEntriesByType('resource')
+      .filter(e => !/\.(js|css)$/.test(new URL(e.name).pathname))
+      .map(e => `${new URL(e.name).pathname}${new URL(e.name).search} ${Math.round(e.startTime)}+${Math.round(e.responseEnd - e.startTime)} ms`));
+    console.log(`     requests (start+duration): ${reads.join('; ')}`);
+    // What the reads cost the service, warm, three times each.
+    const cost = await page.evaluate(async ({ id }) => {
+      const h = { Authorization: `Bearer ${sessionStorage.getItem('svc.token')}` };
+      const out = {};
+      for (const q of ['view=summary', 'limit=100', 'limit=5000&casesAfter=c00100%230']) {
+        const t = [];
+        for (let i = 0; i < 3; i++) {
+          const t0 = performance.now();
+          await (await fetch(`/scorecards/${id}?${q}`, { headers: h })).arrayBuffer();
+          t.push(Math.round(performance.now() - t0));
+        }
+        out[q] = t.join('/');
+      }
+      return out;
+    }, { id: big });
+    console.log(`     warm read times (ms): ${JSON.stringify(cost)}`);
+    const inDom = await page.locator('#cases tbody tr[data-key]').count();
+    const total = await page.locator('#cases-note').innerText();
+    console.log(`     ${total} first contentful paint ${fcp} ms, first case rows at ${rows} ms, every row at ${all} ms after navigation start; ${inDom} rows in the DOM`);
+    expect(inDom < 200, `${inDom} rows in the DOM: the table is not virtualised`);
+    await page.locator('#cases').evaluate(el => { el.closest('.vscroll').scrollTop = 1e9; });
+    await page.waitForTimeout(300);
+    const last = await page.locator('#cases tbody tr[data-key]').last().getAttribute('data-key');
+    console.log(`     scrolled to the end: last row ${last}`);
+    await page.fill('#case-filter', last);
+    await page.locator(`#cases tbody tr[data-key="${last}"]`).waitFor();
+    expect(await page.locator('#cases tbody tr[data-key]').count() === 1, `filtering on ${last} leaves other rows`);
+  });
+}
+
+await step('cancel', async () => {
+  await hash(`#/scorecards/${running}`);
+  await page.locator('#cancel').click();
+  await page.locator('#cancel-confirm').click();
+  await page.locator('h1 .badge', { hasText: 'cancelled' }).waitFor();
+  expect(await page.locator('#cancel').count() === 0, 'the cancel button is still there');
+});
+
+await step('dark-scorecard', async () => {
+  await page.emulateMedia({ colorScheme: 'dark' });
+  await hash(`#/scorecards/${candidate}`);
+  await page.locator('#cases tbody tr[data-key]').first().waitFor();
+  // No judge is registered: the re-score form says so instead of failing.
+  await page.click('#rescore summary');
+  await page.locator('#rescore', { hasText: 'No judges are registered' }).waitFor();
+  const bg = await page.evaluate(() => getComputedStyle(document.body).backgroundColor);
+  expect(bg !== 'rgb(255, 255, 255)', `the dark scheme has a white background (${bg})`);
+});
+
+await step('signout', async () => {
+  await page.emulateMedia({ colorScheme: 'light' });
+  await page.click('#signout');
+  await page.locator('#key').waitFor();
+  expect(await page.evaluate(() => sessionStorage.getItem('svc.token')) === null, 'sign-out left the key in sessionStorage');
+});
+
+await browser.close();
+if (pageErrors.length) {
+  // A 401 for the wrong key and 404s for the cross-tenant read are the
+  // resource loads the steps asked for; anything else is a defect.
+  const real = pageErrors.filter(e => !/status of (401|404)/.test(e));
+  if (real.length) {
+    console.error(`FAIL page errors:\n${real.join('\n')}`);
+    process.exit(1);
+  }
+}
+console.log(`all steps passed; screenshots in ${shots}`);
