@@ -89,6 +89,20 @@ type DriverView struct {
 	HistorySizeBytes int64             `json:"historySizeBytes"`
 	TaskQueue        string            `json:"taskQueue"`
 	Pending          []PendingActivity `json:"pendingActivities"`
+	// Slots are the batch's jobs holding or waiting for a slot of a
+	// remote runtime (admission), when it has any.
+	Slots []Slot `json:"slots,omitempty"`
+}
+
+// Slot is a job of a batch holding (state held) or waiting for (state
+// waiting) one of its runtime's admission slots.
+type Slot struct {
+	Runtime   string    `json:"runtime"`
+	RunID     string    `json:"runId"`
+	State     string    `json:"state"`
+	MemoryMb  int       `json:"memoryMb,omitempty"`
+	Since     time.Time `json:"since"`
+	ExpiresAt time.Time `json:"expiresAt"`
 }
 
 // PendingActivity is one activity a workflow waits on.
