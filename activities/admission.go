@@ -9,6 +9,7 @@ import (
 	"svc/derrors"
 	"svc/drivers"
 	"svc/eval"
+	"svc/records"
 	"svc/registry"
 	"svc/store"
 )
@@ -41,6 +42,10 @@ type admitted struct {
 	// a cancel (the lease was lost) the job is left running for the next
 	// attempt to adopt, and so is its slot.
 	activity context.Context
+	// waiting, when set, is told that the job waits for a slot (true) and
+	// that it got one after waiting (false), so that the run shows as
+	// queued meanwhile.
+	waiting func(ctx context.Context, waiting bool)
 }
 
 // Run waits for a slot, runs the job in it, and gives the slot back.
@@ -75,6 +80,7 @@ func (d *admitted) Run(ctx context.Context, j drivers.Job) (drivers.Result, erro
 // row out of the list.
 func (d *admitted) acquire(ctx context.Context, req store.SlotRequest) error {
 	wait := 100 * time.Millisecond
+	waited := false
 	for {
 		req.Now = d.now()
 		req.Until = req.Now.Add(slotLease)
@@ -83,8 +89,15 @@ func (d *admitted) acquire(ctx context.Context, req store.SlotRequest) error {
 			return err
 		}
 		if held {
+			if waited && d.waiting != nil {
+				d.waiting(ctx, false)
+			}
 			return nil
 		}
+		if !waited && d.waiting != nil {
+			d.waiting(ctx, true)
+		}
+		waited = true
 		t := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():
@@ -134,5 +147,38 @@ func (a *Activities) admit(ctx context.Context, d drivers.Driver, run eval.Run, 
 	if spec.MemoryBudgetMb != nil {
 		req.MemoryBudgetMb = *spec.MemoryBudgetMb
 	}
-	return &admitted{inner: d, slots: a.Store, now: a.now, log: a.logger(), req: req, activity: ctx}
+	return &admitted{inner: d, slots: a.Store, now: a.now, log: a.logger(), req: req, activity: ctx,
+		waiting: func(ctx context.Context, waiting bool) { a.markWaiting(ctx, run, waiting) }}
+}
+
+// markWaiting shows run as queued while its job waits for a slot of its
+// runtime (waiting), and as running again once it has one, unless the run
+// ended meanwhile. It is what progress counts read: a batch's case that
+// waits for a slot is queued, not running. A failure is logged: the job
+// waits or runs all the same.
+func (a *Activities) markWaiting(ctx context.Context, run eval.Run, waiting bool) {
+	from, to := eval.StatusRunning, eval.StatusQueued
+	if !waiting {
+		from, to = to, from
+	}
+	err := a.Store.TransactKeyed(context.WithoutCancel(ctx), func(tx store.Tx) error {
+		row, err := tx.GetRun(ctx, run.Tenant, run.ID)
+		if err != nil {
+			return err
+		}
+		cur, err := records.FromRow(row)
+		if err != nil || cur.Status != from {
+			return err
+		}
+		cur.Status, cur.UpdatedAt = to, a.now()
+		next, err := records.Row(cur)
+		if err != nil {
+			return err
+		}
+		_, err = tx.PutRun(ctx, next)
+		return err
+	})
+	if err != nil {
+		a.logger().Warn("admission: marking a run that waits for a slot", "run", run.ID, "waiting", waiting, "err", err)
+	}
 }

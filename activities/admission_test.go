@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"svc/eval"
+	"svc/flows"
 	"svc/internal/testwait"
 )
 
@@ -48,6 +49,30 @@ func TestNomadAdmissionBoundsJobsAcrossBatches(t *testing.T) {
 			}
 			return len(now), len(now) == want
 		})
+		if len(released) == 0 {
+			// The cases waiting for a slot are queued, not running.
+			testwait.UntilValue(t, time.Minute, "3 running and 7 queued across the batches", func() (string, bool) {
+				var running, queued int
+				for _, id := range ids {
+					var sc eval.Scorecard
+					s.Call(t, "GET", "/scorecards/"+id, "", 200, &sc)
+					running, queued = running+sc.Progress.Running, queued+sc.Progress.Queued
+				}
+				return fmt.Sprintf("%d running, %d queued", running, queued), running == 3 && queued == 7
+			})
+			// And /ops/driver shows who holds and who waits.
+			states := map[string]int{}
+			for _, id := range ids {
+				var v flows.DriverView
+				s.Call(t, "GET", "/ops/driver/batch/"+id, "", 200, &v)
+				for _, sl := range v.Slots {
+					states[sl.State]++
+				}
+			}
+			if states["held"] != 3 || states["waiting"] != 7 {
+				t.Errorf("/ops/driver slots by state = %v, want 3 held and 7 waiting", states)
+			}
+		}
 		// A pause before each release: a job started past the bound
 		// would show in live.
 		time.Sleep(300 * time.Millisecond)

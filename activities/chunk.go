@@ -72,7 +72,7 @@ func (a *Activities) RunCases(ctx context.Context, in CaseChunk) (ChunkResult, e
 		return ChunkResult{}, err
 	}
 	width := max(1, in.Concurrency)
-	memo := &harnessMemo{}
+	memo := &a.harnesses
 	var (
 		mu       sync.Mutex
 		out      ChunkResult

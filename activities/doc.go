@@ -76,6 +76,7 @@ type Activities struct {
 
 	plans      records.PlanCache // decoded batch records, see batchPlan
 	commits    groupCommit       // the queue of case writes, see groupCommit
+	harnesses  harnessMemo       // the chunks' harness resolutions, see resolveHarness
 	thresholds thresholdCache    // which workspaces have trace thresholds, see afterSeal
 	remotes    remoteDrivers     // the drivers of nomad runtimes, see nomadDriver
 }

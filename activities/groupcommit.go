@@ -392,10 +392,10 @@ func planFinish(now time.Time, run eval.Run, cur store.Run, result *eval.CaseRes
 	if eval.Status(cur.Status).Terminal() {
 		return finishPlan{status: RunStatus{Status: cur.Status, WebhookURL: run.WebhookURL}}, nil
 	}
-	if stored, err := records.FromRow(cur); err == nil && stored.Attempts > run.Attempts {
+	if n, err := records.AttemptsOf(cur); err == nil && n > run.Attempts {
 		// A later attempt marked the run since this one read it: the
 		// count stays the stored one.
-		run.Attempts = stored.Attempts
+		run.Attempts = n
 	}
 	var p finishPlan
 	if result != nil {

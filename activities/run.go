@@ -77,27 +77,41 @@ type grading struct {
 	graders  []registry.Grader
 	ungraded bool
 	// harnesses, when set, keeps the harness versions resolved for the
-	// cases of one chunk, so that a chunk resolves its harness once.
+	// cases of chunks, so that a worker resolves a batch's harness once
+	// every harnessTTL rather than once a case.
 	harnesses *harnessMemo
 }
 
-// harnessMemo keeps harness resolutions by creator and reference.
+// harnessTTL is how long a worker's chunks reuse a harness resolution:
+// a version deleted, or a creator's access revoked, applies to the cases
+// started from at most this long after.
+const harnessTTL = 10 * time.Second
+
+// harnessMemo keeps harness resolutions by creator and reference for
+// harnessTTL; its zero value is ready to use.
 type harnessMemo struct {
 	mu sync.Mutex
-	m  map[string]service.Resolved
+	m  map[string]memoHarness
 }
 
-// resolve resolves the harness ref as who sees it, once per memo.
+type memoHarness struct {
+	h  service.Resolved
+	at time.Time
+}
+
+// resolveHarness resolves the harness ref as who sees it, at most once
+// per harnessTTL with a memo.
 func (a *Activities) resolveHarness(ctx context.Context, memo *harnessMemo, who auth.Principal, ref registry.Ref) (service.Resolved, error) {
 	if memo == nil {
 		return a.Registries.Resolve(ctx, who, registry.Harness, ref.ID, ref.Version)
 	}
 	key := who.Workspace + "\x00" + who.Subject + "\x00" + ref.ID + "\x00" + ref.Version
+	now := a.now()
 	memo.mu.Lock()
-	h, ok := memo.m[key]
+	e, ok := memo.m[key]
 	memo.mu.Unlock()
-	if ok {
-		return h, nil
+	if ok && now.Sub(e.at) < harnessTTL {
+		return e.h, nil
 	}
 	h, err := a.Registries.Resolve(ctx, who, registry.Harness, ref.ID, ref.Version)
 	if err != nil {
@@ -105,9 +119,16 @@ func (a *Activities) resolveHarness(ctx context.Context, memo *harnessMemo, who 
 	}
 	memo.mu.Lock()
 	if memo.m == nil {
-		memo.m = map[string]service.Resolved{}
+		memo.m = map[string]memoHarness{}
 	}
-	memo.m[key] = h
+	if len(memo.m) >= 1024 {
+		for k, e := range memo.m {
+			if now.Sub(e.at) >= harnessTTL {
+				delete(memo.m, k)
+			}
+		}
+	}
+	memo.m[key] = memoHarness{h: h, at: now}
 	memo.mu.Unlock()
 	return h, nil
 }

@@ -23,7 +23,8 @@
 # everything that ran (for svc: its processes, the job server and the
 # harnesses, split into the control plane and the harness processes; for
 # promptfoo: node and the harnesses); then the ratio.
-# Needs bin/svc and bin/svc-shim (make build).
+# Needs bin/svc and bin/svc-shim (make build). With -b postgres,
+# BENCH_WORKER_PPROF=127.0.0.1:PORT serves svc worker's pprof there.
 set -eu
 cd "$(dirname "$0")/.."
 N=2000 C=64 R=2 S=0 P=2 X=0 B=sqlite
@@ -126,7 +127,7 @@ start_postgres() {
   "$SVC" migrate > "$dir/migrate.out" 2>&1
   SVC_ADDR=127.0.0.1:0 SVC_LOG_LEVEL=warn "$SVC" serve > "$dir/serve.out" 2>"$dir/serve.err" &
   PIDS="$PIDS $!"
-  SVC_DATA_DIR="$dir/worker" SVC_LOG_LEVEL=warn "$SVC" worker > "$dir/worker.out" 2>"$dir/worker.err" &
+  SVC_DATA_DIR="$dir/worker" SVC_LOG_LEVEL=warn SVC_PPROF_ADDR=${BENCH_WORKER_PPROF:-} "$SVC" worker > "$dir/worker.out" 2>"$dir/worker.err" &
   PIDS="$PIDS $!"
   URL=$(wait_url "$dir/serve.out")
   for _ in $(seq 1 300); do grep -q 'polling task queue' "$dir/worker.out" && break; sleep 0.1; done

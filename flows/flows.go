@@ -92,6 +92,9 @@ type DriverView struct {
 	// RunnerJobs are a batch's self-hosted jobs still queued or leased
 	// (runtime kind runner), read from the lease queue, not Temporal.
 	RunnerJobs []RunnerJob `json:"runnerJobs,omitempty"`
+	// Slots are the batch's jobs holding or waiting for a slot of a
+	// remote runtime (admission), when it has any.
+	Slots []Slot `json:"slots,omitempty"`
 }
 
 // RunnerJob is one self-hosted job as /ops/driver shows it: who holds its
@@ -105,6 +108,17 @@ type RunnerJob struct {
 	Runner       string     `json:"runner,omitempty"`
 	LeaseExpires *time.Time `json:"leaseExpires,omitempty"`
 	Leases       int        `json:"leases"`
+}
+
+// Slot is a job of a batch holding (state held) or waiting for (state
+// waiting) one of its runtime's admission slots.
+type Slot struct {
+	Runtime   string    `json:"runtime"`
+	RunID     string    `json:"runId"`
+	State     string    `json:"state"`
+	MemoryMb  int       `json:"memoryMb,omitempty"`
+	Since     time.Time `json:"since"`
+	ExpiresAt time.Time `json:"expiresAt"`
 }
 
 // PendingActivity is one activity a workflow waits on.

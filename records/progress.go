@@ -11,7 +11,8 @@ import (
 // CountProgress is the progress of a batch of total case-trials whose
 // canonical child runs count c, taken at at. A child run exists from the
 // moment its case starts, so the children that have not finished are the
-// running cases, and the missing ones are still queued.
+// running cases (but for those whose job waits for a runtime's slot,
+// which are queued), and the missing ones are still queued.
 func CountProgress(total int, c store.RunCounts, at time.Time) eval.Progress {
 	p := Recount(eval.Progress{Total: total}, c)
 	at = at.UTC()
@@ -32,8 +33,11 @@ func CountProgress(total int, c store.RunCounts, at time.Time) eval.Progress {
 // timing.
 func Recount(p eval.Progress, c store.RunCounts) eval.Progress {
 	p.Done = c.ByStatus[string(eval.StatusSucceeded)] + c.ByStatus[string(eval.StatusFailed)]
-	p.Running = max(0, c.Total-p.Done)
-	p.Queued = max(0, p.Total-c.Total)
+	// A child still queued (its job waits for a runtime's slot) has not
+	// started either.
+	waiting := c.ByStatus[string(eval.StatusQueued)]
+	p.Running = max(0, c.Total-p.Done-waiting)
+	p.Queued = max(0, p.Total-c.Total) + waiting
 	p.Passed = c.ByOutcome[eval.OutcomePass]
 	p.Failed = c.ByOutcome[eval.OutcomeFail] + c.ByOutcome[eval.OutcomeError]
 	p.Cancelled = c.ByOutcome[eval.OutcomeCancelled]

@@ -4,6 +4,9 @@ import (
 	"crypto/rand"
 	"encoding/json"
 	"fmt"
+	"io"
+
+	jsoniter "github.com/json-iterator/go"
 
 	"svc/eval"
 	"svc/store"
@@ -50,4 +53,26 @@ func FromRow(r store.Run) (eval.Run, error) {
 	}
 	run.CreatedAt, run.UpdatedAt = r.CreatedAt, r.UpdatedAt
 	return run, nil
+}
+
+// AttemptsOf returns the attempt count of a stored run, reading only
+// that field of its doc (a finish needs no more of the stored run).
+func AttemptsOf(r store.Run) (int, error) {
+	it := jsoniter.ConfigCompatibleWithStandardLibrary.BorrowIterator(r.Doc)
+	defer jsoniter.ConfigCompatibleWithStandardLibrary.ReturnIterator(it)
+	n := 0
+	if it.WhatIsNext() != jsoniter.ObjectValue {
+		return 0, fmt.Errorf("records: stored run %s is not a JSON object", r.ID)
+	}
+	for field := it.ReadObject(); field != ""; field = it.ReadObject() {
+		if field == "attempts" {
+			n = it.ReadInt()
+		} else {
+			it.Skip()
+		}
+	}
+	if it.Error != nil && it.Error != io.EOF {
+		return 0, fmt.Errorf("records: stored run %s does not decode: %w", r.ID, it.Error)
+	}
+	return n, nil
 }

@@ -64,8 +64,27 @@ func (s *Service) Driver(ctx context.Context, p auth.Principal, family, id strin
 		if v.RunnerJobs, err = s.runnerJobs(ctx, p.Workspace, id); err != nil {
 			return flows.DriverView{}, err
 		}
+		if v.Slots, err = s.batchSlots(ctx, p.Workspace, wid); err != nil {
+			return flows.DriverView{}, err
+		}
 	}
 	return v, nil
+}
+
+// batchSlots returns the admission slots the jobs of batch id hold or
+// wait for: the cases a full remote runtime keeps queued show here.
+func (s *Service) batchSlots(ctx context.Context, ws, id string) ([]flows.Slot, error) {
+	rows, err := s.o.Store.ListSlots(ctx, ws, s.o.Now())
+	if err != nil {
+		return nil, err
+	}
+	var out []flows.Slot
+	for _, r := range rows {
+		if r.ScorecardID == id {
+			out = append(out, flows.Slot{Runtime: r.Runtime, RunID: r.Holder, State: r.State, MemoryMb: r.MemoryMb, Since: r.Since, ExpiresAt: r.ExpiresAt})
+		}
+	}
+	return out, nil
 }
 
 // runnerJobs are the batch's self-hosted jobs still queued or leased.

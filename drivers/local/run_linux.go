@@ -89,7 +89,7 @@ func (d *Driver) run(ctx context.Context, j drivers.Job) (drivers.Result, error)
 		if lease, err = d.leaseUID(); err != nil {
 			return drivers.Result{}, err
 		}
-		if err := chownTree(l.area, lease.uid, lease.uid); err != nil {
+		if err := chownArea(l, len(j.Files) == 0 && l.dir == l.work, lease.uid, lease.uid); err != nil {
 			return drivers.Result{}, fmt.Errorf("local driver: handing the work area to the job's uid: %w", err)
 		}
 		path, err := lookPath(j.Command[0], env, l.dir, lease.uid, lease.uid, d.root)
@@ -109,7 +109,7 @@ func (d *Driver) run(ctx context.Context, j drivers.Job) (drivers.Result, error)
 		runAs := -1
 		if d.isolate != nil && d.isolate.UID >= 0 {
 			runAs = d.isolate.UID
-			if err := chownTree(l.area, d.isolate.UID, d.isolate.GID); err != nil {
+			if err := chownArea(l, len(j.Files) == 0 && l.dir == l.work, d.isolate.UID, d.isolate.GID); err != nil {
 				return drivers.Result{}, fmt.Errorf("local driver: handing the work area to the job's user: %w", err)
 			}
 		}
@@ -199,9 +199,44 @@ func (d *Driver) removeArea(l layout) {
 	if err := os.Remove(l.secrets); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		d.log.Error("local driver: removing the secrets file", "path", l.secrets, "err", err)
 	}
+	if removeLaidOut(l) {
+		return
+	}
 	if err := removeAll(l.area); err != nil {
 		d.log.Warn("local driver: removing the work area", "path", l.area, "err", err)
 	}
+}
+
+// removeLaidOut removes the work area l when it holds only what
+// prepareArea put there (and the job's process record): a few unlinks
+// and rmdirs, where removeAll reads every directory first. It reports
+// false, having removed what it could, when the job left anything else.
+func removeLaidOut(l layout) bool {
+	for _, f := range []string{l.caseF, l.trace, l.secrets, l.record} {
+		if err := syscall.Unlink(f); err != nil && err != syscall.ENOENT {
+			return false
+		}
+	}
+	for _, dir := range []string{l.work, l.home, l.tmp, l.area} {
+		if err := syscall.Rmdir(dir); err != nil {
+			return false
+		}
+	}
+	return true
+}
+
+// chownArea gives the work area l to uid:gid: the paths prepareArea laid
+// out when the job had no files of its own (simple), else every entry.
+func chownArea(l layout, simple bool, uid, gid int) error {
+	if !simple {
+		return chownTree(l.area, uid, gid)
+	}
+	for _, p := range []string{l.area, l.work, l.home, l.tmp, l.caseF, l.trace, l.secrets} {
+		if err := os.Lchown(p, uid, gid); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // removeAll removes dir like os.RemoveAll, first making the directories a
@@ -224,7 +259,13 @@ func removeAll(dir string) error {
 // trace and secrets files, and the job's Files.
 func prepareArea(j drivers.Job, l layout) error {
 	for _, dir := range []string{l.area, l.work, l.home, l.tmp} {
-		if err := os.MkdirAll(dir, 0o700); err != nil {
+		// Mkdir, not MkdirAll: the root exists, and each case saves the
+		// stats of every parent.
+		err := os.Mkdir(dir, 0o700)
+		if errors.Is(err, fs.ErrNotExist) {
+			err = os.MkdirAll(dir, 0o700)
+		}
+		if err != nil {
 			return fmt.Errorf("local driver: creating %s: %w", dir, err)
 		}
 	}
@@ -257,6 +298,9 @@ func prepareArea(j drivers.Job, l layout) error {
 		if err := writeNew(p, []byte(j.Files[name]), fileMode(j.Files[name])); err != nil {
 			return fmt.Errorf("local driver: writing file %q into the work directory: %w", name, err)
 		}
+	}
+	if l.dir == l.work {
+		return nil
 	}
 	if err := os.MkdirAll(l.dir, 0o755); err != nil {
 		return derrors.Invalidf("harness workDir %q cannot be created in the work directory: %v", j.WorkDir, err)

@@ -172,6 +172,10 @@ func startServer(ctx context.Context, bin, dir, data, sock string, cred *syscall
 		// Several test binaries may share one server (withpg), each with pools.
 		"-c", "max_connections=300",
 	)
+	if os.Getenv("PGCLUSTER_STAT_STATEMENTS") == "1" {
+		// For benchmarks that count statements (docs/benchmarks.md).
+		cmd.Args = append(cmd.Args, "-c", "shared_preload_libraries=pg_stat_statements")
+	}
 	cmd.Dir = dir
 	cmd.Env = serverEnv()
 	cmd.Stdout = logf

@@ -131,6 +131,24 @@ func (o ops) PutRun(ctx context.Context, r store.Run) (_ store.Run, err error) {
 		return store.Run{}, err
 	}
 	r.UpdatedAt = normTime(r.UpdatedAt)
+	// Most puts (a run's finish) leave its slot and canonical flag as
+	// stored: such an update cannot break runs_canonical_key, so it is
+	// one statement, conditioned on exactly that.
+	var created dbTime
+	err = o.w.QueryRowContext(ctx,
+		`UPDATE runs SET kind = $3, status = $4, audience = $5, created_by = $6, updated_at = $7, outcome = $8, doc = $9
+		WHERE workspace = $1 AND id = $2
+		AND parent_scorecard_id = $10 AND case_id = $11 AND trial = $12 AND canonical = $13
+		RETURNING created_at`,
+		r.Workspace, r.ID, r.Kind, r.Status, r.Audience, r.CreatedBy, o.d.TimeArg(r.UpdatedAt), r.Outcome, string(r.Doc),
+		r.ParentScorecardID, r.CaseID, r.Trial, r.Canonical).Scan(&created)
+	switch {
+	case err == nil:
+		r.CreatedAt = created.Time
+		return r, nil
+	case !errors.Is(err, sql.ErrNoRows):
+		return store.Run{}, o.mapErr(err)
+	}
 	err = o.atomic(ctx, func(o ops) error {
 		// Look for a canonical rival first: an UPDATE that broke
 		// runs_canonical_key would abort a PostgreSQL transaction.
@@ -146,7 +164,6 @@ func (o ops) PutRun(ctx context.Context, r store.Run) (_ store.Run, err error) {
 				return o.mapErr(err)
 			}
 		}
-		var created dbTime
 		err := o.w.QueryRowContext(ctx,
 			`UPDATE runs SET kind = $3, status = $4, audience = $5, created_by = $6, parent_scorecard_id = $7, case_id = $8,
 			trial = $9, canonical = $10, outcome = $11, updated_at = $12, doc = $13
@@ -606,13 +623,16 @@ func (o ops) GetRuns(ctx context.Context, workspace string, ids []string) (_ []s
 
 // PutRuns replaces existing runs as PutRun does each; see store.Runs.
 //
-// On PostgreSQL, when no two rows of rs share an ID or a canonical slot,
-// it takes two statements whatever the number of rows: one SELECT of the
-// rows and of their slots' canonical runs, which decides every error
-// PutRun would return before anything is written, and one UPDATE ...
-// FROM (VALUES ...). Otherwise, and on SQLite (in process, where a
-// statement costs no round trip), it is PutRun of each row in one
-// transaction, whose order then decides the canonical rule exactly.
+// On PostgreSQL, when no two rows of rs share an ID, one UPDATE ... FROM
+// (VALUES ...) first writes every row that leaves its run's slot and
+// canonical flag as stored (a finish does), which cannot break the
+// canonical rule in any order. The other rows, when no two share a
+// canonical slot, take two statements whatever their number: one SELECT
+// of the rows and of their slots' canonical runs, which decides every
+// error PutRun would return, and one UPDATE. Otherwise, and on SQLite (in
+// process, where a statement costs no round trip), it is PutRun of each
+// row in one transaction, whose order then decides the canonical rule
+// exactly.
 func (o ops) PutRuns(ctx context.Context, rs []store.Run) (_ []store.Run, err error) {
 	defer derrors.Wrap(&err, "%s.PutRuns(ctx, %d runs)", o.kind, len(rs))
 	out := make([]store.Run, len(rs))
@@ -628,18 +648,54 @@ func (o ops) PutRuns(ctx context.Context, rs []store.Run) (_ []store.Run, err er
 		return out, nil
 	}
 	err = o.atomic(ctx, func(o ops) error {
-		if o.d.Name() == "postgres" && len(out) > 1 {
-			ok, err := o.putRunsTogether(ctx, out)
-			if ok || err != nil {
+		rest := out
+		var restAt []int // the index in out of each row of rest
+		if o.d.Name() == "postgres" && len(out) > 1 && !hasDuplicateIDs(out) {
+			// First every row that leaves its run's slot and canonical
+			// flag as stored (a finish): no such update can break
+			// runs_canonical_key, whatever the order.
+			stamps, err := o.updateRunsFrom(ctx, out, unmovedRun...)
+			if err != nil {
 				return err
 			}
+			done := make(map[runKey]time.Time, len(stamps))
+			for _, s := range stamps {
+				done[s.k] = s.created.Time
+			}
+			rest = nil
+			for i, r := range out {
+				if t, ok := done[runKey{r.Workspace, r.ID}]; ok {
+					out[i].CreatedAt = t
+					continue
+				}
+				rest, restAt = append(rest, r), append(restAt, i)
+			}
+			if len(rest) == 0 {
+				return nil
+			}
+			if len(rest) > 1 {
+				ok, err := o.putRunsTogether(ctx, rest)
+				if err != nil {
+					return err
+				}
+				if ok {
+					for j, i := range restAt {
+						out[i] = rest[j]
+					}
+					return nil
+				}
+			}
 		}
-		for i, r := range out {
+		for j, r := range rest {
 			stored, err := o.PutRun(ctx, r)
 			if err != nil {
 				return err
 			}
-			out[i] = stored
+			if restAt != nil {
+				out[restAt[j]] = stored
+			} else {
+				out[j] = stored
+			}
 		}
 		return nil
 	})
@@ -745,6 +801,29 @@ func (o ops) putRunsTogether(ctx context.Context, rs []store.Run) (bool, error) 
 			return false, derrors.NotFoundf("run %q of workspace %q", r.ID, r.Workspace)
 		}
 	}
+	stamps, err := o.updateRunsFrom(ctx, rs)
+	if err != nil {
+		return false, err
+	}
+	createdAt := make(map[runKey]time.Time, len(stamps))
+	for _, s := range stamps {
+		createdAt[s.k] = s.created.Time
+	}
+	for i, r := range rs {
+		t, ok := createdAt[runKey{r.Workspace, r.ID}]
+		if !ok {
+			return false, derrors.NotFoundf("run %q of workspace %q", r.ID, r.Workspace)
+		}
+		rs[i].CreatedAt = t
+	}
+	return true, nil
+}
+
+// updateRunsFrom updates the runs of rs in one UPDATE ... FROM (VALUES
+// ...), each row where its stored run matches the row on the columns
+// listed in same (besides workspace and id), and returns the key and
+// creation time of each run it updated. rs must not repeat an ID.
+func (o ops) updateRunsFrom(ctx context.Context, rs []store.Run, same ...string) ([]runStamp, error) {
 	var args sqlArgs
 	var q strings.Builder
 	q.WriteString(`UPDATE runs SET kind = v.kind, status = v.status, audience = v.audience, created_by = v.created_by,
@@ -764,32 +843,29 @@ func (o ops) putRunsTogether(ctx context.Context, rs []store.Run) (bool, error) 
 			args.add(string(r.Doc)) + `::jsonb)`)
 	}
 	q.WriteString(`) AS v (workspace, id, kind, status, audience, created_by, parent_scorecard_id, case_id, trial, canonical, outcome, updated_at, doc)
-	WHERE runs.workspace = v.workspace AND runs.id = v.id
-	RETURNING runs.workspace, runs.id, runs.created_at`)
-	type stamp struct {
-		k       runKey
-		created dbTime
+	WHERE runs.workspace = v.workspace AND runs.id = v.id`)
+	for _, c := range same {
+		if c != "" {
+			q.WriteString(` AND runs.` + c + ` = v.` + c)
+		}
 	}
-	stamps, err := queryWriter(ctx, o, func(r rowScanner) (stamp, error) {
-		var s stamp
+	q.WriteString(`
+	RETURNING runs.workspace, runs.id, runs.created_at`)
+	return queryWriter(ctx, o, func(r rowScanner) (runStamp, error) {
+		var s runStamp
 		err := r.Scan(&s.k.workspace, &s.k.id, &s.created)
 		return s, err
 	}, q.String(), args...)
-	if err != nil {
-		return false, err
-	}
-	createdAt := make(map[runKey]time.Time, len(stamps))
-	for _, s := range stamps {
-		createdAt[s.k] = s.created.Time
-	}
-	for i, r := range rs {
-		t, ok := createdAt[runKey{r.Workspace, r.ID}]
-		if !ok {
-			return false, derrors.NotFoundf("run %q of workspace %q", r.ID, r.Workspace)
-		}
-		rs[i].CreatedAt = t
-	}
-	return true, nil
+}
+
+// unmovedRun are the columns a put that moves no run between slots, nor
+// in or out of its slot's canonical place, leaves as stored.
+var unmovedRun = []string{"parent_scorecard_id", "case_id", "trial", "canonical"}
+
+// runStamp is a run updateRunsFrom updated.
+type runStamp struct {
+	k       runKey
+	created dbTime
 }
 
 // queryWriter is queryList through the writer: for a statement that
