@@ -26,9 +26,6 @@ const (
 	MaxDetail = score.MaxDetail
 )
 
-// metricPrefix begins every judge metric.
-const metricPrefix = "judge:"
-
 // ParseOutput reads a judge's scores from its stdout: the last thing
 // printed must be a Score object or an array of Scores; what comes before
 // (debug prints) is ignored. The last non-empty line is tried first; when
