@@ -58,35 +58,51 @@ type IngestRequest struct {
 // strictly (unknown members refused), as the route's binder does. Every
 // refusal is derrors.ErrInvalid with a message naming what to fix.
 func DecodeIngest(body []byte) (IngestRequest, error) {
-	var req IngestRequest
+	return decodeStrict[IngestRequest](body, "an ingest request")
+}
+
+// decodeStrict decodes one JSON object of type T from body, unknown
+// members refused, and validates it; what names T in the message.
+func decodeStrict[T any, PT interface {
+	*T
+	Validate() error
+}](body []byte, what string) (T, error) {
+	var req T
 	dec := json.NewDecoder(strings.NewReader(string(body)))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&req); err != nil {
-		return IngestRequest{}, derrors.Invalidf("the body is not an ingest request: %v", err)
+		return req, derrors.Invalidf("the body is not %s: %v", what, err)
 	}
 	if dec.More() {
-		return IngestRequest{}, derrors.Invalidf("unexpected data after the JSON value; send exactly one JSON object")
+		return req, derrors.Invalidf("unexpected data after the JSON value; send exactly one JSON object")
 	}
-	if err := req.Validate(); err != nil {
-		return IngestRequest{}, err
+	if err := PT(&req).Validate(); err != nil {
+		var zero T
+		return zero, err
 	}
 	return req, nil
+}
+
+// checkIngested checks the optional dataset and harness and the judges of
+// an ingest, pushed or pulled.
+func checkIngested(dataset, harness *registry.Ref, judges []JudgeSel) error {
+	if dataset != nil {
+		if err := checkRef("dataset", *dataset); err != nil {
+			return err
+		}
+	}
+	if harness != nil {
+		if err := checkRef("harness", *harness); err != nil {
+			return err
+		}
+	}
+	return checkCommon(nil, nil, "", judges)
 }
 
 // Validate checks what needs no store and decodes every event: an invalid
 // one is refused naming its index and field (traces[3].trace[7].kind).
 func (r *IngestRequest) Validate() error {
-	if r.Dataset != nil {
-		if err := checkRef("dataset", *r.Dataset); err != nil {
-			return err
-		}
-	}
-	if r.Harness != nil {
-		if err := checkRef("harness", *r.Harness); err != nil {
-			return err
-		}
-	}
-	if err := checkCommon(nil, nil, "", r.Judges); err != nil {
+	if err := checkIngested(r.Dataset, r.Harness, r.Judges); err != nil {
 		return err
 	}
 	switch {
@@ -263,35 +279,19 @@ func (s *Service) Ingest(ctx context.Context, p auth.Principal, req IngestReques
 			return eval.Scorecard{}, err
 		}
 		pl.datasetRef = pl.dataset.Ref()
-		all := pl.dataset.Spec.Dataset().Cases
-		inDataset := make(map[string]bool, len(all))
-		for _, c := range all {
-			inDataset[c.ID] = true
-		}
-		var skipped []string
+		sent := make([]string, len(req.Traces))
 		for i, t := range req.Traces {
-			if !inDataset[t.CaseID] {
-				skipped = append(skipped, t.CaseID)
-				continue
+			sent[i] = t.CaseID
+		}
+		known, err := pl.pickCases(sent, "trace")
+		if err != nil {
+			return eval.Scorecard{}, err
+		}
+		for i, t := range req.Traces {
+			if known[t.CaseID] {
+				byCase[t.CaseID] = req.events[i]
 			}
-			byCase[t.CaseID] = req.events[i]
 		}
-		for _, c := range all {
-			if _, ok := byCase[c.ID]; ok {
-				pl.cases = append(pl.cases, c)
-			}
-		}
-		if len(pl.cases) == 0 {
-			return eval.Scorecard{}, derrors.Invalidf("no trace's caseId is a case of dataset %s (%d sent, all unknown, e.g. %q); GET the dataset version to list its case ids", pl.datasetRef, len(skipped), clip(skipped[0], 80))
-		}
-		if len(pl.cases) < len(all) {
-			ids := make([]string, len(pl.cases))
-			for i, c := range pl.cases {
-				ids[i] = c.ID
-			}
-			pl.subset = &eval.Subset{Total: len(all), Selected: len(pl.cases), IDs: ids}
-		}
-		pl.notes = append(graderNotes(pl.cases), skipNotes(skipped)...)
 	} else {
 		h := sha256.New()
 		for i, t := range req.Traces {
@@ -374,4 +374,43 @@ func skipNotes(skipped []string) []store.ScorecardStep {
 			Message: fmt.Sprintf("trace for case %q skipped: the case is not in the dataset", clip(id, 80))})
 	}
 	return notes
+}
+
+// pickCases sets pl.cases to the cases of pl's dataset that the ingest
+// sent (by case id, in the dataset's order), with the subset they make
+// and the notes on skipped ids and grading; what names the items sent
+// ("trace", "run"). It returns the ids that are cases of the dataset; a
+// request naming none is refused.
+func (pl *plan) pickCases(sent []string, what string) (map[string]bool, error) {
+	all := pl.dataset.Spec.Dataset().Cases
+	inDataset := make(map[string]bool, len(all))
+	for _, c := range all {
+		inDataset[c.ID] = true
+	}
+	known := map[string]bool{}
+	var skipped []string
+	for _, id := range sent {
+		if !inDataset[id] {
+			skipped = append(skipped, id)
+			continue
+		}
+		known[id] = true
+	}
+	for _, c := range all {
+		if known[c.ID] {
+			pl.cases = append(pl.cases, c)
+		}
+	}
+	if len(pl.cases) == 0 {
+		return nil, derrors.Invalidf("no %s's caseId is a case of dataset %s (%d sent, all unknown, e.g. %q); GET the dataset version to list its case ids", what, pl.datasetRef, len(skipped), clip(skipped[0], 80))
+	}
+	if len(pl.cases) < len(all) {
+		ids := make([]string, len(pl.cases))
+		for i, c := range pl.cases {
+			ids[i] = c.ID
+		}
+		pl.subset = &eval.Subset{Total: len(all), Selected: len(pl.cases), IDs: ids}
+	}
+	pl.notes = append(graderNotes(pl.cases), skipNotes(skipped)...)
+	return known, nil
 }

@@ -54,34 +54,12 @@ type PullRequest struct {
 // DecodePull decodes and validates a body of POST /scorecards/ingest/pull
 // strictly (unknown members refused), as the route's binder does.
 func DecodePull(body []byte) (PullRequest, error) {
-	var req PullRequest
-	dec := json.NewDecoder(strings.NewReader(string(body)))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&req); err != nil {
-		return PullRequest{}, derrors.Invalidf("the body is not a pull request: %v", err)
-	}
-	if dec.More() {
-		return PullRequest{}, derrors.Invalidf("unexpected data after the JSON value; send exactly one JSON object")
-	}
-	if err := req.Validate(); err != nil {
-		return PullRequest{}, err
-	}
-	return req, nil
+	return decodeStrict[PullRequest](body, "a pull request")
 }
 
 // Validate checks what needs no store; errors name the field to fix.
 func (r *PullRequest) Validate() error {
-	if r.Dataset != nil {
-		if err := checkRef("dataset", *r.Dataset); err != nil {
-			return err
-		}
-	}
-	if r.Harness != nil {
-		if err := checkRef("harness", *r.Harness); err != nil {
-			return err
-		}
-	}
-	if err := checkCommon(nil, nil, "", r.Judges); err != nil {
+	if err := checkIngested(r.Dataset, r.Harness, r.Judges); err != nil {
 		return err
 	}
 	src := r.Source
@@ -182,35 +160,19 @@ func (s *Service) IngestPull(ctx context.Context, p auth.Principal, req PullRequ
 			return eval.Scorecard{}, err
 		}
 		pl.datasetRef = pl.dataset.Ref()
-		all := pl.dataset.Spec.Dataset().Cases
-		inDataset := make(map[string]bool, len(all))
-		for _, c := range all {
-			inDataset[c.ID] = true
+		sent := make([]string, len(req.Runs))
+		for i, r := range req.Runs {
+			sent[i] = r.CaseID
 		}
-		var skipped []string
+		known, err := pl.pickCases(sent, "run")
+		if err != nil {
+			return eval.Scorecard{}, err
+		}
 		for _, r := range req.Runs {
-			if !inDataset[r.CaseID] {
-				skipped = append(skipped, r.CaseID)
-				continue
-			}
-			byCase[r.CaseID] = r.RunID
-		}
-		for _, c := range all {
-			if _, ok := byCase[c.ID]; ok {
-				pl.cases = append(pl.cases, c)
+			if known[r.CaseID] {
+				byCase[r.CaseID] = r.RunID
 			}
 		}
-		if len(pl.cases) == 0 {
-			return eval.Scorecard{}, derrors.Invalidf("no run's caseId is a case of dataset %s (%d sent, all unknown, e.g. %q); GET the dataset version to list its case ids", pl.datasetRef, len(skipped), clip(skipped[0], 80))
-		}
-		if len(pl.cases) < len(all) {
-			ids := make([]string, len(pl.cases))
-			for i, c := range pl.cases {
-				ids[i] = c.ID
-			}
-			pl.subset = &eval.Subset{Total: len(all), Selected: len(pl.cases), IDs: ids}
-		}
-		pl.notes = append(graderNotes(pl.cases), skipNotes(skipped)...)
 	} else {
 		h := sha256.New()
 		for _, r := range req.Runs {
