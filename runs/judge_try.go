@@ -87,25 +87,9 @@ func (s *Service) SubmitJudgeTry(ctx context.Context, p auth.Principal, req Judg
 	if err != nil {
 		return eval.Run{}, err
 	}
-	err = s.transact(ctx, func(tx store.Tx) error {
-		if err := records.AdmitRuns(ctx, tx, p.Workspace, now, s.o.TenantRuns, 1); err != nil {
-			return err
-		}
-		if err := records.AdmitQueue(ctx, tx, p.Workspace, s.o.QueueMax, 1); err != nil {
-			return err
-		}
-		if _, _, err := tx.RegisterVersion(ctx, store.EntityVersion{Kind: try.StoreKind, Owner: p.Workspace, ID: run.ID,
-			Version: try.Version, Digest: registry.Digest(rec), Spec: rec, CreatedBy: p.Subject, CreatedAt: now}, "", nil); err != nil {
-			return err
-		}
-		_, err := tx.CreateRun(ctx, row)
+	return s.admitAndStart(ctx, p, now, run, row, func(tx store.Tx) error {
+		_, _, err := tx.RegisterVersion(ctx, store.EntityVersion{Kind: try.StoreKind, Owner: p.Workspace, ID: run.ID,
+			Version: try.Version, Digest: registry.Digest(rec), Spec: rec, CreatedBy: p.Subject, CreatedAt: now}, "", nil)
 		return err
 	})
-	if err != nil {
-		return eval.Run{}, err
-	}
-	if err := s.o.Starter.StartRun(ctx, p.Workspace, run.ID); err != nil {
-		return eval.Run{}, s.failStart(ctx, run, err)
-	}
-	return run, nil
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"time"
 
 	"svc/auth"
 	"svc/derrors"
@@ -126,12 +127,24 @@ func (s *Service) Submit(ctx context.Context, p auth.Principal, req SubmitReques
 	if err != nil {
 		return eval.Run{}, err
 	}
-	err = s.transact(ctx, func(tx store.Tx) error {
+	return s.admitAndStart(ctx, p, now, run, row, nil)
+}
+
+// admitAndStart admits one run against the workspace's budget and queue,
+// creates its row (after also, when given, in the same transaction) and
+// starts its workflow.
+func (s *Service) admitAndStart(ctx context.Context, p auth.Principal, now time.Time, run eval.Run, row store.Run, also func(tx store.Tx) error) (eval.Run, error) {
+	err := s.transact(ctx, func(tx store.Tx) error {
 		if err := records.AdmitRuns(ctx, tx, p.Workspace, now, s.o.TenantRuns, 1); err != nil {
 			return err
 		}
 		if err := records.AdmitQueue(ctx, tx, p.Workspace, s.o.QueueMax, 1); err != nil {
 			return err
+		}
+		if also != nil {
+			if err := also(tx); err != nil {
+				return err
+			}
 		}
 		_, err := tx.CreateRun(ctx, row)
 		return err
