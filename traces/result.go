@@ -3,6 +3,7 @@ package traces
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -51,6 +52,9 @@ type JobOutput struct {
 	Driver string
 	// Image is the image the job ran in, if any.
 	Image string
+	// Host is the machine that ran the job when it is not the worker
+	// recording it (a self-hosted runner's, as the runner reported it).
+	Host string
 }
 
 // BuildResult turns what the job left into the CaseResult of spec §2.7
@@ -68,7 +72,7 @@ func BuildResult(run eval.Run, p Dispatch, res JobOutput, problem error, host st
 		CaseID:          run.CaseID,
 		EvidenceVersion: eval.EvidenceVersion,
 		Provenance: &eval.Provenance{
-			Attestation: "managed", Driver: res.Driver, Worker: host,
+			Attestation: "managed", Driver: res.Driver, Worker: cmp.Or(res.Host, host),
 			HarnessDigest: p.HarnessDigest, CaseDigest: p.CaseDigest,
 		},
 	}

@@ -109,3 +109,17 @@ func TestSealEventsIsStable(t *testing.T) {
 		t.Errorf("empty trace seals as %s, want []", e)
 	}
 }
+
+// TestBuildResultNamesTheRunnerHost: a job a self-hosted runner ran names
+// the runner's host in provenance.worker, not the worker that recorded it.
+func TestBuildResultNamesTheRunnerHost(t *testing.T) {
+	run := eval.Run{ID: "run_1", CaseID: "c"}
+	r, _ := BuildResult(run, Dispatch{}, JobOutput{Driver: "local", Stdout: "ok", Host: "laptop-7"}, nil, "worker-1")
+	if got := r.Provenance.Worker; got != "laptop-7" {
+		t.Errorf("provenance.worker = %q, want the runner's host laptop-7", got)
+	}
+	r, _ = BuildResult(run, Dispatch{}, JobOutput{Driver: "local", Stdout: "ok"}, nil, "worker-1")
+	if got := r.Provenance.Worker; got != "worker-1" {
+		t.Errorf("provenance.worker = %q, want worker-1", got)
+	}
+}

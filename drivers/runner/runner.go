@@ -217,7 +217,7 @@ func (d *Driver) done(j drivers.Job, row store.RunnerJob) (drivers.Result, error
 	return drivers.Result{
 		ExitCode: r.ExitCode, Duration: time.Duration(r.DurationMs) * time.Millisecond,
 		Stdout: r.Stdout, StdoutTail: r.StdoutTail, StderrTail: r.StderrTail, Trace: []byte(r.Trace),
-		TimedOut: r.TimedOut, Cancelled: r.Cancelled, OS: r.OS, Driver: "local", Image: j.Image,
+		TimedOut: r.TimedOut, Cancelled: r.Cancelled, OS: r.OS, Driver: "local", Image: j.Image, Host: r.Host,
 	}, nil
 }
 
