@@ -34,8 +34,10 @@ func TestCountProgress(t *testing.T) {
 	}{
 		{"nothing started", 300, store.RunCounts{ByStatus: map[string]int{}, ByOutcome: map[string]int{}}, 5 * time.Second,
 			eval.Progress{Total: 300, Queued: 300, UpdatedAt: timeAt(5 * time.Second)}},
+		// The 2 children still queued (waiting for a runtime's slot) are
+		// queued, not running.
 		{"started, none done: no rate yet", 300, counts(0, map[string]int{"queued": 2, "running": 62}, map[string]int{}), 5 * time.Second,
-			eval.Progress{Total: 300, Queued: 236, Running: 64, StartedAt: timeAt(0), UpdatedAt: timeAt(5 * time.Second)}},
+			eval.Progress{Total: 300, Queued: 238, Running: 62, StartedAt: timeAt(0), UpdatedAt: timeAt(5 * time.Second)}},
 		{"under way", 2000, counts(time.Second, map[string]int{"running": 64, "succeeded": 445, "failed": 5},
 			map[string]int{"pass": 440, "fail": 5, "error": 3, "cancelled": 2}), 12 * time.Second,
 			eval.Progress{Total: 2000, Done: 450, Passed: 440, Failed: 8, DispatchErrors: 3, Cancelled: 2, Queued: 1486, Running: 64,
