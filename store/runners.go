@@ -6,6 +6,10 @@ import (
 	"time"
 )
 
+// OrphanedRunnerJob is how long a cancelled job that no runner holds is
+// kept: its worker deletes it at once unless it died after the cancel.
+const OrphanedRunnerJob = 10 * time.Minute
+
 // RunnerJobs is the lease queue of a workspace's self-hosted runtimes
 // (kind runner): the worker's runner driver enqueues a case's job, a
 // self-hosted runner (`svc runner`) leases it over HTTP, renews its lease
@@ -25,6 +29,9 @@ type RunnerJobs interface {
 	// l.Runtime when set) that is queued, or leased with a lease expired
 	// before l.Now, and not cancelled: leased to l.Runner under l.LeaseID
 	// until l.Until. ErrNotFound when there is none.
+	// It first drops the workspace's cancelled jobs that nobody follows
+	// (not leased, or their lease ran out) OrphanedRunnerJob after their
+	// last change.
 	LeaseRunnerJob(ctx context.Context, l RunnerLease) (RunnerJob, error)
 	// RenewRunnerLease extends the lease leaseID holds on job id to until
 	// and returns the job, whose Cancelled tells the runner to kill it.

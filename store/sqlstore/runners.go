@@ -102,6 +102,14 @@ func (o ops) LeaseRunnerJob(ctx context.Context, l store.RunnerLease) (_ store.R
 		return store.RunnerJob{}, derrors.Invalidf("lease of %q: until %s is not after now %s", l.Runner, l.Until, l.Now)
 	}
 	now, until := o.d.TimeArg(normTime(l.Now)), o.d.TimeArg(normTime(l.Until))
+	// A cancelled job that nobody follows any more (its worker died after
+	// the cancel, and its runner too or it was never leased) would stay
+	// forever: past OrphanedRunnerJob after the cancel it is dropped.
+	if _, err := o.w.ExecContext(ctx, `DELETE FROM runner_jobs WHERE workspace = $1 AND cancelled = 1 AND state <> 'done'
+		AND (state = 'queued' OR lease_expires < $2) AND updated_at < $3`,
+		l.Workspace, now, o.d.TimeArg(normTime(l.Now.Add(-store.OrphanedRunnerJob)))); err != nil {
+		return store.RunnerJob{}, o.mapErr(err)
+	}
 	// The condition is repeated in the outer WHERE: on PostgreSQL a
 	// concurrent lease of the same row makes this one re-check it against
 	// the row the other committed, and update nothing.

@@ -168,6 +168,46 @@ var runnerJobCases = []Case{
 		_, err = s.CancelRunnerJobs(t.Context(), "acme", "", "", t0)
 		wantErr(t, "CancelRunnerJobs(nothing named)", err, derrors.ErrInvalid)
 	}},
+	{"runner_jobs/orphaned_cancelled_jobs_are_dropped", func(t *testing.T, s store.Store) {
+		enqueue(t, s, runnerJob("j1", "run1", "laptops", t0))                  // cancelled while queued
+		enqueue(t, s, runnerJob("j2", "run2", "laptops", t0.Add(time.Second))) // cancelled while leased
+		other := runnerJob("j3", "run3", "other", t0.Add(2*time.Second))       // another batch's, never cancelled
+		other.ScorecardID = "sc2"
+		enqueue(t, s, other)
+		if _, err := lease(s, t, "laptops", "r1", "L1", t0); err != nil { // j1
+			t.Fatal(err)
+		}
+		if _, err := lease(s, t, "laptops", "r1", "L2", t0); err != nil { // j2
+			t.Fatal(err)
+		}
+		if _, err := s.CancelRunnerJobs(t.Context(), "acme", "", "sc1", t0); err != nil {
+			t.Fatal(err)
+		}
+		// Within OrphanedRunnerJob of the cancel a worker may still be
+		// following them: they stay.
+		soon := t0.Add(store.OrphanedRunnerJob / 2)
+		if got, err := lease(s, t, "other", "r2", "L3", soon); err != nil || got.ID != "j3" {
+			t.Fatalf("lease = %s, %v; want j3", got.ID, err)
+		}
+		for _, id := range []string{"j1", "j2"} {
+			if _, err := s.GetRunnerJob(t.Context(), "acme", id); err != nil {
+				t.Errorf("GetRunnerJob(%s) soon after the cancel = %v, want it kept", id, err)
+			}
+		}
+		// Past it, with their leases run out, the next lease drops them.
+		late := t0.Add(store.OrphanedRunnerJob + 2*time.Minute)
+		if _, err := lease(s, t, "laptops", "r2", "L4", late); !errors.Is(err, derrors.ErrNotFound) {
+			t.Errorf("lease past the orphan window = %v, want ErrNotFound", err)
+		}
+		for _, id := range []string{"j1", "j2"} {
+			if _, err := s.GetRunnerJob(t.Context(), "acme", id); !errors.Is(err, derrors.ErrNotFound) {
+				t.Errorf("GetRunnerJob(%s) past the orphan window = %v, want ErrNotFound", id, err)
+			}
+		}
+		if _, err := s.GetRunnerJob(t.Context(), "acme", "j3"); err != nil {
+			t.Errorf("GetRunnerJob(j3), leased and not cancelled = %v, want it kept", err)
+		}
+	}},
 	{"runner_jobs/concurrent_leases_never_share_a_job", func(t *testing.T, s store.Store) {
 		const jobs, runners = 20, 6
 		for i := range jobs {
