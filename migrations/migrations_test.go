@@ -209,6 +209,12 @@ func TestConcurrentApplyAppliesOnce(t *testing.T) {
 			dbs := make([]*sql.DB, n)
 			for i := range dbs {
 				dbs[i] = open(t, driverName, dsn)
+				// Connected one by one: a fresh SQLite file switched to WAL
+				// by several connections at once can answer SQLITE_BUSY
+				// without waiting; what is tested is Apply's lock.
+				if err := dbs[i].PingContext(ctx); err != nil {
+					t.Fatal(err)
+				}
 			}
 			ms, err := List(d)
 			if err != nil {
