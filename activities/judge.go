@@ -84,8 +84,22 @@ func (a *Activities) JudgeCase(ctx context.Context, in JudgeInput) error {
 				}
 				break
 			}
+			if j := spec.Spec.Judge(); j != nil && j.Kind == registry.JudgeHarness {
+				if scores, err = a.runHarnessJudge(ctx, who, j, input, run); err != nil {
+					return err
+				}
+				break
+			}
 			jobID := fmt.Sprintf("%s-%s-a%d", id, u.ID, activity.GetInfo(ctx).Attempt)
-			if scores, err = a.runCodeJudge(ctx, *a.Judges, who, spec.Spec.Judge(), input, jobID, id); err != nil {
+			r, reason, err := a.judgeRunner(ctx, who, spec.Spec.Judge(), run)
+			if err != nil {
+				return err
+			}
+			if reason != "" {
+				scores = judges.Skip(u.ID, reason)
+				break
+			}
+			if scores, err = a.runCodeJudge(ctx, r, who, spec.Spec.Judge(), input, jobID, id); err != nil {
 				return err
 			}
 		}

@@ -2,11 +2,8 @@ package activities
 
 import (
 	"context"
-	"errors"
-	"fmt"
 
 	"svc/auth"
-	"svc/derrors"
 	"svc/eval"
 	"svc/judges"
 	"svc/judges/prompt"
@@ -23,20 +20,12 @@ func (a *Activities) runModelJudge(ctx context.Context, who auth.Principal, j *r
 	if a.Models == nil {
 		return judges.Skip(j.ID, "legacy model judges need model access, which this worker does not configure"), nil
 	}
-	var rubric *registry.RubricSpec
-	if r := j.Model.Rubric; r != nil && r.Ref != nil {
-		res, err := a.Registries.Resolve(ctx, who, registry.Rubric, r.Ref.ID, r.Ref.Version)
-		switch {
-		case errors.Is(err, derrors.ErrNotFound):
-			return judges.Skip(j.ID, fmt.Sprintf("rubric %s@%s is not registered or not visible to the batch's creator", r.Ref.ID, r.Ref.Version)), nil
-		case err != nil:
-			return nil, err
-		}
-		rubric = res.Spec.Rubric()
-	}
-	eff, err := prompt.EffectiveValues(j, nil, rubric)
+	eff, reason, err := a.judgeEffective(ctx, who, j)
 	if err != nil {
-		return judges.Skip(j.ID, err.Error()), nil
+		return nil, err
+	}
+	if reason != "" {
+		return judges.Skip(j.ID, reason), nil
 	}
 	access, missing, err := a.Models.Resolve(ctx, who.Workspace, j.Model.Model)
 	if err != nil {
@@ -48,7 +37,8 @@ func (a *Activities) runModelJudge(ctx context.Context, who auth.Principal, j *r
 	b := access.Binding
 	ep := judges.Endpoint{Name: b.Name, BaseURL: b.BaseURL, Model: b.Model, Key: access.Key(),
 		Client: access.Client, Timeout: b.Timeout(), Price: b.Cost}
-	scores, usage, err := judges.ModelVerdict(ctx, j.ID, eff, EvidenceOf(in), ep)
+	ev, _ := a.judgeEvidence(ctx, eff, in)
+	scores, usage, err := judges.ModelVerdict(ctx, j.ID, eff, ev, ep)
 	if err != nil {
 		return nil, err
 	}

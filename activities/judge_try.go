@@ -54,7 +54,7 @@ func (a *Activities) runJudgeTry(ctx context.Context, run eval.Run) (RunStatus, 
 	}
 	logs := &logBuffer{ws: run.Tenant, run: run.ID, now: a.now}
 	r := *a.Judges
-	r.Driver = pl.driver
+	r.Driver, r.Images = pl.driver, pl.remote
 	r.Log = func(_, stream string, data []byte) { logs.add(stream, data) }
 	in := judges.Input{Case: c, Trace: rec.Input.Trace, Snapshot: rec.Input.Snapshot, Evidence: rec.Input.Evidence}
 	type outcome struct {

@@ -214,9 +214,14 @@ func (a *Activities) dispatchFrom(ctx context.Context, run eval.Run, g grading, 
 		}
 	}
 	var tail []store.RunLog
+	var access harnessModel // the harness's model token, for this attempt only (harness_model.go)
+	if perr == nil {
+		job, access, perr = a.harnessModelAccess(ctx, run, plan, job)
+	}
 	if perr == nil {
 		res, tail, perr = a.runJob(ctx, ref, plan.placement, job)
 	}
+	modelUsage := access.end(ctx, a)
 	if perr != nil && !isCaseProblem(perr) {
 		a.storeLogs(context.WithoutCancel(ctx), ref, tail)
 		return RunStatus{}, perr
@@ -240,6 +245,7 @@ func (a *Activities) dispatchFrom(ctx context.Context, run eval.Run, g grading, 
 		out.Trace, spans = withSpans, found
 	}
 	result, runErr := traces.BuildResult(run, plan.Dispatch, out, perr, a.Host)
+	addModelUsage(result, modelUsage)
 	if plan.placement.selfReported && result.Provenance != nil {
 		// A self-hosted runner ran it: the service did not see the compute.
 		result.Provenance.Attestation = eval.AttestationSelfReported
@@ -286,6 +292,8 @@ type Plan struct {
 
 	// placement is the driver the job runs on (see place).
 	placement placement
+	// model is the model binding the harness calls (model.ref); "" for none.
+	model string
 }
 
 // plan resolves the harness (`latest` now, spec §9.2), the runtime (see
@@ -313,6 +321,7 @@ func (a *Activities) plan(ctx context.Context, run eval.Run, memo *harnessMemo) 
 	if hs == nil || hs.Kind == registry.HarnessService || len(hs.Command) == 0 {
 		return drivers.Job{}, p, caseErr("harness %s is not a process harness with a command; this worker runs process harnesses only", p.Harness)
 	}
+	p.model = hs.Model.Binding()
 	if p.placement, err = a.place(ctx, run, who, hs, c); err != nil {
 		return drivers.Job{}, p, err
 	}

@@ -215,6 +215,14 @@ func (s *Server) authenticate(r Route) echo.MiddlewareFunc {
 		}
 		return func(c echo.Context) error {
 			req := c.Request()
+			// A runner job's run-scoped OTLP token (api/runners.go).
+			if req, ok, err := s.runTokenPrincipal(req, r); ok {
+				if err != nil {
+					return s.authError(c, s.runTokenFailed(req, err))
+				}
+				c.SetRequest(req)
+				return next(c)
+			}
 			p, err := s.resolver.Resolve(req.Context(), req)
 			if err != nil {
 				return s.authError(c, err)

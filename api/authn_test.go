@@ -116,7 +116,7 @@ func TestEveryRouteNamesAKnownAction(t *testing.T) {
 
 // ownCredential are the public routes that take a credential of their own
 // rather than the API's: the judge model proxy's run-scoped token.
-var ownCredential = map[string]bool{"POST /judge-proxy/v1/chat/completions": true}
+var ownCredential = map[string]bool{"POST /judge-proxy/v1/chat/completions": true, "POST /model-proxy/v1/chat/completions": true}
 
 // TestRequireAuth: with SVC_REQUIRE_AUTH every route but the public ones
 // answers 401 to a request without a credential.

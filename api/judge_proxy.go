@@ -29,9 +29,20 @@ import (
 // judge's environment, argv, logs or records. The route is public in the
 // route table because the token, not a principal, authenticates it; it
 // is not an agent tool.
+//
+// The same proxy serves harness jobs (POST /model-proxy/v1/chat/completions,
+// spec §7): a harness declaring model {ref} gets a token minted for one
+// attempt of its run (in its secrets file, never its environment), its
+// calls are recorded as harness.model_call and their cost is added to the
+// run's usage.costUsd when the attempt ends. Either path takes either
+// kind of token; /judge-proxy/v1 stays for the judges that know it.
 
-// EventJudgeModelCall is the event the proxy appends for each call.
+// EventJudgeModelCall is the event the proxy appends for each judge call.
 const EventJudgeModelCall = "judge.model_call"
+
+// EventHarnessModelCall is the event the proxy appends for each call of a
+// harness job.
+const EventHarnessModelCall = "harness.model_call"
 
 // maxProxyAnswer bounds the model server's answer the proxy relays.
 const maxProxyAnswer = 16 << 20
@@ -40,6 +51,8 @@ func (s *Server) judgeProxyRoutes() []Route {
 	return []Route{
 		{Method: http.MethodPost, Path: "/judge-proxy/v1/chat/completions", Action: auth.Public,
 			Summary: "A code judge's model call, through the run-scoped proxy", Handler: s.judgeProxy},
+		{Method: http.MethodPost, Path: "/model-proxy/v1/chat/completions", Action: auth.Public,
+			Summary: "A harness job's (or a code judge's) model call, through the run-scoped proxy", Handler: s.judgeProxy},
 	}
 }
 
@@ -47,7 +60,7 @@ func (s *Server) judgeProxy(c echo.Context) error {
 	ctx := c.Request().Context()
 	token, ok := strings.CutPrefix(c.Request().Header.Get(echo.HeaderAuthorization), "Bearer ")
 	if !ok {
-		return &derrors.Public{Kind: derrors.ErrUnauthenticated, Msg: "the model proxy takes the run-scoped token the judge was given (OPENAI_API_KEY) as a bearer token"}
+		return &derrors.Public{Kind: derrors.ErrUnauthenticated, Msg: "the model proxy takes the run-scoped token a judge (OPENAI_API_KEY) or a harness job (the SVC_MODEL_TOKEN entry of its SVC_SECRETS_FILE) was given, as a bearer token"}
 	}
 	ms, err := s.modelService()
 	if err != nil {
@@ -70,7 +83,7 @@ func (s *Server) judgeProxy(c echo.Context) error {
 		return derrors.Invalidf("messages is required: the chat completion's messages")
 	}
 	if st, ok := body["stream"]; ok && string(st) == "true" {
-		return derrors.Invalidf("stream: streaming is off in the judge model proxy; send stream false or leave it out")
+		return derrors.Invalidf("stream: streaming is off in the model proxy; send stream false or leave it out")
 	}
 	access, missing, err := ms.Resolve(ctx, g.Workspace, g.Model)
 	if err != nil {
@@ -103,14 +116,14 @@ func (s *Server) judgeProxy(c echo.Context) error {
 		return &derrors.Public{Kind: derrors.ErrUnavailable, Msg: fmt.Sprintf("model %s (%s at %s) broke off its answer", b.Name, b.Model, b.BaseURL)}
 	}
 	answer = bytes.ReplaceAll(answer, []byte(access.Key()), []byte("[key]"))
-	s.recordJudgeModelCall(c, g, b, resp.StatusCode, answer)
+	s.recordJudgeModelCall(c, ms, g, b, resp.StatusCode, answer)
 	return c.Blob(resp.StatusCode, echo.MIMEApplicationJSON, answer)
 }
 
 // recordJudgeModelCall appends the call's event: the run, the judge, the
 // binding, the status and the tokens and cost the server reported. A
 // failed write is logged, not returned: the judge already has its answer.
-func (s *Server) recordJudgeModelCall(c echo.Context, g models.ProxyGrant, b models.Binding, status int, answer []byte) {
+func (s *Server) recordJudgeModelCall(c echo.Context, ms *models.Service, g models.ProxyGrant, b models.Binding, status int, answer []byte) {
 	ctx := c.Request().Context()
 	var u struct {
 		Usage struct {
@@ -119,20 +132,37 @@ func (s *Server) recordJudgeModelCall(c echo.Context, g models.ProxyGrant, b mod
 		} `json:"usage"`
 	}
 	_ = json.Unmarshal(answer, &u)
-	data := map[string]any{"runId": g.RunID, "judge": g.JudgeID, "model": b.Name, "status": status,
+	data := map[string]any{"runId": g.RunID, "model": b.Name, "status": status,
 		"inputTokens": u.Usage.PromptTokens, "outputTokens": u.Usage.CompletionTokens}
+	typ := EventJudgeModelCall
+	if g.Harness != "" {
+		typ = EventHarnessModelCall
+		data["harness"], data["attempt"] = g.Harness, g.Attempt
+	} else {
+		data["judge"] = g.JudgeID
+	}
+	call := models.ProxyCall{Status: status, InputTokens: u.Usage.PromptTokens, OutputTokens: u.Usage.CompletionTokens}
 	if cost, ok := b.Cost(u.Usage.PromptTokens, u.Usage.CompletionTokens); ok {
 		data["costUsd"] = cost
+		call.CostUSD = &cost
+	}
+	if g.Harness != "" {
+		// Metered under the grant: the attempt adds the sum to the run's
+		// usage.costUsd when it ends.
+		if err := ms.RecordProxyCall(ctx, g, call); err != nil {
+			s.logger.LogAttrs(ctx, slog.LevelWarn, "metering a harness's model call; the run's cost will miss it", reqid.Attr(ctx),
+				slog.String("workspace", g.Workspace), slog.String("run", g.RunID), slog.String("harness", g.Harness), slog.String("error", err.Error()))
+		}
 	}
 	raw, _ := json.Marshal(data)
-	_, err := s.store.AppendEvent(ctx, store.Event{ID: records.NewID(EventJudgeModelCall), Workspace: g.Workspace, Type: EventJudgeModelCall,
-		Subject: "run:" + g.RunID, Actor: "judge:" + g.JudgeID, Data: raw, CreatedAt: s.now().UTC()})
+	_, err := s.store.AppendEvent(ctx, store.Event{ID: records.NewID(typ), Workspace: g.Workspace, Type: typ,
+		Subject: "run:" + g.RunID, Actor: g.Actor(), Data: raw, CreatedAt: s.now().UTC()})
 	if err != nil {
-		s.logger.LogAttrs(ctx, slog.LevelWarn, "recording a judge's model call", reqid.Attr(ctx),
-			slog.String("workspace", g.Workspace), slog.String("run", g.RunID), slog.String("judge", g.JudgeID), slog.String("error", err.Error()))
+		s.logger.LogAttrs(ctx, slog.LevelWarn, "recording a model call of the proxy", reqid.Attr(ctx),
+			slog.String("workspace", g.Workspace), slog.String("run", g.RunID), slog.String("actor", g.Actor()), slog.String("error", err.Error()))
 	}
-	s.logger.LogAttrs(ctx, slog.LevelInfo, "judge model call through the proxy", reqid.Attr(ctx), slog.String("workspace", g.Workspace),
-		slog.String("run", g.RunID), slog.String("judge", g.JudgeID), slog.String("model", b.Name), slog.Int("status", status),
+	s.logger.LogAttrs(ctx, slog.LevelInfo, "model call through the proxy", reqid.Attr(ctx), slog.String("workspace", g.Workspace),
+		slog.String("run", g.RunID), slog.String("actor", g.Actor()), slog.String("model", b.Name), slog.Int("status", status),
 		slog.Int64("inputTokens", u.Usage.PromptTokens), slog.Int64("outputTokens", u.Usage.CompletionTokens))
 }
 

@@ -110,3 +110,67 @@ func TestJudgeProxy(t *testing.T) {
 		t.Errorf("the model server received %d calls, want only the first", n)
 	}
 }
+
+// A harness job's token opens the model proxy on /model-proxy/v1 (and on
+// the judges' path, which takes either kind): each call is recorded as
+// harness.model_call for the run, metered under the grant for the run's
+// cost, and neither the key nor the token is recorded; a judge's token
+// works on the new path too.
+func TestModelProxyHarnessGrant(t *testing.T) {
+	e := newEnv(t, withConfig(func(c *config.Config) { c.WebhookAllow = "127.0.0.1" }))
+	a := e.tenant(t, "hproxy")
+	srv := judgetest.New(t, func(p string) (int, string) { return http.StatusOK, "agent: " + p })
+	e.putSecret(t, a.key, "agent-key", tryKey, []string{"127.0.0.1"})
+	want(t, e.do(t, http.MethodPut, "/workspace/models/brain", `{"provider":"openai","baseUrl":"`+srv.BaseURL()+`","model":"gpt-agent","keySecret":"agent-key","inputUsdPerMTok":1,"outputUsdPerMTok":2}`, bearer(a.key)),
+		http.StatusNoContent, "PUT /workspace/models/brain")
+	ms := &models.Service{Store: e.store, Now: e.clock.Now}
+	token, err := ms.MintProxyToken(t.Context(), models.ProxyGrant{Workspace: a.ws, Model: "brain", Harness: "agent@2", Attempt: 1, RunID: "run-7", ExpiresAt: e.clock.Now().Add(time.Hour)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	judge, err := ms.MintProxyToken(t.Context(), models.ProxyGrant{Workspace: a.ws, Model: "brain", JudgeID: "tone", RunID: "run-7", ExpiresAt: e.clock.Now().Add(time.Hour)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	call := `{"messages":[{"role":"user","content":"plan"}]}`
+	for _, c := range []struct{ path, token string }{
+		{"/model-proxy/v1/chat/completions", token},
+		{proxyPath, token},
+		{"/model-proxy/v1/chat/completions", judge},
+	} {
+		res := e.do(t, http.MethodPost, c.path, call, bearer(c.token))
+		want(t, res, http.StatusOK, c.path)
+		if !strings.Contains(string(res.Body), `"content":"agent: plan"`) {
+			t.Errorf("%s: answer = %s", c.path, res.Body)
+		}
+	}
+	evs, err := e.store.ListEvents(t.Context(), store.EventFilter{Workspace: a.ws, Type: "harness.model_call"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(evs) != 2 {
+		t.Fatalf("%d harness.model_call events, want 2", len(evs))
+	}
+	for _, ev := range evs {
+		var d map[string]any
+		if err := json.Unmarshal(ev.Data, &d); err != nil {
+			t.Fatal(err)
+		}
+		if d["harness"] != "agent@2" || d["runId"] != "run-7" || d["model"] != "brain" || d["costUsd"] == nil || ev.Actor != "harness:agent@2" || ev.Subject != "run:run-7" {
+			t.Errorf("event %s %s %s", ev.Actor, ev.Subject, ev.Data)
+		}
+		if strings.Contains(string(ev.Data), tryKey) || strings.Contains(string(ev.Data), token) {
+			t.Error("the event holds the key or the token")
+		}
+	}
+	if n, _ := e.store.ListEvents(t.Context(), store.EventFilter{Workspace: a.ws, Type: "judge.model_call"}); len(n) != 1 {
+		t.Errorf("%d judge.model_call events, want the judge's 1", len(n))
+	}
+	u, err := ms.ProxyUsage(t.Context(), token)
+	if err != nil || u.Calls != 2 || u.InputTokens != 2*812 || u.CostUSD <= 0 {
+		t.Errorf("metered usage = %+v, %v; want 2 priced calls", u, err)
+	}
+	if u, _ := ms.ProxyUsage(t.Context(), judge); u.Calls != 0 {
+		t.Errorf("a judge's calls are metered as a harness's: %+v", u)
+	}
+}

@@ -2,6 +2,7 @@ package api
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 
 	"github.com/labstack/echo/v4"
@@ -9,8 +10,11 @@ import (
 	"svc/auth"
 	"svc/derrors"
 	"svc/eval"
+	"svc/judges/evidence"
 	"svc/judges/prompt"
 	"svc/registry"
+	"svc/scoring"
+	"svc/webhooks"
 )
 
 // POST /judges/preview (spec §4.4): the exact prompt a model-backed judge
@@ -38,14 +42,21 @@ type previewRequest struct {
 	Evidence previewEvidence `json:"evidence"`
 }
 
-// previewEvidence is source A {runId}, B {trace, prompt, output?, task?}
-// or C (not supported yet).
+// previewEvidence is source A {runId}, B {trace, prompt, output?} or C
+// {harness, case, runtime?, waitSec?}.
 type previewEvidence struct {
 	Source string            `json:"source"`
 	RunID  string            `json:"runId"`
 	Trace  []eval.TraceEvent `json:"trace"`
 	Prompt string            `json:"prompt"`
 	Output string            `json:"output"`
+	// Harness, Case and Runtime are source C's: the harness that runs the
+	// one case, on a registered runtime or the deployment's local one.
+	Harness *registry.Ref      `json:"harness"`
+	Case    *registry.EvalCase `json:"case"`
+	Runtime string             `json:"runtime"`
+	// WaitSec bounds the wait for source C's run (default 120, max 600).
+	WaitSec int `json:"waitSec"`
 	// Slots bind custom evidence slots of a custom template by name.
 	Slots map[string]string `json:"slots"`
 }
@@ -61,6 +72,12 @@ type previewResponse struct {
 	Placeholders []prompt.Slot      `json:"placeholders"`
 	Warnings     []string           `json:"warnings"`
 	Coverage     prompt.Coverage    `json:"coverage"`
+	// RunID is the run the evidence came from (source A, or the live
+	// dispatch of source C).
+	RunID string `json:"runId,omitempty"`
+	// EvidenceStatus is the case's evidence reading (spec §2.7): a pasted
+	// trace reads complete.
+	EvidenceStatus eval.EvidenceStatus `json:"evidenceStatus"`
 }
 
 func (s *Server) previewJudge(c echo.Context) error {
@@ -127,69 +144,92 @@ func (s *Server) previewJudge(c echo.Context) error {
 		return err
 	}
 	out := previewResponse{Judge: label, Kind: j.Kind, Source: req.Evidence.Source, Effective: eff,
-		Coverage: prompt.Cover(j.Requires, ev), Placeholders: []prompt.Slot{}, Warnings: []string{}}
+		Coverage: prompt.Cover(j.Requires, ev.Evidence), Placeholders: []prompt.Slot{}, Warnings: []string{}}
+	out.EvidenceStatus = eval.EvidenceStatus{Trace: scoring.EvidenceComplete, Snapshot: scoring.EvidenceComplete}
+	if ev.Run != nil {
+		out.RunID = ev.Run.ID
+		out.EvidenceStatus = scoring.EvidenceStatusOf(ev.Run.Result, ev.Run.Status)
+	}
+	if len(out.Coverage.Missing) > 0 && out.EvidenceStatus.Trace != scoring.EvidenceComplete {
+		out.Coverage.Warnings = append(out.Coverage.Warnings, fmt.Sprintf("the case's trace is %s: a missing requirement may be in the part of the trace that is not there", out.EvidenceStatus.Trace))
+	}
 	if j.Kind == registry.JudgeCode {
 		out.Template = "none"
 		out.Warnings = append(out.Warnings, "a code judge has no prompt: it reads the case, trace, snapshot and evidence as JSON (docs/judges.md); only its requirement coverage is previewed")
 		return c.JSON(http.StatusOK, out)
 	}
-	r := prompt.Render(eff, ev)
-	out.Prompt, out.Template, out.Placeholders, out.Warnings = r.Prompt, r.Template, r.Slots, r.Warnings
+	bound, bindWarnings := s.evidenceFetcher().Resolve(ctx, eff, ev.Evidence)
+	r := prompt.Render(eff, bound)
+	out.Prompt, out.Template, out.Placeholders, out.Warnings = r.Prompt, r.Template, r.Slots, append(r.Warnings, bindWarnings...)
 	if j.Kind == registry.JudgeHarness {
-		out.Warnings = append(out.Warnings, "harness judges do not run yet: this is the prompt the harness would be given")
-	}
-	if j.Model != nil && len(j.Model.Inputs) > 0 && contains(j.Model.Inputs, registry.InputScreenshot) {
-		out.Warnings = append(out.Warnings, "the screenshot input is not sent to the model yet: only text placeholders are")
+		out.Warnings = append(out.Warnings, "a harness judge gives this prompt to its harness as the task of one run, and reads the run's final answer as the verdict")
 	}
 	return c.JSON(http.StatusOK, out)
 }
 
+// evidenceOf is the evidence of a preview or try, with the run it came
+// from (sources A and C).
+type evidenceOf struct {
+	prompt.Evidence
+	// Run is the stored run (A) or the live dispatch's run (C); nil for a
+	// pasted trace (B).
+	Run *eval.Run
+}
+
+// evidenceFromRun is the evidence of a stored run's case and result.
+func evidenceFromRun(run eval.Run, slots map[string]string) evidenceOf {
+	ev := prompt.Evidence{Slots: slots}
+	if run.Case != nil {
+		ev.Case = *run.Case
+	}
+	if run.Result != nil {
+		ev.Trace, ev.Snapshot, ev.Evidence = run.Result.Trace, run.Result.Snapshot, run.Result.Evidence
+	}
+	return evidenceOf{Evidence: ev, Run: &run}
+}
+
 // previewEvidence builds the evidence of a preview from its source.
-func (s *Server) previewEvidence(c echo.Context, e previewEvidence) (prompt.Evidence, error) {
+func (s *Server) previewEvidence(c echo.Context, e previewEvidence) (evidenceOf, error) {
+	if e.Source != "C" && (e.Harness != nil || e.Case != nil || e.Runtime != "" || e.WaitSec != 0) {
+		return evidenceOf{}, derrors.Invalidf("evidence.harness, case, runtime and waitSec belong to source C (a live one-case dispatch)")
+	}
 	switch e.Source {
 	case "A":
 		if e.RunID == "" {
-			return prompt.Evidence{}, derrors.Invalidf("evidence.runId is required with source A: the id of a stored run or scorecard case result")
+			return evidenceOf{}, derrors.Invalidf("evidence.runId is required with source A: the id of a stored run or scorecard case result")
 		}
 		if e.Trace != nil || e.Prompt != "" || e.Output != "" {
-			return prompt.Evidence{}, derrors.Invalidf("evidence of source A takes runId only; trace, prompt and output belong to source B")
+			return evidenceOf{}, derrors.Invalidf("evidence of source A takes runId only; trace, prompt and output belong to source B")
 		}
 		run, err := s.runs.Get(c.Request().Context(), principal(c), e.RunID)
 		if err != nil {
-			return prompt.Evidence{}, err
+			return evidenceOf{}, err
 		}
-		ev := prompt.Evidence{Slots: e.Slots}
-		if run.Case != nil {
-			ev.Case = *run.Case
-		}
-		if run.Result != nil {
-			ev.Trace, ev.Snapshot, ev.Evidence = run.Result.Trace, run.Result.Snapshot, run.Result.Evidence
-		}
-		return ev, nil
+		return evidenceFromRun(run, e.Slots), nil
 	case "B":
 		if e.RunID != "" {
-			return prompt.Evidence{}, derrors.Invalidf("evidence of source B takes trace and prompt, not runId (that is source A)")
+			return evidenceOf{}, derrors.Invalidf("evidence of source B takes trace and prompt, not runId (that is source A)")
 		}
 		if e.Trace == nil {
-			return prompt.Evidence{}, derrors.Invalidf("evidence.trace is required with source B: a TraceEvent[] array ([] for none)")
+			return evidenceOf{}, derrors.Invalidf("evidence.trace is required with source B: a TraceEvent[] array ([] for none)")
 		}
 		if err := eval.ValidateTrace(e.Trace); err != nil {
-			return prompt.Evidence{}, derrors.Invalidf("evidence.%v", err)
+			return evidenceOf{}, derrors.Invalidf("evidence.%v", err)
 		}
 		x, _ := eval.Extract(e.Trace, e.Output)
-		return prompt.Evidence{
+		return evidenceOf{Evidence: prompt.Evidence{
 			Case:     registry.EvalCase{ID: "preview", Task: e.Prompt},
 			Trace:    e.Trace,
 			Snapshot: &eval.Snapshot{Kind: "prompt", Prompt: e.Prompt, Output: e.Output},
 			Evidence: &x,
 			Slots:    e.Slots,
-		}, nil
+		}}, nil
 	case "C":
-		return prompt.Evidence{}, derrors.Invalidf("evidence source C (a live one-case dispatch) is not supported yet; use A with a stored run id or B with a pasted trace")
+		return s.liveEvidence(c, e)
 	case "":
-		return prompt.Evidence{}, derrors.Invalidf(`evidence.source is required: "A" (a stored run: runId) or "B" (trace and prompt)`)
+		return evidenceOf{}, derrors.Invalidf(`evidence.source is required: "A" (a stored run: runId), "B" (trace and prompt) or "C" (a live dispatch: harness and case)`)
 	}
-	return prompt.Evidence{}, derrors.Invalidf(`evidence.source %q: want "A" (a stored run: runId) or "B" (trace and prompt); C is not supported yet`, clipText(e.Source))
+	return evidenceOf{}, derrors.Invalidf(`evidence.source %q: want "A" (a stored run: runId), "B" (trace and prompt) or "C" (a live dispatch: harness and case)`, clipText(e.Source))
 }
 
 func contains(xs []string, x string) bool {
@@ -207,4 +247,16 @@ func clipText(s string) string {
 		return s[:32] + "…"
 	}
 	return s
+}
+
+// evidenceFetcher binds a legacy judge's custom slots and screenshot from
+// the case's artifacts through the outbound address guard, as the worker
+// does (judges/evidence), so the preview is the prompt the model is sent.
+func (s *Server) evidenceFetcher() evidence.Fetcher {
+	g, err := webhooks.NewGuard(s.cfg.WebhookAllow)
+	if err != nil {
+		// The server refused to start with a bad allow list; nil fetches nothing.
+		return evidence.Fetcher{}
+	}
+	return evidence.Fetcher{Guard: g}
 }

@@ -33,8 +33,13 @@ func TestJudgePreviewSourceB(t *testing.T) {
 			Satisfied, Missing []map[string]any
 			Warnings           []string
 		}
+		EvidenceStatus struct{ Trace, Snapshot string }
+		RunID          string
 	}
 	res.JSON(t, &got)
+	if got.EvidenceStatus.Trace != "complete" || got.EvidenceStatus.Snapshot != "complete" {
+		t.Errorf("evidenceStatus of a pasted trace = %+v, want complete", got.EvidenceStatus)
+	}
 	for _, s := range []string{"What is 17*23?", "Is the answer right?", "- correct (weight 1): the sum is right", `"content":"391"`, "Score every criterion: correct."} {
 		if !strings.Contains(got.Prompt, s) {
 			t.Errorf("prompt lacks %q:\n%s", s, got.Prompt)
@@ -68,7 +73,12 @@ func TestJudgePreviewErrors(t *testing.T) {
 	}{
 		{"no judge", `{"evidence":{"source":"B","trace":[]}}`, 400, "spec or judge"},
 		{"both", `{` + spec + `,"judge":{"id":"x","version":"1"},"evidence":{"source":"B","trace":[]}}`, 400, "not both"},
-		{"source C", `{` + spec + `,"evidence":{"source":"C"}}`, 400, "not supported yet"},
+		{"source C without harness", `{` + spec + `,"evidence":{"source":"C","case":{"id":"c","task":"t"}}}`, 400, "evidence.harness"},
+		{"source C without case", `{` + spec + `,"evidence":{"source":"C","harness":{"id":"h","version":"1"}}}`, 400, "evidence.case"},
+		{"source C with runId", `{` + spec + `,"evidence":{"source":"C","runId":"r","harness":{"id":"h"},"case":{"id":"c"}}}`, 400, "source A"},
+		{"source C waiting too long", `{` + spec + `,"evidence":{"source":"C","harness":{"id":"h"},"case":{"id":"c"},"waitSec":3600}}`, 400, "waitSec"},
+		{"source C harness unknown", `{` + spec + `,"evidence":{"source":"C","harness":{"id":"nope","version":"1.0.0"},"case":{"id":"c","task":"t"}}}`, 404, ""},
+		{"C fields on B", `{` + spec + `,"evidence":{"source":"B","trace":[],"harness":{"id":"h"}}}`, 400, "belong to source C"},
 		{"no source", `{` + spec + `,"evidence":{}}`, 400, "evidence.source"},
 		{"A without run", `{` + spec + `,"evidence":{"source":"A"}}`, 400, "runId"},
 		{"B without trace", `{` + spec + `,"evidence":{"source":"B","prompt":"p"}}`, 400, "trace"},

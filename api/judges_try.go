@@ -59,6 +59,10 @@ type tryResponse struct {
 	// says why).
 	Skipped bool         `json:"skipped"`
 	Usage   *score.Usage `json:"usage,omitempty"`
+	// RunID is the run a harness judge judged in.
+	RunID string `json:"runId,omitempty"`
+	// Warnings say which evidence could not be bound (judges/evidence).
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 // tryRunResponse is the answer of a code judge: its run.
@@ -148,13 +152,110 @@ func (s *Server) runTry(c echo.Context, req tryRequest) error {
 		}
 		return s.tryCodeJudge(c, j, canon, ref, label, req.Evidence, ev)
 	case registry.JudgeModel:
-		return s.tryModelJudge(c, j, label, req, ev)
+		return s.tryModelJudge(c, j, label, req, ev.Evidence)
+	case registry.JudgeHarness:
+		return s.tryHarnessJudge(c, j, label, req, ev)
 	}
-	// A harness judge would run its registered harness as the judge; this
-	// deployment has no such dispatch (docs/judges.md), so it is the skip
-	// a batch would record.
 	return c.JSON(http.StatusOK, tryResponse{Judge: label, Kind: j.Kind, Source: req.Evidence.Source, Skipped: true,
-		Scores: score.Skip(j.ID, score.HarnessReason)})
+		Scores: score.Skip(j.ID, fmt.Sprintf("judge %s has kind %q, which this version cannot run", j.ID, j.Kind))})
+}
+
+// tryEffective resolves a legacy judge's effective values for a try, as
+// the caller sees its rubric: skip, when not empty, is the skip reason of
+// a judge whose own rubric reference does not resolve (as in a batch); a
+// rubric the request names that does not resolve is 404.
+func (s *Server) tryEffective(c echo.Context, j *registry.JudgeSpec, override *registry.RubricInput) (eff prompt.Effective, skip string, err error) {
+	ctx, p := c.Request().Context(), principal(c)
+	rubricIn := override
+	if rubricIn != nil && rubricIn.Ref == nil && rubricIn.Text == "" {
+		return eff, "", derrors.Invalidf("rubric: the inline rubric must not be empty")
+	}
+	if rubricIn == nil {
+		switch {
+		case j.Model != nil:
+			rubricIn = j.Model.Rubric
+		case j.Harness != nil:
+			rubricIn = j.Harness.Rubric
+		}
+	}
+	var rubric *registry.RubricSpec
+	if rubricIn != nil && rubricIn.Ref != nil {
+		if rubricIn.Ref.ID == "" || rubricIn.Ref.Version == "" {
+			return eff, "", derrors.Invalidf("rubric: want the rubric text or {id, version} of a registered rubric")
+		}
+		res, err := s.registries.Resolve(ctx, p, registry.Rubric, rubricIn.Ref.ID, rubricIn.Ref.Version)
+		switch {
+		case errors.Is(err, derrors.ErrNotFound) && override == nil:
+			// The judge's own reference: a skip, as in a batch.
+			return eff, fmt.Sprintf("rubric %s@%s is not registered or not visible to you", rubricIn.Ref.ID, rubricIn.Ref.Version), nil
+		case err != nil:
+			return eff, "", err
+		}
+		rubric = res.Spec.Rubric()
+	}
+	eff, err = prompt.EffectiveValues(j, override, rubric)
+	return eff, "", err
+}
+
+// tryHarnessJudge runs a legacy harness judge once and answers its scores:
+// its harness runs one case whose task is the rendered prompt (the
+// preview's), as a run of the caller's placed on the judge's runtime, else
+// the source case's placement, else the deployment's local runtime; the
+// request waits for it (evidence.waitSec, default 120 s) and reads its
+// final answer as the verdict. Judge problems (the harness gone, the run
+// failing or still running at the deadline, no verdict) are skip scores.
+func (s *Server) tryHarnessJudge(c echo.Context, j *registry.JudgeSpec, label string, req tryRequest, ev evidenceOf) error {
+	out := tryResponse{Judge: label, Kind: j.Kind, Source: req.Evidence.Source}
+	skip := func(reason string) error {
+		out.Scores, out.Skipped = score.Skip(j.ID, reason), true
+		return c.JSON(http.StatusOK, out)
+	}
+	eff, reason, err := s.tryEffective(c, j, req.Rubric)
+	if err != nil {
+		return err
+	}
+	if reason != "" {
+		return skip(reason)
+	}
+	wait := DefaultLiveWait
+	if req.Evidence.Source != "C" {
+		if wait, err = liveWait(req.Evidence.WaitSec); err != nil {
+			return err
+		}
+	}
+	runtime := j.Harness.Runtime
+	if runtime == "" && ev.Run != nil {
+		runtime = ev.Run.Runtime
+		if runtime == "" && ev.Run.Case != nil && ev.Run.Case.Placement != nil {
+			runtime = ev.Run.Case.Placement.Target
+		}
+	}
+	h := j.Harness.Harness
+	if h.Version == "" {
+		h.Version = registry.LatestVersion
+	}
+	bound, warnings := s.evidenceFetcher().Resolve(c.Request().Context(), eff, ev.Evidence)
+	out.Warnings = warnings
+	rendered := prompt.Render(eff, bound)
+	run, done, err := s.dispatchAndWait(c, runs.SubmitRequest{Harness: h, Runtime: runtime,
+		Case: registry.EvalCase{ID: "judge-" + j.ID, Task: rendered.Prompt}}, wait)
+	switch {
+	case errors.Is(err, derrors.ErrNotFound) && run.ID == "":
+		what := fmt.Sprintf("the judge's harness %s@%s", h.ID, h.Version)
+		if runtime != "" {
+			what += fmt.Sprintf(" (or its runtime %q)", runtime)
+		}
+		return skip(what + " is not registered or not visible to you")
+	case err != nil:
+		return err
+	}
+	out.RunID = run.ID
+	if !done {
+		return skip(fmt.Sprintf("harness %s (run %s) had not judged within %s; its answer is in GET /runs/%s when it ends", h, run.ID, wait, run.ID))
+	}
+	out.Scores = score.HarnessVerdict(j.ID, eff, ev.Case.Milestones, run)
+	out.Skipped = len(out.Scores) == 1 && score.IsSkip(out.Scores[0])
+	return c.JSON(http.StatusOK, out)
 }
 
 // tryModelJudge calls a model judge's model once and answers its scores.
@@ -165,31 +266,12 @@ func (s *Server) tryModelJudge(c echo.Context, j *registry.JudgeSpec, label stri
 		out.Scores, out.Skipped = score.Skip(j.ID, reason), true
 		return c.JSON(http.StatusOK, out)
 	}
-	rubricIn := req.Rubric
-	if rubricIn != nil && rubricIn.Ref == nil && rubricIn.Text == "" {
-		return derrors.Invalidf("rubric: the inline rubric must not be empty")
-	}
-	if rubricIn == nil {
-		rubricIn = j.Model.Rubric
-	}
-	var rubric *registry.RubricSpec
-	if rubricIn != nil && rubricIn.Ref != nil {
-		if rubricIn.Ref.ID == "" || rubricIn.Ref.Version == "" {
-			return derrors.Invalidf("rubric: want the rubric text or {id, version} of a registered rubric")
-		}
-		res, err := s.registries.Resolve(ctx, p, registry.Rubric, rubricIn.Ref.ID, rubricIn.Ref.Version)
-		switch {
-		case errors.Is(err, derrors.ErrNotFound) && req.Rubric == nil:
-			// The judge's own reference: a skip, as in a batch.
-			return skip(fmt.Sprintf("rubric %s@%s is not registered or not visible to you", rubricIn.Ref.ID, rubricIn.Ref.Version))
-		case err != nil:
-			return err
-		}
-		rubric = res.Spec.Rubric()
-	}
-	eff, err := prompt.EffectiveValues(j, req.Rubric, rubric)
+	eff, reason, err := s.tryEffective(c, j, req.Rubric)
 	if err != nil {
 		return err
+	}
+	if reason != "" {
+		return skip(reason)
 	}
 	ms, err := s.modelService()
 	if err != nil {
@@ -206,7 +288,9 @@ func (s *Server) tryModelJudge(c echo.Context, j *registry.JudgeSpec, label stri
 	b := access.Binding
 	ep := score.Endpoint{Name: b.Name, BaseURL: b.BaseURL, Model: b.Model, Key: access.Key(),
 		Client: access.Client, Timeout: b.Timeout(), Price: b.Cost}
-	scores, usage, err := score.ModelVerdict(ctx, j.ID, eff, ev, ep)
+	bound, warnings := s.evidenceFetcher().Resolve(ctx, eff, ev)
+	out.Warnings = warnings
+	scores, usage, err := score.ModelVerdict(ctx, j.ID, eff, bound, ep)
 	if err != nil {
 		return err
 	}
@@ -227,26 +311,20 @@ func (s *Server) tryModelJudge(c echo.Context, j *registry.JudgeSpec, label stri
 // runtime, else the source case's placement (a stored run's runtime, or
 // the deployment's local runtime it ran on); a pasted trace has no case
 // placement, so without a judge runtime it is 400.
-func (s *Server) tryCodeJudge(c echo.Context, j *registry.JudgeSpec, canon json.RawMessage, ref *registry.Ref, label string, src previewEvidence, ev prompt.Evidence) error {
+func (s *Server) tryCodeJudge(c echo.Context, j *registry.JudgeSpec, canon json.RawMessage, ref *registry.Ref, label string, src previewEvidence, ev evidenceOf) error {
 	ctx, p := c.Request().Context(), principal(c)
 	runtime := j.Code.Runtime
 	if runtime == "" {
-		switch src.Source {
-		case "A":
-			run, err := s.runs.Get(ctx, p, src.RunID)
-			if err != nil {
-				return err
-			}
-			runtime = run.Runtime
-			if runtime == "" && run.Case != nil && run.Case.Placement != nil {
-				runtime = run.Case.Placement.Target
-			}
-		default:
-			return derrors.Invalidf("a code judge tried over a pasted trace needs a placement: set runtime on the judge (a registered runtime id), or use evidence source A, whose case's placement is used")
+		if ev.Run == nil {
+			return derrors.Invalidf("a code judge tried over a pasted trace needs a placement: set runtime on the judge (a registered runtime id), or use evidence source A or C, whose case's placement is used")
+		}
+		runtime = ev.Run.Runtime
+		if runtime == "" && ev.Run.Case != nil && ev.Run.Case.Placement != nil {
+			runtime = ev.Run.Case.Placement.Target
 		}
 	}
 	rec := try.Record{Judge: canon, Source: src.Source,
-		Input: try.Input{Case: ev.Case, Trace: ev.Trace, Snapshot: ev.Snapshot, Evidence: ev.Evidence}}
+		Input: try.Input{Case: ev.Case, Trace: ev.Trace, Snapshot: ev.Snapshot, Evidence: ev.Evidence.Evidence}}
 	if ref != nil {
 		rec.Ref = ref.String()
 	}

@@ -140,7 +140,7 @@ func TestJudgeTryModelSkips(t *testing.T) {
 	try("no key", tryModelJudge, "not in the workspace secret store")
 	e.putSecret(t, a.key, "openai-key", tryKey, []string{"127.0.0.1"})
 	try("server failing", tryModelJudge, "answered HTTP 429")
-	try("harness judge", `{"kind":"harness","id":"critic","version":"1.0.0","harness":{"id":"h","version":"1.0.0"}}`, "harness judges do not run yet")
+	try("harness judge", `{"kind":"harness","id":"critic","version":"1.0.0","harness":{"id":"h","version":"1.0.0"}}`, "the judge's harness h@1.0.0 is not registered")
 	try("rubric gone", strings.Replace(tryModelJudge, `"rubric":"Is the answer right?"`, `"rubric":{"id":"gone","version":"1.0.0"}`, 1), "rubric gone@1.0.0")
 }
 
@@ -156,7 +156,7 @@ func TestJudgeTryErrors(t *testing.T) {
 		{"no judge", "/judges/try", `{` + tryEvidence + `}`, 400, "spec or judge"},
 		{"version on /judges/try", "/judges/try", `{"version":"1",` + tryEvidence + `}`, 400, "version"},
 		{"spec on /judges/:id/try", "/judges/quality/try", `{"spec":` + code + `,` + tryEvidence + `}`, 400, "in the path"},
-		{"source C", "/judges/try", `{"spec":` + code + `,"evidence":{"source":"C"}}`, 400, "not supported yet"},
+		{"source C without harness", "/judges/try", `{"spec":` + code + `,"evidence":{"source":"C","case":{"id":"c"}}}`, 400, "evidence.harness"},
 		{"code judge over a pasted trace without runtime", "/judges/try", `{"spec":` + code + `,` + tryEvidence + `}`, 400, "placement"},
 		{"code judge on an unknown runtime", "/judges/try", `{"spec":` + strings.Replace(code, `"code":`, `"runtime":"nope","code":`, 1) + `,` + tryEvidence + `}`, 404, "POST /runtimes"},
 		{"rubric on a code judge", "/judges/try", `{"spec":` + code + `,"rubric":"x",` + tryEvidence + `}`, 400, "no rubric"},

@@ -85,6 +85,7 @@ var toolExclusions = map[string]string{
 	"POST /runner/lease":              "a runner's long poll for a job; runner keys only",
 	"POST /runner/jobs/:id/heartbeat": "a runner's lease renewal; runner keys only",
 	"POST /runner/jobs/:id/result":    "a runner's result post; runner keys only",
+	"POST /runner/jobs/:id/logs":      "a runner's output post; runner keys only",
 }
 
 // isToolRoute reports whether a route becomes a tool: it is authenticated

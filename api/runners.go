@@ -1,13 +1,18 @@
 package api
 
 import (
+	"context"
+	"errors"
 	"net/http"
 
 	"github.com/labstack/echo/v4"
+	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 
 	"svc/auth"
+	"svc/derrors"
 	"svc/identity"
 	"svc/runners"
+	"svc/traces"
 )
 
 // Self-hosted runners (issue 15, point 6). An admin mints a runner key
@@ -16,6 +21,11 @@ import (
 // result. The three runner routes are machine routes: they take only a
 // runner key, which opens nothing else (it holds no role), and they are
 // not MCP tools. Handlers read the request and call package runners.
+//
+// A runner also posts its running jobs' output (POST
+// /runner/jobs/:id/logs), and each leased job gets a run-scoped token
+// that the OTLP door (POST /v1/traces) takes for that run's spans only
+// (runTokenPrincipal, checkRunTokenSpans).
 
 func (s *Server) runnerRoutes() []Route {
 	return []Route{
@@ -29,7 +39,90 @@ func (s *Server) runnerRoutes() []Route {
 			Summary: "Runner: renew a job's lease; the answer says whether it was cancelled", Handler: s.heartbeatRunnerJob},
 		{Method: http.MethodPost, Path: "/runner/jobs/:id/result", Action: auth.Authenticated,
 			Summary: "Runner: post a job's result", Handler: s.completeRunnerJob},
+		{Method: http.MethodPost, Path: "/runner/jobs/:id/logs", Action: auth.Authenticated,
+			Summary: "Runner: post chunks of a running job's output", Handler: s.appendRunnerJobLogs},
 	}
+}
+
+func (s *Server) appendRunnerJobLogs(c echo.Context) error {
+	id, err := pathParam(c, "id")
+	if err != nil {
+		return err
+	}
+	var req runners.LogBatch
+	if err := Bind(c, &req); err != nil {
+		return err
+	}
+	if err := s.runnerService().AppendLogs(c.Request().Context(), principal(c), id, req); err != nil {
+		return err
+	}
+	return c.NoContent(http.StatusNoContent)
+}
+
+// otlpDoorPath is the one route a run-scoped OTLP token (rjt_) opens.
+const otlpDoorPath = "/v1/traces"
+
+// viaRunToken is the Via of a principal authenticated by a run token.
+const viaRunToken = "run-token"
+
+// runTokenKey keys the run a request's run-scoped token is bound to.
+type runTokenKey struct{}
+
+// runTokenPrincipal authenticates a request of the OTLP door that carries
+// a runner job's run-scoped token (runners.OTLPTokenPrefix): recognised
+// is false for any other route or credential, which the resolver chain
+// then handles. The request returned carries the principal, a member of
+// the job's workspace acting for its run only (exportTraces refuses spans
+// of another run; as the run's audience when it has one), and the run.
+func (s *Server) runTokenPrincipal(req *http.Request, r Route) (_ *http.Request, recognised bool, err error) {
+	if r.Path != otlpDoorPath {
+		return req, false, nil
+	}
+	token, ok := auth.BearerToken(req)
+	if !ok || !runners.IsOTLPToken(token) {
+		return req, false, nil
+	}
+	ctx := req.Context()
+	g, err := s.runnerService().VerifyOTLPToken(ctx, token)
+	if err != nil {
+		return req, true, err
+	}
+	p := auth.Principal{Subject: "runner-job:" + g.JobID, Workspace: g.Workspace, Roles: []auth.Role{auth.RoleMember}, Via: viaRunToken}
+	if run, err := s.store.GetRun(ctx, g.Workspace, g.RunID); err == nil && run.Audience != "" {
+		p.Subject = run.Audience
+	}
+	if err := auth.Authorize(p, r.Action); err != nil {
+		return req, true, err
+	}
+	ctx = context.WithValue(auth.WithPrincipal(ctx, p), runTokenKey{}, g.RunID)
+	return req.WithContext(ctx), true, nil
+}
+
+// runTokenFailed is the answer to a run token that did not verify: a
+// refused credential counts against the client's failure limit as a
+// failed login does; a dependency's failure is returned as it is.
+func (s *Server) runTokenFailed(req *http.Request, err error) error {
+	if errors.Is(err, derrors.ErrUnauthenticated) {
+		return s.resolver.Failed(req, "", err)
+	}
+	return err
+}
+
+// checkRunTokenSpans refuses, for a request authenticated by a run-scoped
+// token, an export holding a span of any other run than the token's (or
+// of none): such a token speaks for its run only.
+func checkRunTokenSpans(ctx context.Context, export *coltracepb.ExportTraceServiceRequest) error {
+	run, ok := ctx.Value(runTokenKey{}).(string)
+	if !ok {
+		return nil
+	}
+	spans, _ := traces.FlattenSpans(export)
+	for _, sp := range spans {
+		if sp.RunID != run {
+			return derrors.Forbiddenf("this run token sends spans of run %s only; span %q has %s %q", run, sp.Name, traces.RunIDAttribute, sp.RunID)
+		}
+	}
+	return nil
 }
 
 func (s *Server) createRunnerKey(c echo.Context) error {

@@ -28,7 +28,6 @@ import (
 	"svc/secrets"
 	"svc/store"
 	"svc/traceingest"
-	"svc/ui"
 	"svc/webhooks"
 )
 
@@ -221,10 +220,9 @@ func NewServer(o Options) (*Server, error) {
 	}
 	// The web view (package ui) sits outside the table: its assets are
 	// public, and its pages read the table's routes with the user's bearer.
-	view := echo.WrapHandler(ui.New())
-	for _, p := range []string{"/ui", ui.Prefix + "*"} {
-		e.GET(p, view)
-		e.HEAD(p, view)
+	// See ui_config.go.
+	if err := s.mountUI(e); err != nil {
+		return nil, err
 	}
 	return s, nil
 }

@@ -60,6 +60,9 @@ func (s *Server) exportTraces(c echo.Context) error {
 	if err != nil {
 		return publicError(derrors.ErrInvalid, nil, "%v", err)
 	}
+	if err := checkRunTokenSpans(req.Context(), export); err != nil {
+		return err
+	}
 	resp, err := s.traceIngest.Export(req.Context(), principal(c), export)
 	var throttled *traceingest.ThrottledError
 	if errors.As(err, &throttled) {

@@ -36,6 +36,11 @@ type Config struct {
 	AuthFailLimit     int
 	OTLPEndpoint      string
 	PublicURL         string
+	// UIOIDCClientID is the public client the web view signs in with at
+	// OIDC_ISSUER (authorization code + PKCE); empty hides that sign-in.
+	UIOIDCClientID string
+	// UIOIDCScopes are the scopes the web view's sign-in asks for.
+	UIOIDCScopes string
 	// TenantRuns caps the runs a workspace may submit in a rolling 24 hours
 	// (POST /runs); 0 means unlimited.
 	TenantRuns int
@@ -176,6 +181,10 @@ var Settings = []Setting{
 		set: str(func(c *Config) *string { return &c.WorkspaceClaim })},
 	{Flag: "oidc-group-prefix", Env: "SVC_OIDC_GROUP_PREFIX", Default: "/workspaces/", Usage: "group prefix that names a workspace (/workspaces/<ws>/...)",
 		set: str(func(c *Config) *string { return &c.OIDCGroupPrefix })},
+	{Flag: "ui-oidc-client-id", Env: "SVC_UI_OIDC_CLIENT_ID", Default: "", Usage: "public OIDC client id (no secret) the web view signs in with at OIDC_ISSUER, redirect URI <public URL>/ui/; empty offers no OIDC sign-in button",
+		set: str(func(c *Config) *string { return &c.UIOIDCClientID })},
+	{Flag: "ui-oidc-scopes", Env: "SVC_UI_OIDC_SCOPES", Default: "openid profile email", Usage: "space-separated scopes the web view's OIDC sign-in asks for (openid is always added)",
+		set: str(func(c *Config) *string { return &c.UIOIDCScopes })},
 	{Flag: "auth-fail-limit", Env: "SVC_AUTH_FAIL_LIMIT", Default: "20", Usage: "failed authentications per source address per minute before 429",
 		set: integer(func(c *Config) *int { return &c.AuthFailLimit })},
 	{Flag: "trusted-proxies", Env: "SVC_TRUSTED_PROXIES", Default: "", Usage: "comma-separated CIDRs or addresses of reverse proxies whose X-Forwarded-For names the client address (the right-most entry not in the list); empty ignores X-Forwarded-For",

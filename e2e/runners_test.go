@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -12,6 +13,7 @@ import (
 	"svc/eval"
 	"svc/flows"
 	"svc/internal/testwait"
+	"svc/runs"
 	"svc/store"
 )
 
@@ -261,5 +263,140 @@ func TestRunnersEndToEnd(t *testing.T) {
 	}
 	if !told {
 		t.Errorf("the cancelled batch's steps %+v do not say its 4 runner jobs were told to stop", stopped.Steps)
+	}
+}
+
+// instrumentedRunnerHarness prints a line holding its secret and some
+// progress (a masked stream holds back the bytes that may begin a secret
+// until more come, for a runner's job as for a local one), waits for
+// the go file, then exports two GenAI spans to the OTLP door it was given
+// (OTEL_EXPORTER_OTLP_ENDPOINT, with the run-scoped Authorization header
+// from its secrets file, as a harness exporting its secrets file's entries
+// would hand them to an OpenTelemetry SDK; here with curl, as the local
+// driver's instrumented harness test does), writes one trace event and
+// answers. It says so if the token is in its environment.
+const instrumentedRunnerHarness = `set -eu
+secret=$(sed -n 's/.*"API_TOKEN":"\([^"]*\)".*/\1/p' "$SVC_SECRETS_FILE")
+echo "step one: the token is $secret"
+if env | grep -q rjt_; then echo "RUN TOKEN IN THE ENVIRONMENT"; fi
+i=0; while [ $i -lt 200 ]; do echo "progress $i"; i=$((i+1)); done
+while [ ! -e %[1]q ]; do sleep 0.05; done
+headers=$(sed -n 's/.*"OTEL_EXPORTER_OTLP_HEADERS":"\([^"]*\)".*/\1/p' "$SVC_SECRETS_FILE")
+authz=$(printf %%s "$headers" | sed 's/^Authorization=//; s/%%20/ /')
+rid=$(printf %%s "$OTEL_RESOURCE_ATTRIBUTES" | tr ',' '\n' | sed -n 's/^svc.run_id=//p')
+now=$(date +%%s)
+body='{"resourceSpans":[{"resource":{"attributes":[{"key":"svc.run_id","value":{"stringValue":"'$rid'"}}]},"scopeSpans":[{"spans":[
+ {"traceId":"5b8efff798038103d269b633813fc60c","spanId":"eee19b7ec3c1b174","name":"chat","startTimeUnixNano":"'$now'000000000","endTimeUnixNano":"'$now'500000000",
+  "attributes":[{"key":"gen_ai.operation.name","value":{"stringValue":"chat"}},{"key":"gen_ai.request.model","value":{"stringValue":"m1"}},
+  {"key":"gen_ai.usage.input_tokens","value":{"intValue":"40"}},{"key":"gen_ai.usage.output_tokens","value":{"intValue":"2"}}]},
+ {"traceId":"5b8efff798038103d269b633813fc60c","spanId":"eee19b7ec3c1b175","name":"execute_tool","startTimeUnixNano":"'$now'600000000","endTimeUnixNano":"'$now'700000000",
+  "attributes":[{"key":"gen_ai.operation.name","value":{"stringValue":"execute_tool"}},{"key":"gen_ai.tool.name","value":{"stringValue":"search"}}]}
+]}]}]}'
+curl -sS --fail -X POST -H 'Content-Type: application/json' -H "Authorization: $authz" --data "$body" "$OTEL_EXPORTER_OTLP_ENDPOINT/v1/traces" >/dev/null
+printf '{"kind":"message","role":"assistant","content":"done"}\n' >> "$SVC_TRACE_FILE"
+echo done
+`
+
+// TestRunnersStreamLogsAndLandSpans: a runner's job's output reaches the
+// run's log (GET /runs/:id/logs) while the job still runs, with its secret
+// masked, each line once; and the spans its instrumented harness exports
+// to the control plane's OTLP door with the job's run-scoped token (never
+// in its environment) land in the run's sealed trajectory.
+func TestRunnersStreamLogsAndLandSpans(t *testing.T) {
+	const secret = "e2e-s3cret-value-0042"
+	dataDir, marks := t.TempDir(), jobDir(t)
+	svc := start(t, devEnv(dataDir, "SVC_LOCAL_ISOLATION=none"), true, "dev")
+	var key struct {
+		RunnerKey string `json:"runnerKey"`
+	}
+	if code := call(t, "POST", svc.URL+"/runner-keys", map[string]string{"label": "e2e"}, &key); code != 201 {
+		t.Fatalf("POST /runner-keys = %d", code)
+	}
+	if code := call(t, "POST", svc.URL+"/runtimes", map[string]any{"id": "own-boxes", "version": "1", "kind": "runner"}, nil); code != 201 {
+		t.Fatalf("POST /runtimes = %d, want 201", code)
+	}
+	if code := call(t, "PUT", svc.URL+"/secrets/api-token", map[string]any{"value": secret}, nil); code != 204 {
+		t.Fatalf("PUT /secrets/api-token = %d, want 204", code)
+	}
+	goFile := filepath.Join(marks, "go")
+	script := filepath.Join(marks, "instrumented.sh")
+	if err := os.WriteFile(script, fmt.Appendf(nil, instrumentedRunnerHarness, goFile), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	h := map[string]any{"id": "instrumented", "version": "1.0.0", "kind": "process", "command": []string{"/bin/sh", script},
+		"secretEnv": map[string]string{"API_TOKEN": "api-token"}}
+	if code := call(t, "POST", svc.URL+"/harnesses", h, nil); code != 201 {
+		t.Fatalf("POST /harnesses = %d, want 201", code)
+	}
+	env := []string{"SVC_RUNNER_KEY=" + key.RunnerKey, "SVC_DATA_DIR=" + t.TempDir(), "SVC_LOCAL_ISOLATION=none"}
+	r := start(t, env, false, "runner", "--url", svc.URL, "--workers", "1", "--heartbeat", runnerHeartbeat.String(), "--name", "box")
+	testwait.Until(t, time.Minute, "the runner to start", func() bool { return strings.Contains(r.Stdout(), "workers leasing") })
+
+	var run eval.Run
+	body := map[string]any{"harness": map[string]string{"id": "instrumented", "version": "1.0.0"}, "runtime": "own-boxes",
+		"case": map[string]any{"id": "c1", "task": "search", "timeoutSec": 120, "graders": []map[string]any{{"id": "tool_calls"}}}}
+	if code := call(t, "POST", svc.URL+"/runs", body, &run); code != 202 || run.ID == "" {
+		t.Fatalf("POST /runs = %d %+v, want 202", code, run)
+	}
+	logs := func() string {
+		var page struct {
+			Chunks []store.RunLog `json:"chunks"`
+		}
+		if code := call(t, "GET", svc.URL+"/runs/"+run.ID+"/logs?limit=5000", nil, &page); code != 200 {
+			t.Fatalf("GET /runs/%s/logs = %d", run.ID, code)
+		}
+		var b strings.Builder
+		for _, c := range page.Chunks {
+			b.WriteString(c.Data)
+		}
+		return b.String()
+	}
+	// The harness waits for the go file: its first line must be in the
+	// run's log while it runs.
+	submitted := time.Now()
+	live := testwait.UntilValue(t, 2*time.Minute, "the job's first line in the run's log", func() (string, bool) {
+		l := logs()
+		return l, strings.Contains(l, "step one")
+	})
+	t.Logf("the job's first line reached GET /runs/:id/logs %s after the submit, while the job runs", time.Since(submitted).Round(time.Millisecond))
+	var running eval.Run
+	if code := call(t, "GET", svc.URL+"/runs/"+run.ID, nil, &running); code != 200 || running.Status.Terminal() {
+		t.Fatalf("GET /runs/%s = %d, status %s; want it still running while its log is read", run.ID, code, running.Status)
+	}
+	if strings.Contains(live, secret) || !strings.Contains(live, "step one: the token is ***") {
+		t.Errorf("live log %q, want the secret masked", live)
+	}
+	if err := os.WriteFile(goFile, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	testwait.Until(t, 2*time.Minute, "the run to end", func() bool {
+		if code := call(t, "GET", svc.URL+"/runs/"+run.ID, nil, &run); code != 200 {
+			t.Fatalf("GET /runs/%s = %d", run.ID, code)
+		}
+		return run.Status.Terminal()
+	})
+	if run.Status != eval.StatusSucceeded || run.Result == nil {
+		t.Fatalf("run ended %s with result %+v, want succeeded", run.Status, run.Result)
+	}
+	final := logs()
+	if strings.Contains(final, secret) || strings.Contains(final, "rjt_") || strings.Count(final, "step one") != 1 || !strings.Contains(final, "done") {
+		t.Errorf("final log %q, want each line once, no secret and no run token", final)
+	}
+	if strings.Contains(final, "RUN TOKEN IN THE ENVIRONMENT") {
+		t.Error("the run-scoped token was in the job's environment")
+	}
+	var tr runs.TrajectoryView
+	if code := call(t, "GET", svc.URL+"/runs/"+run.ID+"/trajectory", nil, &tr); code != 200 {
+		t.Fatalf("GET /runs/%s/trajectory = %d", run.ID, code)
+	}
+	var kinds []string
+	for _, e := range tr.Events {
+		kinds = append(kinds, e.Kind+":"+e.Name)
+	}
+	if !tr.Meta.Sealed || !slices.Contains(kinds, "llm_call:chat") || !slices.Contains(kinds, "tool_call:search") || !slices.Contains(kinds, "message:") {
+		t.Errorf("sealed %v trajectory events %v, want the trace file's message and the two exported spans", tr.Meta.Sealed, kinds)
+	}
+	if u := run.Result.Usage; u == nil || u.InputTokens != 40 || u.ToolCalls != 1 {
+		t.Errorf("result usage %+v, want the spans' 40 input tokens and 1 tool call", u)
 	}
 }

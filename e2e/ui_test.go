@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"svc/auth/authtest"
 	"svc/internal/testwait"
 )
 
@@ -34,8 +35,9 @@ esac
 `
 
 // TestWebView drives the web view of a real `svc dev` (SVC_REQUIRE_AUTH=1,
-// two workspaces) in Debian's Chromium with playwright-core: sign in with
-// an API key, watch a running scorecard's progress move, open a case's
+// two workspaces, OIDC_ISSUER a loopback issuer) in Debian's Chromium with
+// playwright-core: sign in with an API key, and with the issuer through the
+// authorization code redirect (PKCE), watch a running scorecard's progress move, open a case's
 // trace, a diff with its gate decision, the trend, registries and
 // notifications, see another workspace's scorecard answer "not found",
 // and cancel the running batch. Screenshots of each page land in
@@ -78,8 +80,16 @@ func TestWebView(t *testing.T) {
 
 	const internal = "ui-test-operator-token"
 	dir, scripts := t.TempDir(), jobDir(t)
-	svc := start(t, devEnv(filepath.Join(dir, "data"), "SVC_REQUIRE_AUTH=1", "SVC_INTERNAL_TOKEN="+internal), true, "dev")
+	// A real OIDC issuer on loopback with the view's public client: its
+	// authorization endpoint approves alice, a member of acme, at once.
+	issuer := authtest.NewIssuer(t)
+	const clientID = "svc-web-view"
+	svc := start(t, devEnv(filepath.Join(dir, "data"), "SVC_REQUIRE_AUTH=1", "SVC_INTERNAL_TOKEN="+internal,
+		"OIDC_ISSUER="+issuer.URL, "SVC_UI_OIDC_CLIENT_ID="+clientID), true, "dev")
 	testwait.Until(t, 30*time.Second, "/readyz 200", func() bool { return call(t, "GET", svc.URL+"/readyz", nil, nil) == 200 })
+	issuer.AutoApprove(clientID, svc.URL+"/ui/", map[string]any{
+		"sub": "alice", "name": "Alice Example", "email": "alice@example.test", "workspace": "acme", "roles": []string{"member"},
+	})
 
 	tenant := func(ws string) string {
 		t.Helper()
@@ -170,11 +180,18 @@ func TestWebView(t *testing.T) {
 	cmd.Env = append(os.Environ(),
 		"SVC_UI_URL="+svc.URL, "SVC_UI_KEY="+acme, "SVC_UI_WORKSPACE=acme",
 		"SVC_UI_RUNNING="+running, "SVC_UI_BASELINE="+base, "SVC_UI_CANDIDATE="+cand, "SVC_UI_FOREIGN="+foreign,
-		"SVC_UI_CASE=c00002", "SVC_UI_BIG_ID="+big, "SVC_UI_DATASET=qa", "SVC_UI_SHOTS="+shots, "SVC_UI_CHROMIUM="+chromium, "SVC_UI_MODULES="+modules)
+		"SVC_UI_OIDC_USER=alice", "SVC_UI_OIDC_ISSUER="+issuer.URL,
+		"SVC_UI_CASE=c00002", "SVC_UI_BIG_ID="+big, "SVC_UI_BIG_N="+os.Getenv("SVC_UI_BIG"), "SVC_UI_DATASET=qa", "SVC_UI_SHOTS="+shots, "SVC_UI_CHROMIUM="+chromium, "SVC_UI_MODULES="+modules)
 	out, err := cmd.CombinedOutput()
 	t.Logf("ui.test.mjs:\n%s", out)
 	if err != nil {
 		t.Fatalf("ui.test.mjs: %v", err)
+	}
+	// The browser went through the issuer's redirect and the service
+	// redeemed exactly the code it got (the forged answer never reached
+	// the issuer).
+	if issued, redeemed := issuer.CodesIssued(), issuer.CodesRedeemed(); issued != 1 || redeemed != 1 {
+		t.Errorf("the issuer issued %d codes and redeemed %d, want 1 and 1", issued, redeemed)
 	}
 	// The cancel the browser clicked reached the service.
 	if got := status(acme, running); got != "cancelled" {

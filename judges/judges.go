@@ -76,6 +76,10 @@ type Runner struct {
 	// run-scoped token here (never a key). Set it on a copy of the Runner
 	// made for one execution.
 	Env map[string]string
+	// Images says that Driver runs a job in its Image (a nomad, k8s or
+	// self-hosted runner runtime): only then does a judge's entrypoint in
+	// its image run. The local driver runs processes on the host.
+	Images bool
 }
 
 // legacyReason is the skip reason of a model judge run here: the worker
@@ -123,10 +127,13 @@ func (r *Runner) Run(ctx context.Context, j *registry.JudgeSpec, in Input, jobID
 // runCode runs a code judge.
 func (r *Runner) runCode(ctx context.Context, id string, c *registry.CodeJudge, in Input, jobID string) ([]eval.Score, error) {
 	if c.Entrypoint != "" {
-		// The only driver this package is wired to today, local, runs
-		// processes on the host and ignores Job.Image; running the image's
-		// entrypoint on the host would run something else entirely.
-		return Skip(id, fmt.Sprintf("judge %s runs its entrypoint in image %s, which the local runtime cannot run", id, c.Image)), nil
+		if !r.Images {
+			// The local driver runs processes on the host and ignores
+			// Job.Image; running the image's entrypoint on the host would
+			// run something else entirely.
+			return Skip(id, fmt.Sprintf("judge %s runs its entrypoint in image %s, which the local runtime cannot run; set runtime on the judge to a nomad, k8s or runner runtime", id, c.Image)), nil
+		}
+		return r.runJob(ctx, id, c, in, jobID, c.Entrypoint, nil, c.Image)
 	}
 	if strings.TrimSpace(c.Code) == "" {
 		return Skip(id, fmt.Sprintf("judge %s has no code", id)), nil
@@ -140,30 +147,40 @@ func (r *Runner) runCode(ctx context.Context, id string, c *registry.CodeJudge, 
 	default:
 		return Skip(id, fmt.Sprintf("judge %s is written in %q; code judges are python or node", id, c.Language)), nil
 	}
+	return r.runJob(ctx, id, c, in, jobID, interp, map[string]string{file: c.Code}, "")
+}
+
+// runJob runs one execution of a code judge: program (an interpreter
+// with its source among files, or an image's entrypoint) with argv[1]
+// the input file, and reads its scores.
+func (r *Runner) runJob(ctx context.Context, id string, c *registry.CodeJudge, in Input, jobID, program string, files map[string]string, image string) ([]eval.Score, error) {
 	input, err := encodeInput(in)
 	if err != nil {
 		return Skip(id, fmt.Sprintf("the input of judge %s cannot be encoded: %v", id, err)), nil
 	}
-	timeout := r.DefaultTimeout
-	if timeout <= 0 {
-		timeout = DefaultTimeout
-	}
-	if c.TimeoutSec > 0 {
-		timeout = time.Duration(c.TimeoutSec) * time.Second
+	timeout := r.Timeout(c)
+	command := []string{program, InputFile}
+	all := map[string]string{InputFile: input}
+	for name, body := range files {
+		// The interpreter's argv: interp judge.py input.json.
+		command = []string{program, name, InputFile}
+		all[name] = body
 	}
 	job := drivers.Job{
 		RunID: jobID,
 		// argv[1] is relative to the working directory, where Files are
 		// written: every driver honours that, while the absolute path of
 		// the work area is known only inside the job.
-		Command: []string{interp, file, InputFile},
-		Files:   map[string]string{file: c.Code, InputFile: input},
+		Command: command,
+		Files:   all,
 		Env:     r.Env,
+		Image:   image,
 		Timeout: timeout,
 	}
 	if r.Log != nil {
 		job.Log = func(stream string, data []byte) { r.Log(jobID, stream, data) }
 	}
+	interp := program
 	res, err := r.Driver.Run(ctx, job)
 	if cerr := ctx.Err(); cerr != nil {
 		return nil, fmt.Errorf("judge %s: %w", id, cerr)

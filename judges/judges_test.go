@@ -184,7 +184,7 @@ raise ValueError("no final answer to read")
 			name: "legacy harness judge",
 			judge: &registry.JudgeSpec{Kind: registry.JudgeHarness, ID: "hj", Version: "1",
 				Harness: &registry.HarnessJudge{Harness: registry.Ref{ID: "h", Version: "1"}}},
-			has: []string{"skipped: harness judges do not run yet"},
+			has: []string{"skipped: harness judges run their harness as a run of the worker"},
 		},
 		{
 			name:  "unsupported language",

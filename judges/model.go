@@ -2,6 +2,8 @@ package judges
 
 import (
 	"context"
+	"fmt"
+	"strings"
 
 	"svc/eval"
 	"svc/judges/prompt"
@@ -17,8 +19,8 @@ type Usage = score.Usage
 
 // Complete sends text as the one user message of a chat completion
 // (score.Complete).
-func Complete(ctx context.Context, ep Endpoint, text string) (string, *Usage, error) {
-	return score.Complete(ctx, ep, text)
+func Complete(ctx context.Context, ep Endpoint, text string, images ...string) (string, *Usage, error) {
+	return score.Complete(ctx, ep, text, images...)
 }
 
 // ModelVerdict runs one model-judge call for judge id (score.ModelVerdict).
@@ -30,4 +32,51 @@ func ModelVerdict(ctx context.Context, id string, eff prompt.Effective, ev promp
 // (score.VerdictScores).
 func VerdictScores(id string, eff prompt.Effective, milestones []registry.Milestone, v prompt.Verdict, usage *Usage) []eval.Score {
 	return score.VerdictScores(id, eff, milestones, v, usage)
+}
+
+// ModelUsage sums the model calls a code judge made through the model
+// proxy in one execution.
+type ModelUsage struct {
+	Calls        int
+	InputTokens  int64
+	OutputTokens int64
+	CostUSD      float64
+	// Priced is true when at least one call had a cost.
+	Priced bool
+}
+
+// String is the usage as a score detail shows it.
+func (u ModelUsage) String() string {
+	s := fmt.Sprintf("%d %s, %d input + %d output tokens", u.Calls, plural(u.Calls, "call", "calls"), u.InputTokens, u.OutputTokens)
+	if u.Priced {
+		s += fmt.Sprintf(", $%.6f", u.CostUSD)
+	}
+	return s
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
+
+// WithModelUsage appends a code judge's model usage to the detail of its
+// overall score judge:<id> (every score judge:<id> it printed), as
+// "[model grader: 2 calls, 812 input + 64 output tokens, $0.000250]". A
+// judge that made no call gets "[model grader: 0 calls]" so the detail
+// says the model was available and unused.
+func WithModelUsage(judgeID, model string, u ModelUsage, scores []eval.Score) []eval.Score {
+	note := fmt.Sprintf("[model %s: %s]", model, u)
+	if u.Calls == 0 {
+		note = fmt.Sprintf("[model %s: 0 calls]", model)
+	}
+	out := make([]eval.Score, len(scores))
+	copy(out, scores)
+	for i := range out {
+		if out[i].Metric == score.MetricPrefix+judgeID {
+			out[i].Detail = score.Detail(strings.TrimSpace(out[i].Detail + " " + note))
+		}
+	}
+	return out
 }

@@ -52,6 +52,11 @@ type Input struct {
 	// Policy is the composed verdict policy (scoring.ComposePolicy).
 	Policy  eval.VerdictPolicy
 	Runtime string
+	// HarnessModel is the harness's model closure when it calls a model
+	// binding (model {ref}): "name@version" of the binding as resolved
+	// now, or "" (sealed as unresolved). Ignored for a harness whose model
+	// is a label or absent.
+	HarnessModel string
 }
 
 // Seal computes the manifest of in, sealed at now. Duplicate case or judge
@@ -86,7 +91,7 @@ func Seal(in Input, now time.Time) (m eval.Manifest, err error) {
 		}
 		m.Cases[c.ID] = registry.Digest(doc)
 	}
-	if doc := harnessModelDoc(in.Harness); doc != nil {
+	if doc := harnessModelDoc(in.Harness, in.HarnessModel); doc != nil {
 		m.HarnessModel = registry.Digest(doc)
 	}
 	plan, err := planDoc(in)
@@ -154,16 +159,25 @@ func checkKind(what string, s registry.Spec, want registry.Kind) error {
 	return nil
 }
 
-// harnessModelDoc is the harness's model closure, {"model": ref}, where ref
-// is the model the harness declares or "unresolved" when it declares none
-// (an unresolved template instance, or a harness that picks its own); nil
-// when there is no harness.
-func harnessModelDoc(h registry.Spec) []byte {
+// harnessModelDoc is the harness's model closure; nil when there is no
+// harness. A harness calling a model binding (model {ref}) seals
+// {"ref": name, "binding": closure}, closure being the binding's
+// "name@version" as resolved at seal time or "unresolved"; any other
+// harness seals {"model": label}, the label it declares or "unresolved"
+// when it declares none (an unresolved template instance, or a harness
+// that picks its own), as every earlier manifest did.
+func harnessModelDoc(h registry.Spec, closure string) []byte {
 	hs := h.Harness()
 	if h.Canonical() == nil || hs == nil {
 		return nil
 	}
-	model := hs.Model
+	if ref := hs.Model.Binding(); ref != "" {
+		if closure == "" {
+			closure = Unresolved
+		}
+		return mustCanonical(map[string]string{"ref": ref, "binding": closure})
+	}
+	model := hs.Model.Label
 	if model == "" {
 		model = Unresolved
 	}

@@ -79,7 +79,16 @@ func Verify(m eval.Manifest, current Input) Verification {
 	}
 
 	c.check("harness", m.Harness, specDoc(current.Harness), "the harness version can no longer be found")
-	c.check("harness:model", m.HarnessModel, currentDoc{doc: harnessModelDoc(current.Harness)}, "the harness version can no longer be found")
+	if r, ok := c.result("harness:model", m.HarnessModel, currentDoc{doc: harnessModelDoc(current.Harness, current.HarnessModel)}, "the harness version can no longer be found"); ok {
+		if hs := current.Harness.Harness(); r.Status == FacetDrifted && hs != nil && hs.Model.Binding() != "" {
+			now := current.HarnessModel
+			if now == "" {
+				now = Unresolved
+			}
+			r.Detail = fmt.Sprintf("the harness's model binding %q resolves to %s now", hs.Model.Binding(), now)
+		}
+		c.add(r)
+	}
 
 	plan := currentDoc{}
 	plan.doc, plan.err = planDoc(current)

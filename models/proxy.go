@@ -34,11 +34,16 @@ const ProxyTokenKind = "judge-proxy-token"
 const proxyTokenPrefix = "jpt_"
 
 // ProxyGrant is what a proxy token allows: calls to one binding for one
-// judge execution of one run, until ExpiresAt.
+// judge execution of one run (JudgeID), or for one attempt of a run's
+// harness job (Harness), until ExpiresAt.
 type ProxyGrant struct {
-	Workspace string    `json:"workspace"`
-	Model     string    `json:"model"` // the binding's name
-	JudgeID   string    `json:"judgeId"`
+	Workspace string `json:"workspace"`
+	Model     string `json:"model"` // the binding's name
+	JudgeID   string `json:"judgeId,omitempty"`
+	// Harness is the harness (id@version) of a harness grant, and Attempt
+	// the run's attempt it was minted for.
+	Harness   string    `json:"harness,omitempty"`
+	Attempt   int       `json:"attempt,omitempty"`
 	RunID     string    `json:"runId"`
 	ExpiresAt time.Time `json:"expiresAt"`
 	// Hash is the hex SHA-256 of the token.
@@ -48,8 +53,8 @@ type ProxyGrant struct {
 // MintProxyToken stores a grant and returns its token. The token goes to
 // the judge only (as its API key); never log or record it.
 func (s *Service) MintProxyToken(ctx context.Context, g ProxyGrant) (string, error) {
-	if g.Workspace == "" || g.Model == "" || g.JudgeID == "" || g.RunID == "" || g.ExpiresAt.IsZero() {
-		return "", derrors.Invalidf("models.MintProxyToken: an incomplete grant")
+	if g.Workspace == "" || g.Model == "" || (g.JudgeID == "") == (g.Harness == "") || g.RunID == "" || g.ExpiresAt.IsZero() {
+		return "", derrors.Invalidf("models.MintProxyToken: an incomplete grant (a workspace, a model, a run, an expiry, and a judge or a harness)")
 	}
 	raw := make([]byte, 32)
 	if _, err := rand.Read(raw); err != nil {
@@ -64,7 +69,7 @@ func (s *Service) MintProxyToken(ctx context.Context, g ProxyGrant) (string, err
 	}
 	sum := sha256.Sum256(spec)
 	if _, _, err := s.Store.RegisterVersion(ctx, store.EntityVersion{Kind: ProxyTokenKind, Owner: g.Workspace, ID: g.Hash,
-		Version: "1", Digest: "sha256:" + hex.EncodeToString(sum[:]), Spec: spec, CreatedBy: "judge:" + g.JudgeID, CreatedAt: s.now()}, "", nil); err != nil {
+		Version: "1", Digest: "sha256:" + hex.EncodeToString(sum[:]), Spec: spec, CreatedBy: g.Actor(), CreatedAt: s.now()}, "", nil); err != nil {
 		return "", fmt.Errorf("models.MintProxyToken: %w", err)
 	}
 	return token, nil
@@ -87,7 +92,7 @@ func (s *Service) RevokeProxyToken(ctx context.Context, token string) error {
 // errProxyToken is the one answer to any token that does not open a
 // grant, whatever the reason, so a caller learns nothing from it.
 var errProxyToken = &derrors.Public{Kind: derrors.ErrUnauthenticated,
-	Msg: "the model proxy takes the run-scoped token the judge was given (OPENAI_API_KEY), valid while the judge runs"}
+	Msg: "the model proxy takes the run-scoped token a judge (OPENAI_API_KEY) or a harness job (the SVC_MODEL_TOKEN entry of its SVC_SECRETS_FILE) was given, valid while the judge or the job runs"}
 
 // OpenProxyToken returns the live grant of token, or an unauthenticated
 // error: unknown, revoked, expired or malformed tokens alike.
@@ -112,6 +117,14 @@ func (s *Service) OpenProxyToken(ctx context.Context, token string) (ProxyGrant,
 		return ProxyGrant{}, errProxyToken
 	}
 	return g, nil
+}
+
+// Actor names who holds the grant: "judge:<id>" or "harness:<id@version>".
+func (g ProxyGrant) Actor() string {
+	if g.Harness != "" {
+		return "harness:" + g.Harness
+	}
+	return "judge:" + g.JudgeID
 }
 
 // tokenHash is the hex SHA-256 of a token.

@@ -73,8 +73,10 @@ type HarnessConfig struct {
 
 	// TimeoutSec bounds one case; 0 means the runtime's default.
 	TimeoutSec int `json:"timeoutSec,omitempty"`
-	// Model is the model the harness drives (part of its model closure).
-	Model string `json:"model,omitempty"`
+	// Model is the model the harness drives (part of its model closure):
+	// a label, or a workspace model binding it calls through the model
+	// proxy (HarnessModel).
+	Model HarnessModel `json:"model,omitzero"`
 	// Resources the harness declares; a declared gpu wins over the
 	// runtime's default and routes to GPU-capable runtimes.
 	Resources *Resources `json:"resources,omitempty"`
@@ -199,9 +201,7 @@ func (c *HarnessConfig) validate(p *problems, at string) {
 		}
 	}
 	bounded(p, field(at, "timeoutSec"), int64(c.TimeoutSec), 0, maxTimeoutSec)
-	if c.Model != "" && (len(c.Model) > 256 || hasSpaceOrControl(c.Model)) {
-		p.add(field(at, "model"), "must be a model reference of at most 256 characters without whitespace")
-	}
+	c.Model.validate(p, field(at, "model"))
 	c.Resources = c.Resources.normalize()
 	c.Resources.validate(p, field(at, "resources"))
 

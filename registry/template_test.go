@@ -20,7 +20,7 @@ func TestResolveInstance(t *testing.T) {
 	if s.ID() != "web-agent-gpt" || s.Version() != "1.0.0" || h.Template != nil || h.Pins != nil {
 		t.Errorf("resolved %s@%s template %v pins %v; want the instance's id and version, self-contained", s.ID(), s.Version(), h.Template, h.Pins)
 	}
-	if h.Services["agent"].Image != "acme/agent:2.1" || h.Model != "gpt-x" || h.Services["tools"].Image != "acme/tools:1" {
+	if h.Services["agent"].Image != "acme/agent:2.1" || h.Model.Label != "gpt-x" || h.Services["tools"].Image != "acme/tools:1" {
 		t.Errorf("pins not applied: %s", s.Canonical())
 	}
 	want := `{"deps":{"agent":["tools"]},"frontDoor":{"port":8080,"service":"agent"},"id":"web-agent-gpt","kind":"service","model":"gpt-x","services":{"agent":{"image":"acme/agent:2.1","ports":[8080]},"tools":{"image":"acme/tools:1","ports":[9000]}},"version":"1.0.0"}`
@@ -34,7 +34,7 @@ func TestResolveInstance(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s2.Harness().Model != "default-model" {
+	if s2.Harness().Model.Label != "default-model" {
 		t.Errorf("model = %q, want the template's default", s2.Harness().Model)
 	}
 	// A null pin removes the default.
@@ -43,7 +43,7 @@ func TestResolveInstance(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s3.Harness().Model != "" {
+	if !s3.Harness().Model.IsZero() {
 		t.Errorf("model = %q after a null pin", s3.Harness().Model)
 	}
 	// Resolution does not modify the template.

@@ -76,6 +76,12 @@ type Lease struct {
 	LeaseExpires time.Time `json:"leaseExpires"`
 	Runtime      string    `json:"runtime"`
 	Job          Job       `json:"job"`
+	// OTLPToken is the job's run-scoped credential for the OTLP door
+	// (POST /v1/traces): the door takes it for spans of Job.RunID only,
+	// while this lease holds the job, and never after the job ends. The
+	// runner hands it to the job in its secrets file (OTLPHeadersSecret),
+	// never its environment or argv. Empty when none could be minted.
+	OTLPToken string `json:"otlpToken,omitempty"`
 }
 
 // Heartbeat is the body of POST /runner/jobs/:id/heartbeat.
@@ -97,6 +103,46 @@ type Completion struct {
 	LeaseID string `json:"leaseId"`
 	Result  Result `json:"result"`
 }
+
+// LogChunk is a piece of a job's output, as the runner read it (with the
+// job's secrets masked): Seq numbers a lease's chunks from 1 in the order
+// they were written, so that a retried post adds nothing.
+type LogChunk struct {
+	Seq int64 `json:"seq"`
+	// Stream is stdout, stderr or system (what the runner itself says,
+	// such as that the output was cut).
+	Stream string `json:"stream"`
+	// Data is the bytes, base64 in JSON (output need not be UTF-8, and a
+	// chunk may end inside a character).
+	Data []byte `json:"data"`
+}
+
+// LogBatch is the body of POST /runner/jobs/:id/logs: chunks of the job's
+// output, written under LeaseID, in seq order.
+type LogBatch struct {
+	LeaseID string     `json:"leaseId"`
+	Chunks  []LogChunk `json:"chunks"`
+}
+
+// Log bounds: what one post may carry, and what one lease may store in
+// all (MaxJobLog, the run log's own cap, plus room for the runner's last
+// chunk saying it cut the output).
+const (
+	MaxLogBatchChunks = 256
+	MaxLogBatchBytes  = 1 << 20
+	MaxJobLog         = 8 << 20
+	maxJobLogStored   = MaxJobLog + 64<<10
+)
+
+// OTLPTokenPrefix starts a run-scoped OTLP token (a "runner job token").
+const OTLPTokenPrefix = "rjt_"
+
+// OTLPHeadersSecret is the name under which a runner puts the job's OTLP
+// headers (Authorization=Bearer%20rjt_...) in its secrets file
+// (SVC_SECRETS_FILE), in the format of OTEL_EXPORTER_OTLP_HEADERS, so that
+// a harness that exports its secrets file's entries as its own
+// environment hands them to its OpenTelemetry SDK unchanged.
+const OTLPHeadersSecret = "OTEL_EXPORTER_OTLP_HEADERS"
 
 // Protocol bounds.
 const (

@@ -23,9 +23,15 @@ type Opener interface {
 	Open(workspace, name string, sealed []byte) ([]byte, error)
 }
 
+// Store is what the Service needs of the store.
+type Store interface {
+	store.RunnerJobs
+	store.RunnerJobOutput
+}
+
 // Options are a Service's dependencies.
 type Options struct {
-	Store store.RunnerJobs
+	Store Store
 	// Sealer opens the jobs' sealed secrets; nil when SVC_SECRET_KEY is
 	// unset, and then a job with secrets fails with a message saying so.
 	Sealer Opener
@@ -186,7 +192,12 @@ func (s *Service) leaseOnce(ctx context.Context, workspace, runtime, runner stri
 				continue
 			}
 		}
-		return &Lease{JobID: j.ID, LeaseID: leaseID, LeaseExpires: *j.LeaseExpires, Runtime: j.Runtime, Job: job}, nil
+		l := &Lease{JobID: j.ID, LeaseID: leaseID, LeaseExpires: *j.LeaseExpires, Runtime: j.Runtime, Job: job}
+		if l.OTLPToken, err = s.mintOTLPToken(ctx, j, leaseID, job.TimeoutMs, now); err != nil {
+			// The job runs all the same; its spans cannot reach the door.
+			s.o.Logger.Warn("runners: minting the job's OTLP token failed; its harness gets no OTLP endpoint", "workspace", j.Workspace, "job", j.ID, "err", err)
+		}
+		return l, nil
 	}
 }
 

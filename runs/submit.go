@@ -12,6 +12,7 @@ import (
 	"svc/derrors"
 	"svc/eval"
 	"svc/graders"
+	"svc/models"
 	"svc/records"
 	"svc/registry"
 	"svc/reqid"
@@ -73,6 +74,7 @@ func (s *Service) Submit(ctx context.Context, p auth.Principal, req SubmitReques
 		return eval.Run{}, derrors.Invalidf("harness %s is a service harness, which needs a topology-capable nomad or k8s runtime; this deployment runs process harnesses only", h.Ref())
 	}
 	c := req.Case
+	var rtSpec *registry.RuntimeSpec // nil: the deployment's local runtime
 	if req.Runtime != "" {
 		rt, err := s.o.Registries.Resolve(ctx, p, registry.Runtime, req.Runtime, "latest")
 		if errors.Is(err, derrors.ErrNotFound) {
@@ -82,6 +84,7 @@ func (s *Service) Submit(ctx context.Context, p auth.Principal, req SubmitReques
 			return eval.Run{}, err
 		}
 		spec := rt.Spec.Runtime()
+		rtSpec = spec
 		var hc *registry.HarnessConfig
 		if hs := h.Spec.Harness(); hs != nil {
 			hc = &hs.HarnessConfig
@@ -93,6 +96,14 @@ func (s *Service) Submit(ctx context.Context, p auth.Principal, req SubmitReques
 			c.Placement = &registry.Placement{}
 		}
 		c.Placement.Target = req.Runtime
+	}
+	if hs := h.Spec.Harness(); hs != nil {
+		// The model-key rule (spec §7): a managed target needs the key of
+		// the binding the harness calls; a self-hosted one ships without.
+		ms := &models.Service{Store: s.o.Store, Sealer: s.o.Sealer}
+		if err := ms.CheckHarness(ctx, p.Workspace, h.Ref(), &hs.HarnessConfig, req.Runtime, rtSpec); err != nil {
+			return eval.Run{}, err
+		}
 	}
 	if req.WebhookURL != "" {
 		if err := s.o.Guard.CheckURL(ctx, req.WebhookURL); err != nil {

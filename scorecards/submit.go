@@ -255,6 +255,7 @@ func (s *Service) resolveCommon(ctx context.Context, p auth.Principal, pl *plan,
 	if hs := pl.harness.Spec.Harness(); hs == nil || hs.Kind == registry.HarnessService {
 		return derrors.Invalidf("harness %s is a service harness, which needs a topology-capable nomad or k8s runtime; this deployment runs process harnesses only", pl.harness.Ref())
 	}
+	var rtSpec *registry.RuntimeSpec // nil: the deployment's local runtime
 	if runtime != "" {
 		rt, err := s.o.Registries.Resolve(ctx, p, registry.Runtime, runtime, "latest")
 		if errors.Is(err, derrors.ErrNotFound) {
@@ -272,6 +273,13 @@ func (s *Service) resolveCommon(ctx context.Context, p auth.Principal, pl *plan,
 			return err
 		}
 		pl.runtime = runtime
+		rtSpec = spec
+	}
+	// The model-key rule (spec §7): a managed target needs the key of the
+	// binding the harness calls; a self-hosted one ships without.
+	ms := &models.Service{Store: s.o.Store}
+	if err := ms.CheckHarness(ctx, p.Workspace, pl.harness.Ref(), &pl.harness.Spec.Harness().HarnessConfig, runtime, rtSpec); err != nil {
+		return err
 	}
 	return s.resolveJudges(ctx, p, pl, judges)
 }
@@ -317,6 +325,7 @@ func (s *Service) record(ctx context.Context, p auth.Principal, pl plan, source 
 	m, err := manifest.Seal(manifest.Input{
 		Dataset: pl.dataset.Spec, Cases: cases, Harness: pl.harness.Spec, Graders: pl.graders,
 		Judges: pl.sealed, Policy: pl.policy, Runtime: pl.runtime,
+		HarnessModel: harnessModelClosure(ctx, s.o.Store, p, pl.harness.Spec),
 	}, now)
 	if err != nil {
 		return eval.Scorecard{}, err
@@ -531,4 +540,16 @@ func (s *Service) SubmitGroup(ctx context.Context, p auth.Principal, req GroupRe
 		return eval.Scorecard{}, err
 	}
 	return s.record(ctx, p, pl, source)
+}
+
+// harnessModelClosure is the closure of the model binding harness h
+// calls, as p's workspace resolves it now ("name@version"), "" when it
+// calls none or it is not declared (sealed as unresolved). The submit and
+// verify-manifest seal through it alike.
+func harnessModelClosure(ctx context.Context, st store.Store, p auth.Principal, h registry.Spec) string {
+	hs := h.Harness()
+	if hs == nil {
+		return ""
+	}
+	return (&models.Service{Store: st}).HarnessClosure(ctx, p.Workspace, &hs.HarnessConfig)
 }

@@ -57,6 +57,7 @@ type Tx interface {
 	TraceIngest
 	Slots
 	RunnerJobs
+	RunnerJobOutput
 	TraceSources
 }
 

@@ -25,7 +25,9 @@ var static embed.FS
 
 // ContentSecurityPolicy is sent with every asset: scripts, styles and
 // requests from this origin only, no inline code, no framing, images
-// from this origin or data: URLs (the favicon).
+// from this origin or data: URLs (the favicon). OIDC sign-in needs no
+// exception: going to the issuer is a top-level navigation, and the code
+// comes back to /ui/ and is exchanged through the service (oidc.go).
 const ContentSecurityPolicy = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; " +
 	"connect-src 'self'; font-src 'self'; manifest-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
 

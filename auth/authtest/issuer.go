@@ -33,6 +33,7 @@ type Issuer struct {
 	foreign *rsa.PrivateKey // never published
 	down    atomic.Bool
 	hits    atomic.Int64
+	flow    codeFlow // the authorization code flow (codeflow.go)
 }
 
 // NewIssuer starts an issuer; it stops when the test ends.
@@ -42,6 +43,8 @@ func NewIssuer(t testing.TB) *Issuer {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /.well-known/openid-configuration", iss.discovery)
 	mux.HandleFunc("GET /jwks", iss.jwks)
+	mux.HandleFunc("GET /authorize", iss.authorize)
+	mux.HandleFunc("POST /token", iss.token)
 	iss.srv = httptest.NewServer(mux)
 	iss.URL = iss.srv.URL
 	t.Cleanup(iss.srv.Close)
@@ -76,6 +79,8 @@ func (iss *Issuer) discovery(w http.ResponseWriter, _ *http.Request) {
 		"authorization_endpoint":                iss.URL + "/authorize",
 		"token_endpoint":                        iss.URL + "/token",
 		"response_types_supported":              []string{"code"},
+		"grant_types_supported":                 []string{"authorization_code"},
+		"code_challenge_methods_supported":      []string{"S256"},
 		"subject_types_supported":               []string{"public"},
 		"id_token_signing_alg_values_supported": []string{"RS256", "HS256", "none"}, // a careless issuer: the verifier must not trust this list
 	})

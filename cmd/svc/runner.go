@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/http"
 	"os"
 	"strings"
@@ -231,15 +232,67 @@ func (l *runnerLoop) runJob(ctx context.Context, n int, lease *runners.Lease) {
 			}
 		}
 	}()
-	res, err := l.run.Run(jctx, drivers.Job{
+	job := drivers.Job{
 		RunID: j.RunID, Attempt: j.Attempt, Command: j.Command, Env: j.Env, Secrets: j.Secrets, Case: j.Case,
 		Files: j.Files, WorkDir: j.WorkDir, Image: j.Image, Timeout: time.Duration(j.TimeoutMs) * time.Millisecond,
+	}
+	masked := secretValues(j.Secrets)
+	if lease.OTLPToken != "" {
+		// The harness's spans go to the control plane's OTLP door with
+		// the job's run-scoped token, which travels in the secrets file
+		// (never the environment or argv) and is masked in the output.
+		job.OTLPEndpoint = l.api.base
+		job.Secrets = maps.Clone(j.Secrets)
+		if job.Secrets == nil {
+			job.Secrets = map[string]string{}
+		}
+		job.Secrets[runners.OTLPHeadersSecret] = "Authorization=Bearer%20" + lease.OTLPToken
+		masked = append(masked, lease.OTLPToken)
+	}
+	// The output goes to the API while the job runs (the run's live log),
+	// with the job's secrets masked; a post that finds the lease lost
+	// kills the job, as a heartbeat that does.
+	ship := runners.NewLogShipper(runners.ShipperOptions{
+		Secrets: masked, Every: min(l.heartbeat, 500*time.Millisecond), Logger: log,
+		Post: func(ctx context.Context, chunks []runners.LogChunk) error {
+			_, err := l.api.do(ctx, http.MethodPost, "/runner/jobs/"+lease.JobID+"/logs", runners.LogBatch{LeaseID: lease.LeaseID, Chunks: chunks}, nil)
+			var ae *apiError
+			if errors.As(err, &ae) && (ae.Status == http.StatusConflict || ae.Status == http.StatusNotFound) {
+				return fmt.Errorf("%w: %v", derrors.ErrConflict, err)
+			}
+			return err
+		},
+		Lost: func(err error) {
+			log.Warn("runner: the job's lease is lost (its output was refused); killing it", "err", err)
+			mu.Lock()
+			lost = true
+			mu.Unlock()
+			kill()
+		},
 	})
+	shipCtx, stopShip := context.WithCancel(ctx)
+	shipped := make(chan struct{})
+	go func() {
+		defer close(shipped)
+		ship.Run(shipCtx)
+	}()
+	job.Log = ship.Write
+	res, err := l.run.Run(jctx, job)
 	close(stop)
 	<-beats
+	stopShip()
+	<-shipped
 	mu.Lock()
 	gone := lost
 	mu.Unlock()
+	if !gone && ctx.Err() == nil {
+		// Every chunk before the result: the driver reads the job's
+		// output up to its end once it sees the result.
+		if err := ship.Close(ctx, 5); err != nil && !ship.Lost() {
+			log.Warn("runner: posting the end of the job's output failed; the run's log misses it (the result keeps its tails)", "err", err)
+		}
+		gone = ship.Lost()
+	}
 	if gone || ctx.Err() != nil {
 		// Another runner has it, or this one is stopping: its lease runs
 		// out and another runner runs it.
@@ -253,7 +306,17 @@ func (l *runnerLoop) runJob(ctx context.Context, n int, lease *runners.Lease) {
 	if err != nil {
 		out = runners.Result{ExitCode: -1, Error: err.Error(), Invalid: errors.Is(err, derrors.ErrInvalid), Host: l.host}
 	}
+	out = runners.MaskResult(masked, out, maxPosted, maxPosted, drivers.TailBytes)
 	l.post(ctx, log, lease, out)
+}
+
+// secretValues are the values of a job's secrets, for the output's mask.
+func secretValues(secrets map[string]string) []string {
+	out := make([]string, 0, len(secrets)+1)
+	for _, v := range secrets {
+		out = append(out, v)
+	}
+	return out
 }
 
 // maxPosted bounds stdout and the trace in a posted result, so that the

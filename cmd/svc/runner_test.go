@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -64,6 +65,9 @@ type blockingJob struct {
 
 func (b *blockingJob) Run(ctx context.Context, j drivers.Job) (drivers.Result, error) {
 	b.started <- j
+	if j.Log != nil {
+		j.Log("stdout", []byte("calling with "+testJobSecret+" then "+strings.Repeat("working ", 200)+"\n"))
+	}
 	<-ctx.Done()
 	return drivers.Result{ExitCode: -1, Cancelled: true, Duration: 5 * time.Millisecond, OS: "linux"}, nil
 }
@@ -76,7 +80,11 @@ type fakeRunnerAPI struct {
 	beats   int
 	auth    []string
 	results chan runners.Completion
+	logs    []runners.LogChunk
 }
+
+// testJobSecret is the secret of the fake API's job.
+const testJobSecret = "s3cret-value-123456"
 
 func (f *fakeRunnerAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	f.mu.Lock()
@@ -94,12 +102,20 @@ func (f *fakeRunnerAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		f.leased = true
-		json.NewEncoder(w).Encode(runners.Lease{JobID: "rj_1", LeaseID: "lease_1", Runtime: "own",
+		json.NewEncoder(w).Encode(runners.Lease{JobID: "rj_1", LeaseID: "lease_1", Runtime: "own", OTLPToken: "rjt_run1token",
 			Job: runners.Job{RunID: "run_1", Attempt: 1, Command: []string{"/bin/true"}, Case: json.RawMessage(`{}`),
-				Secrets: map[string]string{"TOKEN": "v"}, TimeoutMs: 60000}})
+				Secrets: map[string]string{"TOKEN": testJobSecret}, TimeoutMs: 60000}})
 	case "/runner/jobs/rj_1/heartbeat":
 		f.beats++
 		json.NewEncoder(w).Encode(runners.HeartbeatReply{Cancelled: f.beats >= 2})
+	case "/runner/jobs/rj_1/logs":
+		var b runners.LogBatch
+		if err := json.NewDecoder(r.Body).Decode(&b); err != nil || b.LeaseID != "lease_1" {
+			http.Error(w, "bad log batch", http.StatusBadRequest)
+			return
+		}
+		f.logs = append(f.logs, b.Chunks...)
+		w.WriteHeader(http.StatusNoContent)
 	case "/runner/jobs/rj_1/result":
 		var c runners.Completion
 		json.NewDecoder(r.Body).Decode(&c)
@@ -132,8 +148,18 @@ func TestRunnerKillsACancelledJobAndPostsItsResult(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the leased job did not start")
 	}
-	if j.RunID != "run_1" || j.Secrets["TOKEN"] != "v" || j.Timeout != time.Minute {
+	if j.RunID != "run_1" || j.Secrets["TOKEN"] != testJobSecret || j.Timeout != time.Minute {
 		t.Errorf("job %+v, want the lease's job with its secrets and timeout", j)
+	}
+	// The harness's spans go to the control plane with the run token,
+	// which is in its secrets file and nowhere in its environment.
+	if j.OTLPEndpoint != srv.URL || j.Secrets[runners.OTLPHeadersSecret] != "Authorization=Bearer%20rjt_run1token" {
+		t.Errorf("job OTLP endpoint %q, headers secret %q; want the API's URL and the run token", j.OTLPEndpoint, j.Secrets[runners.OTLPHeadersSecret])
+	}
+	for k, v := range j.Env {
+		if strings.Contains(v, "rjt_") {
+			t.Errorf("the job's environment holds the run token in %s", k)
+		}
 	}
 	var c runners.Completion
 	select {
@@ -148,6 +174,17 @@ func TestRunnerKillsACancelledJobAndPostsItsResult(t *testing.T) {
 	defer api.mu.Unlock()
 	if api.beats < 2 {
 		t.Errorf("%d heartbeats, want the job killed on the second", api.beats)
+	}
+	// The output was posted before the result, masked, numbered from 1.
+	var out strings.Builder
+	for i, c := range api.logs {
+		if c.Seq != int64(i+1) || c.Stream != "stdout" {
+			t.Errorf("chunk %d is %d/%s, want seq %d of stdout", i, c.Seq, c.Stream, i+1)
+		}
+		out.Write(c.Data)
+	}
+	if got := out.String(); !strings.HasPrefix(got, "calling with *** then working") || strings.Contains(got, testJobSecret) {
+		t.Errorf("posted output %.60q..., want it whole with the secret masked", got)
 	}
 	for _, a := range api.auth {
 		if a != "Bearer rnr_test" {

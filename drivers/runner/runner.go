@@ -33,6 +33,8 @@ type Queue interface {
 	GetRunnerJob(ctx context.Context, workspace, id string) (store.RunnerJob, error)
 	CancelRunnerJobs(ctx context.Context, workspace, runID, scorecardID string, now time.Time) (int, error)
 	DeleteRunnerJob(ctx context.Context, workspace, id string) error
+	ListRunnerJobLogs(ctx context.Context, workspace, id, leaseID string, after int64, limit int) ([]store.RunnerLogChunk, error)
+	DeleteRunnerJobOutput(ctx context.Context, workspace, id string) error
 }
 
 // Sealer seals the job's secrets for the API to open at lease time
@@ -142,8 +144,12 @@ func (d *Driver) follow(ctx context.Context, j drivers.Job, id string) (drivers.
 	bg := context.WithoutCancel(ctx)
 	wait := 50 * time.Millisecond
 	var cancelAt time.Time // when the cancel was marked; zero before
+	logs := &logStream{d: d, j: j, id: id}
 	for {
 		row, err := d.o.Queue.GetRunnerJob(bg, ws, id)
+		if err == nil && row.State != store.RunnerJobQueued {
+			logs.pump(bg, row)
+		}
 		switch {
 		case errors.Is(err, derrors.ErrNotFound):
 			return drivers.Result{}, fmt.Errorf("runner job %s is gone from the queue; the next attempt queues it again", id)
@@ -157,7 +163,7 @@ func (d *Driver) follow(ctx context.Context, j drivers.Job, id string) (drivers.
 			}
 			return drivers.Result{}, fmt.Errorf("runner driver: reading job %s: %w", id, err)
 		case row.State == store.RunnerJobDone:
-			return d.done(j, row)
+			return d.done(j, row, logs.streamed(row.LeaseID))
 		case row.Cancelled && row.State == store.RunnerJobQueued:
 			// No runner ever had it.
 			return d.cancelled(j, id, 0), nil
@@ -190,9 +196,11 @@ func (d *Driver) follow(ctx context.Context, j drivers.Job, id string) (drivers.
 	}
 }
 
-// done turns a finished job's result into the driver's, hands its output
-// to j.Log, and deletes the job.
-func (d *Driver) done(j drivers.Job, row store.RunnerJob) (drivers.Result, error) {
+// done turns a finished job's result into the driver's and deletes the
+// job. Its output went to j.Log as the runner streamed it; when the lease
+// that finished it streamed none (a runner of an earlier version), the
+// result's stdout and stderr tail go to j.Log instead.
+func (d *Driver) done(j drivers.Job, row store.RunnerJob, streamed bool) (drivers.Result, error) {
 	var r runners.Result
 	if len(row.Result) == 0 || json.Unmarshal(row.Result, &r) != nil {
 		d.forget(row.ID)
@@ -205,7 +213,7 @@ func (d *Driver) done(j drivers.Job, row store.RunnerJob) (drivers.Result, error
 		}
 		return drivers.Result{}, fmt.Errorf("runner %s could not run job %s: %s", row.Runner, row.ID, r.Error)
 	}
-	if j.Log != nil {
+	if j.Log != nil && !streamed {
 		if r.Stdout != "" {
 			j.Log("stdout", []byte(r.Stdout))
 		}
@@ -232,5 +240,8 @@ func (d *Driver) cancelled(j drivers.Job, id string, after time.Duration) driver
 func (d *Driver) forget(id string) {
 	if err := d.o.Queue.DeleteRunnerJob(context.Background(), d.o.Workspace, id); err != nil {
 		d.o.Logger.Warn("runner driver: deleting a finished job failed", "job", id, "err", err)
+	}
+	if err := d.o.Queue.DeleteRunnerJobOutput(context.Background(), d.o.Workspace, id); err != nil {
+		d.o.Logger.Warn("runner driver: deleting a finished job's output failed", "job", id, "err", err)
 	}
 }

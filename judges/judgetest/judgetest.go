@@ -8,6 +8,7 @@ package judgetest
 import (
 	"embed"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -23,8 +24,10 @@ var fixtures embed.FS
 type Request struct {
 	Authorization string
 	Model         string
-	Prompt        string // the one user message
-	Body          []byte
+	Prompt        string // the one user message (its text part)
+	// Images are the image parts' URLs of a multi-part message.
+	Images []string
+	Body   []byte
 }
 
 // Answer decides the reply to a prompt: an HTTP status and, for 200, the
@@ -56,18 +59,24 @@ func New(t testing.TB, answer Answer) *Server {
 			Model    string `json:"model"`
 			Stream   bool   `json:"stream"`
 			Messages []struct {
-				Role    string `json:"role"`
-				Content string `json:"content"`
+				Role    string          `json:"role"`
+				Content json.RawMessage `json:"content"`
 			} `json:"messages"`
 		}
-		if err := json.Unmarshal(body, &req); err != nil || req.Stream || len(req.Messages) != 1 || req.Messages[0].Role != "user" {
+		err := json.Unmarshal(body, &req)
+		var text string
+		var images []string
+		if err == nil && len(req.Messages) == 1 {
+			text, images, err = content(req.Messages[0].Content)
+		}
+		if err != nil || req.Stream || len(req.Messages) != 1 || req.Messages[0].Role != "user" {
 			w.Header().Set("Content-Type", "application/json")
 			w.WriteHeader(http.StatusBadRequest)
 			_, _ = w.Write(errBody)
 			return
 		}
 		s.mu.Lock()
-		s.received = append(s.received, Request{Authorization: r.Header.Get("Authorization"), Model: req.Model, Prompt: req.Messages[0].Content, Body: body})
+		s.received = append(s.received, Request{Authorization: r.Header.Get("Authorization"), Model: req.Model, Prompt: text, Images: images, Body: body})
 		s.mu.Unlock()
 		if s.Block != nil {
 			select {
@@ -76,7 +85,7 @@ func New(t testing.TB, answer Answer) *Server {
 				return
 			}
 		}
-		status, content := answer(req.Messages[0].Content)
+		status, reply := answer(text)
 		w.Header().Set("Content-Type", "application/json")
 		if status != http.StatusOK {
 			w.WriteHeader(status)
@@ -86,7 +95,7 @@ func New(t testing.TB, answer Answer) *Server {
 		var doc map[string]any
 		_ = json.Unmarshal(resp, &doc)
 		doc["model"] = req.Model
-		doc["choices"].([]any)[0].(map[string]any)["message"].(map[string]any)["content"] = content
+		doc["choices"].([]any)[0].(map[string]any)["message"].(map[string]any)["content"] = reply
 		_ = json.NewEncoder(w).Encode(doc)
 	}))
 	t.Cleanup(s.Close)
@@ -110,4 +119,36 @@ func mustRead(t testing.TB, name string) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// content reads a user message's content: a string, or an array of parts
+// ({type: text, text} and {type: image_url, image_url: {url}}), the wire
+// format's two shapes.
+func content(raw json.RawMessage) (string, []string, error) {
+	var text string
+	if err := json.Unmarshal(raw, &text); err == nil {
+		return text, nil, nil
+	}
+	var parts []struct {
+		Type     string `json:"type"`
+		Text     string `json:"text"`
+		ImageURL struct {
+			URL string `json:"url"`
+		} `json:"image_url"`
+	}
+	if err := json.Unmarshal(raw, &parts); err != nil {
+		return "", nil, err
+	}
+	var images []string
+	for _, p := range parts {
+		switch p.Type {
+		case "text":
+			text += p.Text
+		case "image_url":
+			images = append(images, p.ImageURL.URL)
+		default:
+			return "", nil, fmt.Errorf("unknown content part %q", p.Type)
+		}
+	}
+	return text, images, nil
 }

@@ -7,8 +7,10 @@
 package prompt
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"regexp"
 	"slices"
 	"strconv"
@@ -94,6 +96,29 @@ const MaxDefaultTrace = 6000
 // DOM or trace cannot make a prompt no model accepts.
 const MaxSlot = 200_000
 
+// MaxCustomSlot bounds a custom evidence slot, in characters: a text
+// artifact fills one with up to 1 MB.
+const MaxCustomSlot = 1 << 20
+
+// CustomSlots lists the custom evidence slots of e's template (the
+// default template has none): the placeholders that are not standard.
+func CustomSlots(e Effective) []string {
+	if e.PromptTemplate == "" {
+		return nil
+	}
+	var out []string
+	for _, name := range registry.Placeholders(e.PromptTemplate) {
+		if !standard[name] {
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
+// standard are the placeholders Render binds itself.
+var standard = map[string]bool{"task": true, "rubric": true, "criteria": true, "final_answer": true,
+	"response": true, "dom": true, "trace": true, registry.PlaceholderVerdictInstruction: true}
+
 // DefaultTemplate is the prompt of a judge with no template of its own or
 // of its rubric.
 const DefaultTemplate = `You are grading the work of an AI agent on one task.
@@ -139,13 +164,20 @@ type Slot struct {
 	Truncated bool   `json:"truncated"`
 	// Custom marks a custom evidence slot (not a standard placeholder).
 	Custom bool `json:"custom,omitempty"`
+	// Attachment marks an input sent beside the text, not in it: the
+	// screenshot (Chars is then the length of its base64).
+	Attachment bool `json:"attachment,omitempty"`
 }
 
 // Rendered is a rendered prompt with what went into it.
 type Rendered struct {
-	Prompt   string   `json:"prompt"`
-	Template string   `json:"template"` // "default" or "custom"
-	Slots    []Slot   `json:"placeholders"`
+	Prompt   string `json:"prompt"`
+	Template string `json:"template"` // "default" or "custom"
+	Slots    []Slot `json:"placeholders"`
+	// Images are sent beside the prompt as image parts of the same user
+	// message (data URLs): the browser snapshot's screenshot when the
+	// judge's inputs name it.
+	Images   []string `json:"-"`
 	Warnings []string `json:"warnings"`
 }
 
@@ -198,8 +230,11 @@ func Render(e Effective, ev Evidence) Rendered {
 			}
 		}
 		limit := MaxSlot
-		if name == "trace" {
+		switch {
+		case name == "trace":
 			limit = traceCap
+		case !std:
+			limit = MaxCustomSlot
 		}
 		v, slot.Truncated = clip(v, limit)
 		slot.Chars, slot.Present = utf8.RuneCountInString(v), v != ""
@@ -207,6 +242,17 @@ func Render(e Effective, ev Evidence) Rendered {
 			r.Warnings = append(r.Warnings, fmt.Sprintf("{%s} was cut to %d characters", name, limit))
 		}
 		bound[name] = v
+		r.Slots = append(r.Slots, slot)
+	}
+	if allows(e.Inputs, registry.InputScreenshot) {
+		slot := Slot{Name: registry.InputScreenshot, Attachment: true}
+		if ev.Snapshot != nil && ev.Snapshot.Screenshot != "" {
+			url := ScreenshotURL(ev.Snapshot.Screenshot)
+			r.Images = append(r.Images, url)
+			slot.Present, slot.Chars = true, len(ev.Snapshot.Screenshot)
+		} else {
+			r.Warnings = append(r.Warnings, "the judge's inputs name the screenshot, and this case's snapshot has none: the model gets the text only")
+		}
 		r.Slots = append(r.Slots, slot)
 	}
 	r.Prompt = placeholder.ReplaceAllStringFunc(tmpl, func(m string) string {
@@ -320,4 +366,24 @@ func VerdictInstruction(cs []registry.Criterion) string {
 		ids[i] = c.ID
 	}
 	return s + `, "criteria": {"<criterion id>": {"score": <number from 0 to 1>, "reason": "<one sentence>"}}}. Score every criterion: ` + strings.Join(ids, ", ") + "."
+}
+
+// ScreenshotURL is a snapshot's base64 screenshot as the data URL of an
+// image part: its media type is sniffed from its first bytes (PNG when
+// they say nothing).
+func ScreenshotURL(b64 string) string {
+	if strings.HasPrefix(b64, "data:") {
+		return b64
+	}
+	head := b64
+	if len(head) > 64 {
+		head = head[:64]
+	}
+	mt := "image/png"
+	if raw, err := base64.StdEncoding.DecodeString(head[:len(head)/4*4]); err == nil {
+		if t := http.DetectContentType(raw); strings.HasPrefix(t, "image/") {
+			mt = t
+		}
+	}
+	return "data:" + mt + ";base64," + b64
 }

@@ -53,7 +53,7 @@ func (u Usage) String() string {
 // Complete sends text as the one user message of a chat completion
 // (streaming off, temperature 0, no retries: a failed call is a skip
 // score, and a re-score retries it) and returns the answer.
-func Complete(ctx context.Context, ep Endpoint, text string) (string, *Usage, error) {
+func Complete(ctx context.Context, ep Endpoint, text string, images ...string) (string, *Usage, error) {
 	timeout := ep.Timeout
 	if timeout <= 0 {
 		timeout = 2 * time.Minute
@@ -71,7 +71,7 @@ func Complete(ctx context.Context, ep Endpoint, text string) (string, *Usage, er
 	)
 	resp, err := client.Chat.Completions.New(ctx, openai.ChatCompletionNewParams{
 		Model:       openai.ChatModel(ep.Model),
-		Messages:    []openai.ChatCompletionMessageParamUnion{openai.UserMessage(text)},
+		Messages:    []openai.ChatCompletionMessageParamUnion{userMessage(text, images)},
 		Temperature: openai.Float(0),
 	})
 	if err != nil {
@@ -128,7 +128,7 @@ func ModelVerdict(ctx context.Context, id string, eff prompt.Effective, ev promp
 	if timeout <= 0 {
 		timeout = 2 * time.Minute
 	}
-	answer, usage, err := Complete(ctx, ep, r.Prompt)
+	answer, usage, err := Complete(ctx, ep, r.Prompt, r.Images...)
 	if cerr := ctx.Err(); cerr != nil {
 		return nil, nil, fmt.Errorf("judge %s: %w", id, cerr)
 	}
@@ -175,4 +175,18 @@ func VerdictScores(id string, eff prompt.Effective, milestones []registry.Milest
 		}
 	}
 	return out
+}
+
+// userMessage is the one user message of a judge call: the prompt alone
+// as a string, or, with images, a text part followed by one image part
+// per image (data URLs).
+func userMessage(text string, images []string) openai.ChatCompletionMessageParamUnion {
+	if len(images) == 0 {
+		return openai.UserMessage(text)
+	}
+	parts := []openai.ChatCompletionContentPartUnionParam{openai.TextContentPart(text)}
+	for _, u := range images {
+		parts = append(parts, openai.ImageContentPart(openai.ChatCompletionContentPartImageImageURLParam{URL: u}))
+	}
+	return openai.UserMessage(parts)
 }

@@ -26,7 +26,7 @@ const metricPrefix = MetricPrefix
 
 // HarnessReason is the skip reason of a legacy harness judge: running a
 // registered harness as the judge has no dispatcher yet.
-const HarnessReason = "harness judges do not run yet: this deployment cannot run a registered harness as a judge"
+const HarnessReason = "harness judges run their harness as a run of the worker's judge dispatcher, which this judge runner is not"
 
 // SkipPrefix begins the detail of every skip score.
 const SkipPrefix = "skipped: "

@@ -29,7 +29,7 @@ type Record struct {
 	Judge json.RawMessage `json:"judge"`
 	// Ref is the registered judge, "id@version"; empty for an inline spec.
 	Ref string `json:"ref,omitempty"`
-	// Source is the evidence source, A or B.
+	// Source is the evidence source, A, B or C.
 	Source string `json:"source"`
 	Input  Input  `json:"input"`
 }

@@ -6,7 +6,10 @@
 //   (two finished batches of SVC_UI_DATASET), SVC_UI_CASE (a case of them),
 //   SVC_UI_FOREIGN (another workspace's batch), SVC_UI_SHOTS (screenshot
 //   folder), SVC_UI_CHROMIUM, SVC_UI_MODULES (the node_modules holding
-//   playwright-core, from ui/test/install.sh).
+//   playwright-core, from ui/test/install.sh); SVC_UI_OIDC_USER and
+//   SVC_UI_OIDC_ISSUER (a loopback issuer that approves that user, a member
+//   of SVC_UI_WORKSPACE, for the service's SVC_UI_OIDC_CLIENT_ID);
+//   SVC_UI_BIG_ID and SVC_UI_BIG_N (a finished batch of that many cases).
 // It exits non-zero on the first failed step, naming it.
 import { createRequire } from 'node:module';
 import { mkdirSync, readdirSync, unlinkSync } from 'node:fs';
@@ -38,14 +41,20 @@ const browser = await chromium.launch({
   headless: true,
   args: ['--no-sandbox', '--disable-dev-shm-usage', '--disable-gpu'],
 });
-const context = await browser.newContext({ viewport: { width: 1280, height: 900 }, colorScheme: 'light' });
-const page = await context.newPage();
-page.setDefaultTimeout(20000);
 const pageErrors = [];
-page.on('pageerror', e => pageErrors.push(String(e)));
-page.on('console', m => { if (m.type() === 'error') pageErrors.push(`console: ${m.text()}`); });
 const requested = [];
-page.on('request', r => requested.push(r.url()));
+// newPage opens a tab in a fresh browser context (its own sessionStorage)
+// whose errors and requests are recorded.
+async function newPage() {
+  const context = await browser.newContext({ viewport: { width: 1280, height: 900 }, colorScheme: 'light' });
+  const p = await context.newPage();
+  p.setDefaultTimeout(20000);
+  p.on('pageerror', e => pageErrors.push(String(e)));
+  p.on('console', m => { if (m.type() === 'error') pageErrors.push(`console: ${m.text()}`); });
+  p.on('request', r => requested.push(r.url()));
+  return p;
+}
+let page = await newPage();
 
 let n = 0;
 async function step(name, fn) {
@@ -216,6 +225,9 @@ if (big) {
       .filter(e => !/\.(js|css)$/.test(new URL(e.name).pathname))
       .map(e => `${new URL(e.name).pathname}${new URL(e.name).search} ${Math.round(e.startTime)}+${Math.round(e.responseEnd - e.startTime)} ms`));
     console.log(`     requests (start+duration): ${reads.join('; ')}`);
+    const applies = await page.evaluate(() => performance.getEntriesByType('measure')
+      .filter(e => e.name.startsWith('cases:setRows')).map(e => `${e.name.slice(14)} rows ${Math.round(e.duration)} ms`));
+    console.log(`     building, sorting and filtering the table as pages arrived: ${applies.join('; ')}`);
     // What the reads cost the service, warm, three times each.
     const cost = await page.evaluate(async ({ id }) => {
       const h = { Authorization: `Bearer ${sessionStorage.getItem('svc.token')}` };
@@ -244,6 +256,47 @@ if (big) {
     await page.locator(`#cases tbody tr[data-key="${last}"]`).waitFor();
     expect(await page.locator('#cases tbody tr[data-key]').count() === 1, `filtering on ${last} leaves other rows`);
   });
+
+  // Sorting and filtering while the table loads: the pages after the
+  // first are held back until the user has sorted and filtered the first
+  // 100 rows, then let through; the final view must be the whole
+  // scorecard, sorted and filtered.
+  await step('big-sort-while-loading', async () => {
+    const n = Number(env('SVC_UI_BIG_N'));
+    const lastId = `c${String(n).padStart(5, '0')}`;
+    let release;
+    const gate = new Promise(r => { release = r; });
+    const held = u => u.pathname === `/scorecards/${big}` && u.searchParams.has('casesAfter');
+    await page.route(held, async route => { await gate; await route.continue().catch(() => {}); });
+    await hash('#/scorecards');
+    await page.goto(`${base}/ui/#/scorecards/${big}`);
+    await page.reload();
+    await page.locator('#cases tbody tr[data-key]').first().waitFor();
+    await page.locator('#cases-status', { hasText: `loading: 100 of ${n} case-trials` }).waitFor();
+    expect(await page.locator('#cases').getAttribute('aria-busy') === 'true', 'a partly loaded table is not marked busy');
+    await page.click('#cases th button[data-key="case"]'); // ascending -> descending
+    let first = await page.locator('#cases tbody tr[data-key]').first().getAttribute('data-key');
+    expect(first === 'c00100', `sorted descending on the first page, the first row is ${first}, want c00100`);
+    await page.fill('#case-filter', lastId);
+    await page.locator('#cases tbody td', { hasText: 'No case matches.' }).waitFor();
+    const partial = await page.locator('#cases-status').innerText();
+    expect(/0 of 100 rows \(loading/.test(partial), `the partial state reads ${JSON.stringify(partial)}`);
+    await page.screenshot({ path: join(shots, '11a-big-sorted-while-loading.png'), fullPage: true });
+    release();
+    await page.locator('#cases-note', { hasText: 'case-trials loaded.' }).waitFor({ timeout: 60000 });
+    await page.locator(`#cases tbody tr[data-key="${lastId}"]`).waitFor();
+    const done = await page.locator('#cases-status').innerText();
+    expect(done === `1 of ${n} rows`, `filtered after loading, the table says ${JSON.stringify(done)}, want "1 of ${n} rows"`);
+    expect(await page.locator('#cases').getAttribute('aria-busy') === null, 'the loaded table is still marked busy');
+    await page.fill('#case-filter', '');
+    await page.locator('#cases-status', { hasText: new RegExp(`^${n} rows$`) }).waitFor();
+    first = await page.locator('#cases tbody tr[data-key]').first().getAttribute('data-key');
+    expect(first === lastId, `sorted descending over the whole scorecard, the first row is ${first}, want ${lastId}`);
+    const sortState = await page.locator('#cases th:has(button[data-key="case"])').getAttribute('aria-sort');
+    expect(sortState === 'descending', `the case column's aria-sort is ${sortState}`);
+    await page.unroute(held);
+    console.log(`     sorted and filtered 100 of ${n} rows while loading; after loading: ${done}, first row ${first}`);
+  });
 }
 
 await step('cancel', async () => {
@@ -271,6 +324,65 @@ await step('signout', async () => {
   await page.locator('#key').waitFor();
   expect(await page.evaluate(() => sessionStorage.getItem('svc.token')) === null, 'sign-out left the key in sessionStorage');
 });
+
+// OIDC sign-in through the issuer's redirect, in a fresh tab.
+const oidcUser = process.env.SVC_UI_OIDC_USER;
+if (oidcUser) {
+  const issuer = env('SVC_UI_OIDC_ISSUER');
+  page = await newPage();
+  const navigated = [];
+  // Every navigation request of the tab, redirects included (the issuer's
+  // answer is a 302 that never becomes a page).
+  page.on('request', r => { if (r.isNavigationRequest()) navigated.push(r.url()); });
+
+  await step('oidc-forged-answer', async () => {
+    // An answer this tab never asked for (a code planted in a link): it is
+    // ignored, and gone from the address.
+    await page.goto(`${base}/ui/?code=planted&state=forged`);
+    await page.locator('#oidc-error', { hasText: 'state does not match' }).waitFor();
+    const u = new URL(page.url());
+    expect(!u.search, `the address still holds ${u.search}`);
+    expect(await page.evaluate(() => sessionStorage.getItem('svc.token')) === null, 'a forged answer signed the tab in');
+  });
+
+  await step('oidc-signin', async () => {
+    await page.goto(`${base}/ui/`);
+    const button = page.locator('#oidc-signin');
+    await button.waitFor();
+    const label = await button.innerText();
+    expect(label === `Sign in with ${issuer}`, `the button reads ${JSON.stringify(label)}`);
+    await page.screenshot({ path: join(shots, '14a-oidc-signin-button.png'), fullPage: true });
+    navigated.length = 0;
+    await button.click();
+    await page.locator('#principal', { hasText: oidcUser }).waitFor();
+    await page.locator('#principal', { hasText: ws }).waitFor();
+    const authorize = navigated.map(x => new URL(x)).find(x => x.origin === new URL(issuer).origin && x.pathname === '/authorize');
+    expect(authorize, `the tab never went to the issuer: ${navigated.join(', ')}`);
+    const q = authorize.searchParams;
+    expect(q.get('code_challenge_method') === 'S256' && q.get('code_challenge').length === 43 && q.get('state') && q.get('nonce') &&
+      q.get('redirect_uri') === `${base}/ui/` && q.get('response_type') === 'code' && !q.has('code_verifier'),
+    `the authorization request is ${authorize.search}`);
+    expect(navigated.some(x => new URL(x).searchParams.has('code')), 'the issuer did not redirect back with a code');
+    const u = new URL(page.url());
+    expect(!u.search && u.hash.startsWith('#/scorecards'), `after sign-in the address is ${page.url()}`);
+    const stored = await page.evaluate(() => [sessionStorage.getItem('svc.token'), sessionStorage.getItem('svc.mode'), sessionStorage.getItem('svc.oidc')]);
+    expect(stored[0] && stored[0].split('.').length === 3 && stored[1] === 'oidc', `sessionStorage holds ${JSON.stringify(stored.slice(1))}`);
+    expect(stored[2] === null, 'the pending state, nonce and verifier stay in sessionStorage');
+    expect(!requested.some(x => x.includes(stored[0])), 'the access token appeared in a URL');
+    await page.locator(`#scorecards tr[data-id="${baseline}"]`).waitFor();
+    await page.locator(`#scorecards tr[data-id="${candidate}"]`).waitFor();
+    expect(await page.locator(`#scorecards tr[data-id="${foreign}"]`).count() === 0, 'the list shows another workspace\'s scorecard');
+  });
+
+  await step('oidc-cross-tenant', async () => {
+    await hash(`#/scorecards/${foreign}`);
+    await page.locator('h1', { hasText: 'Not found' }).waitFor();
+    const text = await page.locator('main').innerText();
+    expect(/not found/i.test(text) && !text.includes('secret@'), `another workspace's scorecard shows ${JSON.stringify(text.slice(0, 200))}`);
+    await hash(`#/scorecards/${baseline}`);
+    await page.locator('#cases tbody tr[data-key]').first().waitFor();
+  });
+}
 
 await browser.close();
 if (pageErrors.length) {

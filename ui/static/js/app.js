@@ -199,9 +199,28 @@ async function render() {
   if (ctx.alive && document.activeElement === document.body) main.focus({ preventScroll: true });
 }
 
-function boot() {
+async function boot() {
+  // Back from the OIDC issuer (/ui/?code=…&state=…): finish signing in
+  // before any page renders, so the code never reaches a page or the
+  // history.
+  if (!bootedOIDC && location.search) {
+    bootedOIDC = true;
+    const oidc = await import('./oidc.js');
+    if (oidc.returning()) {
+      add(clear(document.getElementById('main')), h('p', { class: 'muted', id: 'oidc-finishing' }, 'Signing in…'));
+      const r = await oidc.finishSignIn();
+      if (r.me) {
+        signedIn(r.me);
+        location.hash = r.next;
+        return; // hashchange renders
+      }
+      location.hash = `#/signin?next=${encodeURIComponent(r.next)}`;
+      return;
+    }
+  }
   render();
 }
+let bootedOIDC = false;
 
 export function signedIn(principal) {
   me = principal;

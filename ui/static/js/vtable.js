@@ -9,6 +9,7 @@ export function vtable({ id, columns, caption, empty = 'Nothing to show.', initi
   let view = [];
   let sort = initialSort || null; // {key, dir: 1|-1}
   let filter = () => true;
+  let pending = ''; // what is still loading, shown with the row count
   let rowH = 0;
   const OVERSCAN = 12;
 
@@ -27,7 +28,7 @@ export function vtable({ id, columns, caption, empty = 'Nothing to show.', initi
   const tbody = h('tbody');
   const tbl = h('table', { id }, caption ? h('caption', { class: 'visually-hidden' }, caption) : null, h('thead', {}, h('tr', {}, ths)), tbody);
   const box = h('div', { class: 'vscroll', tabindex: '0', role: 'region', 'aria-label': caption || 'table' }, tbl);
-  const status = h('p', { class: 'muted small', 'aria-live': 'polite' });
+  const status = h('p', { class: 'muted small', 'aria-live': 'polite', id: `${id}-status` });
   const el = h('div', {}, box, status);
   let start = -1;
   let end = -1;
@@ -48,7 +49,9 @@ export function vtable({ id, columns, caption, empty = 'Nothing to show.', initi
       ths[i].setAttribute('aria-sort', on ? (sort.dir > 0 ? 'ascending' : 'descending') : 'none');
       ths[i].querySelector('.arrow').textContent = on ? (sort.dir > 0 ? ' ▲' : ' ▼') : '';
     }
-    status.textContent = view.length === rows.length ? `${rows.length} rows` : `${view.length} of ${rows.length} rows`;
+    status.textContent = (view.length === rows.length ? `${rows.length} rows` : `${view.length} of ${rows.length} rows`) +
+      (pending ? ` (${pending}; sort and filter are applied again as rows arrive)` : '');
+    if (pending) tbl.setAttribute('aria-busy', 'true'); else tbl.removeAttribute('aria-busy');
     start = end = -1;
     draw(true);
   }
@@ -72,7 +75,7 @@ export function vtable({ id, columns, caption, empty = 'Nothing to show.', initi
     }
     clear(tbody);
     if (!n) {
-      add(tbody, h('tr', {}, h('td', { colspan: columns.length, class: 'muted' }, empty)));
+      add(tbody, h('tr', {}, h('td', { colspan: columns.length, class: 'muted' }, pending ? `${empty} More rows are loading.` : empty)));
       return;
     }
     const padTop = h('tr', { class: 'spacer', 'aria-hidden': 'true' }, h('td', { colspan: columns.length }));
@@ -110,7 +113,9 @@ export function vtable({ id, columns, caption, empty = 'Nothing to show.', initi
 
   return {
     el,
-    setRows(r) { rows = r; apply(); },
+    // setRows replaces the rows and re-applies the sort and filter;
+    // loading, when set, says the rows are not all there yet.
+    setRows(r, loading = '') { rows = r; pending = loading; apply(); },
     setFilter(fn) { filter = fn; box.scrollTop = 0; apply(); },
     get size() { return view.length; },
     setNote(t) { status.textContent = t; },

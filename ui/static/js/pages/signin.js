@@ -1,10 +1,12 @@
-// Sign-in: an API key (ak_...), or an OIDC access token when the service
-// names an issuer, checked with GET /me and kept in sessionStorage only.
+// Sign-in: "Sign in with <issuer>" (the OIDC redirect, oidc.js) when the
+// service has a client id for the view, an API key (ak_...), or a pasted
+// OIDC access token, checked with GET /me and kept in sessionStorage only.
 // A service that does not require sign-in (svc dev) also offers to go on
 // as its dev principal.
 import { add, h } from '../dom.js';
 import { get, session, ApiError } from '../api.js';
 import { go, signedIn } from '../app.js';
+import * as oidc from '../oidc.js';
 
 export async function render(main, ctx) {
   document.title = 'Sign in · svc';
@@ -15,6 +17,8 @@ export async function render(main, ctx) {
     'aria-describedby': 'key-help signin-error', placeholder: 'ak_…',
   });
   const oidcNote = h('p', { id: 'oidc', class: 'muted', hidden: true });
+  const oidcBox = h('div', { id: 'oidc-box', hidden: true });
+  const oidcMsg = h('p', { id: 'oidc-error', class: 'error', role: 'alert' }, oidc.takeError());
   const devBox = h('div', { id: 'dev', hidden: true });
   const form = h('form', { method: 'post', novalidate: true },
     h('label', { for: 'key' }, 'API key or access token', input),
@@ -43,11 +47,27 @@ export async function render(main, ctx) {
     }
   });
   add(main, h('section', { class: 'signin', 'aria-labelledby': 'signin-title' },
-    h('h1', { id: 'signin-title' }, 'Sign in to svc'), form, devBox));
+    h('h1', { id: 'signin-title' }, 'Sign in to svc'), oidcMsg, oidcBox, form, devBox));
   input.focus();
 
   // What the service offers: an OIDC issuer (RFC 9728 metadata), and
   // whether it answers without a credential at all.
+  // A public OIDC client registered for the view (SVC_UI_OIDC_CLIENT_ID):
+  // the redirect sign-in, above the paste field.
+  oidc.config().then(cfg => {
+    if (!cfg) return;
+    const b = h('button', { type: 'button', class: 'primary', id: 'oidc-signin' }, `Sign in with ${cfg.issuer}`);
+    b.addEventListener('click', async () => {
+      b.disabled = true;
+      oidcMsg.textContent = '';
+      try { await oidc.startSignIn(cfg, next); } catch (err) { oidcMsg.textContent = err.message; b.disabled = false; }
+    });
+    add(oidcBox, b, h('p', { class: 'muted small' }, 'You are sent to the issuer and back here; the token it gives is kept in this tab only.'),
+      h('p', { class: 'muted' }, 'Or use an API key or a pasted access token:'));
+    oidcBox.hidden = false;
+  }, err => {
+    oidcMsg.textContent = `OIDC sign-in is unavailable: ${err.message}`;
+  });
   get('/.well-known/oauth-protected-resource', { token: '' }).then(m => {
     const issuers = (m && m.authorization_servers) || [];
     if (issuers.length) {
