@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"sync"
+
+	"golang.org/x/sync/singleflight"
 	"time"
 	"unicode/utf8"
 
@@ -88,10 +90,14 @@ type grading struct {
 const harnessTTL = 10 * time.Second
 
 // harnessMemo keeps harness resolutions by creator and reference for
-// harnessTTL; its zero value is ready to use.
+// harnessTTL; its zero value is ready to use. The cases that find a
+// resolution missing or expired at once (a batch's first round of 64, and
+// every harnessTTL after) share one read of it rather than each making
+// its own.
 type harnessMemo struct {
-	mu sync.Mutex
-	m  map[string]memoHarness
+	mu     sync.Mutex
+	m      map[string]memoHarness
+	flight singleflight.Group
 }
 
 type memoHarness struct {
@@ -113,24 +119,31 @@ func (a *Activities) resolveHarness(ctx context.Context, memo *harnessMemo, who 
 	if ok && now.Sub(e.at) < harnessTTL {
 		return e.h, nil
 	}
-	h, err := a.Registries.Resolve(ctx, who, registry.Harness, ref.ID, ref.Version)
-	if err != nil {
-		return h, err
-	}
-	memo.mu.Lock()
-	if memo.m == nil {
-		memo.m = map[string]memoHarness{}
-	}
-	if len(memo.m) >= 1024 {
-		for k, e := range memo.m {
-			if now.Sub(e.at) >= harnessTTL {
-				delete(memo.m, k)
+	// The shared read outlives a caller that gives up (its context
+	// ended): the others still wait for it.
+	shared := context.WithoutCancel(ctx)
+	v, err, _ := memo.flight.Do(key, func() (any, error) {
+		h, err := a.Registries.Resolve(shared, who, registry.Harness, ref.ID, ref.Version)
+		if err != nil {
+			return h, err
+		}
+		memo.mu.Lock()
+		if memo.m == nil {
+			memo.m = map[string]memoHarness{}
+		}
+		if len(memo.m) >= 1024 {
+			for k, e := range memo.m {
+				if now.Sub(e.at) >= harnessTTL {
+					delete(memo.m, k)
+				}
 			}
 		}
-	}
-	memo.m[key] = memoHarness{h: h, at: now}
-	memo.mu.Unlock()
-	return h, nil
+		memo.m[key] = memoHarness{h: h, at: now}
+		memo.mu.Unlock()
+		return h, nil
+	})
+	h, _ := v.(service.Resolved)
+	return h, err
 }
 
 // dispatch runs run's case unless it is already terminal; see DispatchRun.

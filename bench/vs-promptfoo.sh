@@ -83,6 +83,14 @@ chmod 755 "$work"/*.sh
 } > "$work/promptfooconfig.yaml"
 
 # cpu_ms PID: user+system CPU of PID and its reaped children, in ms.
+# machine_jiffies: the machine's busy and total CPU time so far, in clock
+# ticks (/proc/stat; idle and iowait are not busy). Kernel threads count,
+# so the busy share shows whether the cores were saturated.
+machine_jiffies() { awk '/^cpu / { t = 0; for (i = 2; i <= NF; i++) t += $i; print t - $5 - $6, t }' /proc/stat; }
+
+# busy_line B0 T0 B1 T1: the machine's busy share between two readings.
+busy_line() { awk -v b0="$1" -v t0="$2" -v b1="$3" -v t1="$4" 'BEGIN { if (t1 > t0) printf "  machine busy: %.0f%% of all cores (every process and kernel thread)\n", 100 * (b1 - b0) / (t1 - t0) }'; }
+
 cpu_ms() { awk -v hz="$(getconf CLK_TCK)" '{ print ($14+$15+$16+$17) * 1000 / hz }' "/proc/$1/stat"; }
 
 # wait_url FILE: the first http://127.0.0.1:PORT that FILE shows, once it answers /readyz.
@@ -185,6 +193,8 @@ run_svc() {
   local cpu0 t0 t1 cpu1 id status each0 each1
   cpu0=$(cpu_all)
   each0=$(cpu_each)
+  local m0 m1
+  m0=$(machine_jiffies)
   t0=$(date +%s.%N)
   id=$(curl -sf -XPOST "$url/scorecards" -H 'Content-Type: application/json' \
     -d "{\"dataset\":{\"id\":\"bench\",\"version\":\"1.0.0\"},\"harness\":{\"id\":\"sh\",\"version\":\"1\"},\"concurrency\":$C}" \
@@ -195,6 +205,7 @@ run_svc() {
     case $status in succeeded|failed|cancelled) break ;; esac
   done
   t1=$(date +%s.%N)
+  m1=$(machine_jiffies)
   cpu1=$(cpu_all)
   each1=$(cpu_each)
   local p
@@ -211,24 +222,30 @@ run_svc() {
   awk -v n="$N" -v a="$each0" -v z="$each1" -v names="$names" \
     'BEGIN { k = split(a, x, " "); split(z, y, " "); split(names, nm, " "); line = "  CPU ms/case by process:"
       for (i = 1; i <= k; i++) line = line sprintf(" %s %.2f", nm[i], (y[i] - x[i]) / n); print line }'
+  # shellcheck disable=SC2086
+  busy_line $m0 $m1
   echo "$N / ($t1 - $t0)" | bc -l > "$work/svc-rate-$1"
   echo "$t1 - $t0" | bc -l > "$work/svc-wall-$1"
 }
 
 run_pf() {
-  local t0 t1
+  local t0 t1 m0 m1
+  m0=$(machine_jiffies)
   t0=$(date +%s.%N)
   # `times` in the subshell: the CPU of node and every harness it reaped.
   (cd "$work" && { PROMPTFOO_DISABLE_TELEMETRY=1 PROMPTFOO_DISABLE_UPDATE=1 PROMPTFOO_CONFIG_DIR="$work/pf-home" \
     "$NODE" "$PROMPTFOO" eval -c promptfooconfig.yaml -j "$C" --no-cache --no-write --no-table --no-progress-bar \
     > "$work/pf-out-$1" 2>&1 || true; times > "$work/pf-times-$1"; })
   t1=$(date +%s.%N)
+  m1=$(machine_jiffies)
   local passed cpu
   passed=$(grep -o '[0-9,]* passed' "$work/pf-out-$1" | head -n1 || true)
   # The second line of `times`: children's user and system, as 1m2.345s.
   cpu=$(sed -n 2p "$work/pf-times-$1" | awk '{ t = 0; for (i = 1; i <= 2; i++) { split($i, a, "m"); sub("s", "", a[2]); t += a[1] * 60 + a[2] } print t * 1000 }')
   awk -v t0="$t0" -v t1="$t1" -v n="$N" -v p="$passed" -v cpu="$cpu" \
     'BEGIN { w = t1 - t0; printf "promptfoo     round %s: %7.1f s  %6.1f cases/s  %5.1f CPU ms/case  (%s)\n", ENVIRON["ROUND"], w, n / w, cpu / n, p }'
+  # shellcheck disable=SC2086
+  busy_line $m0 $m1
   echo "$N / ($t1 - $t0)" | bc -l > "$work/pf-rate-$1"
 }
 

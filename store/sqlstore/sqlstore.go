@@ -68,6 +68,11 @@ type Options struct {
 	// MaxAttempts bounds how many times Transact runs fn when the
 	// transaction fails with a retryable error; 0 means 10.
 	MaxAttempts int
+	// Keyed, when set, is the handle TransactKeyed's transactions run on
+	// (else the write handle): their statements name rows by key, so a
+	// backend may plan them once for every value (PostgreSQL's pool of
+	// them forces generic plans).
+	Keyed *sql.DB
 }
 
 // DB is a store.Store without Close: the backends own the connections.
@@ -121,13 +126,22 @@ func (db *DB) TransactKeyed(ctx context.Context, fn func(tx store.Tx) error) (er
 	if opts == nil {
 		opts = db.opts.TxOptions
 	}
-	return db.run(ctx, opts, func(o ops) error { return fn(o) })
+	h := db.write
+	if db.opts.Keyed != nil {
+		h = db.opts.Keyed
+	}
+	return db.runOn(ctx, h, opts, func(o ops) error { return fn(o) })
 }
 
 // run runs fn on the ops of one transaction, retrying as Transact does.
 func (db *DB) run(ctx context.Context, opts *sql.TxOptions, fn func(o ops) error) (err error) {
+	return db.runOn(ctx, db.write, opts, fn)
+}
+
+// runOn is run on the connections of h.
+func (db *DB) runOn(ctx context.Context, h *sql.DB, opts *sql.TxOptions, fn func(o ops) error) (err error) {
 	for attempt := 1; ; attempt++ {
-		err = db.transactOnce(ctx, opts, fn)
+		err = db.transactOnce(ctx, h, opts, fn)
 		if err == nil || !db.d.IsRetryable(err) {
 			return err
 		}
@@ -153,10 +167,10 @@ func backoff(attempt int) time.Duration {
 	return d/2 + rand.N(d/2+1)
 }
 
-func (db *DB) transactOnce(ctx context.Context, opts *sql.TxOptions, fn func(o ops) error) (err error) {
-	// A dedicated connection rather than write.BeginTx, so that a Copier
-	// can reach the driver connection the transaction runs on.
-	conn, err := db.write.Conn(ctx)
+func (db *DB) transactOnce(ctx context.Context, h *sql.DB, opts *sql.TxOptions, fn func(o ops) error) (err error) {
+	// A dedicated connection rather than h.BeginTx, so that a Copier can
+	// reach the driver connection the transaction runs on.
+	conn, err := h.Conn(ctx)
 	if err != nil {
 		return fmt.Errorf("begin: %w", err)
 	}
