@@ -8,12 +8,11 @@ import (
 	"slices"
 	"strings"
 	"sync"
-
-	"golang.org/x/sync/singleflight"
 	"time"
 	"unicode/utf8"
 
 	"go.temporal.io/sdk/temporal"
+	"golang.org/x/sync/singleflight"
 
 	"svc/auth"
 	"svc/derrors"
