@@ -78,6 +78,7 @@ type Activities struct {
 	commits    groupCommit       // the queue of case writes, see groupCommit
 	harnesses  harnessMemo       // the chunks' harness resolutions, see resolveHarness
 	thresholds thresholdCache    // which workspaces have trace thresholds, see afterSeal
+	spanReads  pendingReads      // the worker's coalesced reads of pending spans, see withRunSpans
 	remotes    remoteDrivers     // the drivers of nomad runtimes, see nomadDriver
 }
 

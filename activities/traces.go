@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
 	"sync"
 	"time"
 
@@ -26,11 +27,15 @@ import (
 // that they are parsed, graded and sealed as one trajectory. The job's
 // secrets are masked in them as in the trace file.
 // found reports whether there were any.
+// The read joins those of the runs finishing at the same time on this
+// worker (pendingReads): a batch of cases whose harnesses sent no span
+// costs one statement per round of finishes rather than one per case.
 func (a *Activities) withRunSpans(ctx context.Context, run eval.Run, trace []byte, secrets map[string]string) (_ []byte, found bool, err error) {
-	events, err := traceingest.RunSpanEvents(ctx, a.Store, run.Tenant, run.ID)
-	if err != nil || len(events) == 0 {
+	spans, err := a.spanReads.read(ctx, a.Store, store.PendingGroupRef{Workspace: run.Tenant, Group: run.ID})
+	if err != nil || len(spans) == 0 {
 		return trace, false, err
 	}
+	events := traceingest.SpanEvents(spans)
 	mask := redact.New(secretValues(secrets))
 	var b bytes.Buffer
 	b.Grow(len(trace) + 256*len(events))
@@ -121,4 +126,115 @@ func (c *thresholdCache) has(ctx context.Context, st store.TraceIngest, workspac
 	c.m[workspace] = e
 	c.mu.Unlock()
 	return e.has
+}
+
+// Coalesced reads of pending spans. Every managed run's finish asks for
+// the spans its harness sent to the OTLP door, and most harnesses send
+// none: read one statement per run, a batch of 2,000 cases cost 2,000
+// SELECTs that found nothing. Instead a read joins a queue, and one
+// caller at a time (the leader) reads every queued run's spans in one
+// statement (store.ListPendingSpansOf). There is no timer: a read that
+// finds no leader reads at once, alone; reads arriving while it runs form
+// the next round, which the oldest of them leads.
+
+// maxReadGroup bounds the runs of one coalesced read.
+const maxReadGroup = 128
+
+// pendingReadTimeout bounds one coalesced read, which runs on behalf of
+// every run in it and so does not end with the leader's context.
+const pendingReadTimeout = time.Minute
+
+// pendingReads is the queue of one worker's pending-span reads; its zero
+// value is ready to use.
+type pendingReads struct {
+	mu      sync.Mutex
+	queue   []*pendingRead
+	leading bool // a caller is reading rounds
+}
+
+// pendingRead is one run's read and its answer.
+type pendingRead struct {
+	ctx   context.Context
+	st    store.TraceIngest
+	ref   store.PendingGroupRef
+	spans []store.PendingSpan
+	wake  chan wake // wakeDone: answered; wakeLead: read the next round; wakeAlone: its round failed
+}
+
+// read returns the pending spans of ref (nil when none), read with the
+// reads of the other runs queued at the same time.
+func (p *pendingReads) read(ctx context.Context, st store.TraceIngest, ref store.PendingGroupRef) ([]store.PendingSpan, error) {
+	r := &pendingRead{ctx: ctx, st: st, ref: ref, wake: make(chan wake, 1)}
+	p.mu.Lock()
+	p.queue = append(p.queue, r)
+	w := wakeLead // the queue was empty: r is its first
+	if p.leading {
+		w = 0
+	} else {
+		p.leading = true
+	}
+	p.mu.Unlock()
+	if w == 0 {
+		select {
+		case w = <-r.wake:
+		case <-ctx.Done():
+			// r stays queued: whatever it is woken with is taken by a
+			// goroutine, which leads in its place if it is the lead.
+			go func() {
+				if <-r.wake == wakeLead {
+					p.lead(r)
+				}
+			}()
+			return nil, ctx.Err()
+		}
+	}
+	if w == wakeLead {
+		w = p.lead(r)
+	}
+	if w == wakeAlone {
+		return st.ListPendingSpans(ctx, ref.Workspace, ref.Group)
+	}
+	return r.spans, nil
+}
+
+// lead reads the round holding mine, the oldest queued read, in one
+// statement, answers the round's other reads and hands the lead to the
+// oldest read queued meanwhile. It returns how mine ended.
+func (p *pendingReads) lead(mine *pendingRead) wake {
+	p.mu.Lock()
+	n := min(len(p.queue), maxReadGroup)
+	round := slices.Clone(p.queue[:n])
+	p.queue = slices.Delete(p.queue, 0, n)
+	p.mu.Unlock()
+
+	refs := make([]store.PendingGroupRef, len(round))
+	for i, r := range round {
+		refs[i] = r.ref
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(mine.ctx), pendingReadTimeout)
+	got, err := mine.st.ListPendingSpansOf(ctx, refs)
+	cancel()
+	mineEnded := wakeDone
+	for _, r := range round {
+		w := wakeDone
+		if err != nil {
+			w = wakeAlone // each reads its own, so one failure fails no neighbour
+		} else {
+			r.spans = got[r.ref]
+		}
+		if r == mine {
+			mineEnded = w
+			continue
+		}
+		r.wake <- w
+	}
+
+	p.mu.Lock()
+	if len(p.queue) > 0 {
+		p.queue[0].wake <- wakeLead
+	} else {
+		p.leading = false
+	}
+	p.mu.Unlock()
+	return mineEnded
 }

@@ -4,16 +4,30 @@
 # normalise, store durably under the quota; then with the sweep sealing
 # each export into a trajectory), in one run; and a concurrent variant
 # (two clients a core exporting while the sweep seals, as a loaded
-# service runs). docs/benchmarks.md, "Issue 16: OTLP ingest", has figures.
+# service runs). docs/benchmarks.md, "Issue 16: OTLP ingest" and "Issue 16,
+# session 10", has figures.
 #
 #   go run ./internal/cmd/withpg -- bench/otlp-ingest.sh [-benchtime 40x] [-count 2]
 #
 # Each iteration is one export of 1,000 GenAI spans (an SDK batch); the
 # spans/s column is over the whole benchmark time; decode-ms/op,
 # export-ms/op and seal-ms/op split the sequential runs' time.
+#
+# With PGCLUSTER_STAT_STATEMENTS=1 (withpg's server then loads
+# pg_stat_statements) it also prints what PostgreSQL spent, statement by
+# statement, over the whole run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 : "${DATABASE_URL:?run under go run ./internal/cmd/withpg --}"
 args=("$@")
 [ ${#args[@]} -eq 0 ] && args=(-benchtime 40x -count 2)
-exec go test -run '^$' -bench 'OTLPIngest' "${args[@]}" ./traceingest/
+if [ "${PGCLUSTER_STAT_STATEMENTS:-}" != 1 ]; then
+	exec go test -run '^$' -bench 'OTLPIngest' "${args[@]}" ./traceingest/
+fi
+psql "$DATABASE_URL" -qc "CREATE EXTENSION IF NOT EXISTS pg_stat_statements" >/dev/null
+psql "$DATABASE_URL" -qAtc "SELECT pg_stat_statements_reset()" >/dev/null
+go test -run '^$' -bench 'OTLPIngest/(decode|postgres)' "${args[@]}" ./traceingest/
+psql "$DATABASE_URL" -c "SELECT calls, round(total_exec_time::numeric, 1) AS ms,
+  round((total_exec_time / calls)::numeric, 3) AS ms_per_call,
+  left(regexp_replace(query, '\s+', ' ', 'g'), 110) AS statement
+  FROM pg_stat_statements WHERE query NOT LIKE '%pg_stat_statements%' ORDER BY total_exec_time DESC LIMIT 15"

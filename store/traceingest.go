@@ -61,22 +61,56 @@ type SpanAttrMapping struct {
 	UpdatedAt time.Time       `json:"updatedAt"`
 }
 
+// PendingGroupRef names a group of pending spans: a workspace's run id or
+// external trajectory id.
+type PendingGroupRef struct {
+	Workspace string `json:"workspace"`
+	Group     string `json:"group"`
+}
+
 // TraceIngest stores what the OTLP door receives before it is sealed, the
 // hourly usage its quota counts, and the workspace's trace settings.
+//
+// Pending spans are kept one record per (AddPendingSpans call, group):
+// the group's new events in start order, with their keys and start times
+// (issue 16; the cost of a database row per span bounded the door). The
+// methods below keep the semantics of one record per span: a span is
+// stored once per (workspace, group, key) whatever the number of calls
+// that carry it, concurrent ones included, and reads list spans one by
+// one.
 type TraceIngest interface {
 	// AddPendingSpans stores spans; a span whose (workspace, group, key)
-	// is already stored is skipped, so a retried export adds nothing.
-	// It returns how many were added. ReceivedAt is set by the store when
-	// zero.
+	// is already stored, or repeats an earlier span of the same call, is
+	// skipped, so a retried export adds nothing. It returns how many were
+	// added. ReceivedAt is set by the store when zero. Concurrent calls
+	// on the Store for one group are serialised by the store, so added
+	// never counts a span twice (in a Tx, whose snapshot may predate
+	// another call's commit, a span is still stored once but may be
+	// counted by both). An event is stored as JSON text without raw newlines
+	// (one with newlines, which can only be whitespace, is compacted).
 	AddPendingSpans(ctx context.Context, spans []PendingSpan) (added int, err error)
+	// AddPendingSpansQuota is AddPendingSpans followed by AddTraceUsage
+	// of the spans it added to workspace's count of the hour starting at
+	// window, in one transaction, refused past quota: when quota > 0 and
+	// the spans added would bring the count above it, nothing is stored
+	// (the transaction rolls back) and over is true. used is the count
+	// before this call's spans. Exports of one group that run at once
+	// count each span once, as AddPendingSpans stores it once. Call it on
+	// the Store: in a Tx, an over-quota answer leaves the rollback to the
+	// caller.
+	AddPendingSpansQuota(ctx context.Context, spans []PendingSpan, workspace string, window time.Time, quota int64) (added int, used int64, over bool, err error)
 	// ListPendingSpans returns a group's spans ordered by StartUnixNano,
-	// then Key.
+	// then Key, each key once (as first received).
 	ListPendingSpans(ctx context.Context, workspace, group string) ([]PendingSpan, error)
+	// ListPendingSpansOf is ListPendingSpans of several groups in one
+	// read: the spans of each group that has any (a group with none has
+	// no entry).
+	ListPendingSpansOf(ctx context.Context, groups []PendingGroupRef) (map[PendingGroupRef][]PendingSpan, error)
 	// DeletePendingSpans drops a group's spans (once sealed or refused).
 	DeletePendingSpans(ctx context.Context, workspace, group string) error
 	// ListPendingGroups returns the groups whose latest span was received
 	// before idleSince (zero: all groups), oldest first, at most limit
-	// (0 means 100).
+	// (0 means 100). Spans counts the group's stored spans.
 	ListPendingGroups(ctx context.Context, idleSince time.Time, limit int) ([]PendingGroup, error)
 
 	// AddTraceUsage adds n events to the workspace's count of the hour

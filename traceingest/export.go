@@ -49,9 +49,6 @@ func (e *ThrottledError) Unwrap() error { return derrors.ErrRateLimited }
 // refuses past the quota (spec §6).
 const ThrottledEvent = "trace.ingestion_throttled"
 
-// errOverQuota rolls back an export past the quota.
-var errOverQuota = errors.New("over the hourly quota")
-
 // maxProblemText bounds partial_success.error_message.
 const maxProblemText = 1000
 
@@ -229,58 +226,25 @@ func (s *Service) classify(ctx context.Context, p auth.Principal, g *group) (tra
 }
 
 // store keeps pending under the workspace's quota, in one transaction
-// with the usage it adds. Past the quota it stores nothing, lands the
-// throttled event (once per window) and returns a *ThrottledError.
+// with the usage it adds (store.AddPendingSpansQuota: a retried export's
+// spans, stored once, do not count, and exports at once count each span
+// once). Past the quota it stores nothing, lands the throttled event
+// (once per window) and returns a *ThrottledError.
 func (s *Service) store(ctx context.Context, p auth.Principal, now time.Time, pending []store.PendingSpan) error {
 	w := window(now)
 	st, err := settings(ctx, s.o.Store, p.Workspace)
 	if err != nil {
 		return err
 	}
-	if s.quota(st) == 0 {
-		// Unlimited: nothing to check, so no transaction for concurrent
-		// exports of the workspace to conflict on; the usage is a count
-		// for GET /workspace/trace-ingestion.
-		added, err := s.o.Store.AddPendingSpans(ctx, pending)
-		if err != nil {
-			return err
-		}
-		_, err = s.o.Store.AddTraceUsage(ctx, p.Workspace, w, int64(added))
+	q := s.quota(st)
+	added, used, over, err := s.o.Store.AddPendingSpansQuota(ctx, pending, p.Workspace, w, q)
+	if err != nil {
 		return err
 	}
-	// The spans are added first, so that a retried export's spans (stored
-	// once) do not count against the quota; past it, the transaction rolls
-	// back and nothing is stored.
-	var throttled *ThrottledError
-	err = s.o.Store.Transact(ctx, func(tx store.Tx) error {
-		throttled = nil
-		st, err := settings(ctx, tx, p.Workspace)
-		if err != nil {
-			return err
-		}
-		added, err := tx.AddPendingSpans(ctx, pending)
-		if err != nil {
-			return err
-		}
-		if q := s.quota(st); q > 0 && added > 0 {
-			used, err := tx.GetTraceUsage(ctx, p.Workspace, w)
-			if err != nil {
-				return err
-			}
-			if used+int64(added) > q {
-				throttled = &ThrottledError{Quota: q, Used: used, Asked: int64(added), RetryAfter: w.Add(time.Hour).Sub(now)}
-				return errOverQuota
-			}
-		}
-		_, err = tx.AddTraceUsage(ctx, p.Workspace, w, int64(added))
-		return err
-	})
-	if err != nil && !errors.Is(err, errOverQuota) {
-		return err
-	}
-	if throttled == nil {
+	if !over {
 		return nil
 	}
+	throttled := &ThrottledError{Quota: q, Used: used, Asked: int64(added), RetryAfter: w.Add(time.Hour).Sub(now)}
 	data, _ := json.Marshal(map[string]any{"quota": throttled.Quota, "used": throttled.Used, "asked": throttled.Asked,
 		"windowStart": w, "windowEnd": w.Add(time.Hour)})
 	if _, err := s.o.Store.AppendEvent(ctx, store.Event{

@@ -33,6 +33,10 @@ func RunSpanEvents(ctx context.Context, st store.TraceIngest, workspace, runID s
 	return spanEvents(spans), nil
 }
 
+// SpanEvents is RunSpanEvents of spans already read (a run's, as
+// store.ListPendingSpansOf returns them).
+func SpanEvents(spans []store.PendingSpan) []eval.TraceEvent { return spanEvents(spans) }
+
 func spanEvents(spans []store.PendingSpan) []eval.TraceEvent {
 	events := make([]eval.TraceEvent, 0, len(spans))
 	for _, sp := range spans {

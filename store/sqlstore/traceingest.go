@@ -1,6 +1,8 @@
 package sqlstore
 
 import (
+	"bytes"
+	"cmp"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -8,9 +10,11 @@ import (
 	"fmt"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"svc/derrors"
 	"svc/store"
@@ -19,102 +23,393 @@ import (
 // defaultPendingGroupLimit is ListPendingGroups' page size when none is given.
 const defaultPendingGroupLimit = 100
 
-// spansPerStatement is how many spans one INSERT of AddPendingSpans holds
-// on SQLite, which resolves each $N placeholder by a linear search among
-// the statement's: a statement of rowsPerStatement spans (3,500
-// placeholders) spent most of its time naming them. PostgreSQL takes
-// rowsPerStatement, saving round trips.
-const spansPerStatement = 64
-
-// spanBatch is AddPendingSpans' rows per INSERT on o's database.
-func (o ops) spanBatch() int {
-	if o.d.Name() == "postgres" {
-		return rowsPerStatement
-	}
-	return spansPerStatement
-}
-
 // defaultTrajectoryDeleteLimit is DeleteTrajectoriesBefore's batch when none is given.
 const defaultTrajectoryDeleteLimit = 1000
+
+// groupsPerRead bounds the groups of one ListPendingSpansOf statement.
+const groupsPerRead = 256
+
+// Pending spans are stored one row of pending_span_batches per
+// (AddPendingSpans call, group) (migration 0017): the events as a JSON
+// array, one event a line, with the keys and start times beside them as
+// JSON arrays in the same order. One row per span cost PostgreSQL about
+// 25 µs a span (a json value, a primary-key and an index entry each).
+
+// pendingBatch is what one row holds before it is written.
+type pendingBatch struct {
+	ref      store.PendingGroupRef
+	external bool
+	at       time.Time
+	spans    []store.PendingSpan
+}
 
 // AddPendingSpans stores spans once each; see store.TraceIngest.
 func (o ops) AddPendingSpans(ctx context.Context, spans []store.PendingSpan) (added int, err error) {
 	defer derrors.Wrap(&err, "%s.AddPendingSpans(ctx, %d spans)", o.kind, len(spans))
-	spans = slices.Clone(spans)
-	pg := o.d.Name() == "postgres"
-	for i, s := range spans {
-		if err := required("workspace", s.Workspace, "group", s.Group, "key", s.Key); err != nil {
-			return 0, err
-		}
-		if err := checkText(s.Workspace, s.Group, s.Key); err != nil {
-			return 0, err
-		}
-		if pg {
-			// PostgreSQL's json type refuses what is not JSON (or not
-			// UTF-8) itself; only a NUL, which it would keep, is ours
-			// to refuse. checkEvents says which event was wrong.
-			if len(s.Event) == 0 {
-				return 0, derrors.Invalidf("event is required")
-			}
-			if err := checkDoc(s.Event); err != nil {
-				return 0, fmt.Errorf("event: %w", err)
-			}
-		}
-		spans[i].ReceivedAt = normTime(s.ReceivedAt)
-	}
-	if len(spans) == 0 {
-		return 0, nil
-	}
-	if pg {
-		added, err := o.addPendingSpansArrays(ctx, spans)
-		if err != nil {
-			if bad := checkEvents(spans); bad != nil {
-				return 0, bad
-			}
-		}
-		return added, err
-	}
-	if err := checkEvents(spans); err != nil {
+	batches, err := pendingBatches(spans)
+	if err != nil || len(batches) == 0 {
 		return 0, err
 	}
-	err = o.atomic(ctx, func(o ops) error {
+	add := func(o ops) error {
 		added = 0
-		per := o.spanBatch()
-		for i := 0; i < len(spans); i += per {
-			batch := spans[i:min(i+per, len(spans))]
-			var args sqlArgs
-			var q strings.Builder
-			q.WriteString(`INSERT INTO pending_spans (workspace, grp, span_key, external, start_unix_nano, received_at, event) VALUES `)
-			for j, s := range batch {
-				if j > 0 {
-					q.WriteString(`, `)
-				}
-				q.WriteString(`(` + strings.Join([]string{
-					args.add(s.Workspace), args.add(s.Group), args.add(s.Key), args.add(s.External),
-					args.add(s.StartUnixNano), args.add(o.d.TimeArg(s.ReceivedAt)), args.add(string(s.Event)),
-				}, `, `) + `)`)
-			}
-			q.WriteString(` ON CONFLICT (workspace, grp, span_key) DO NOTHING`)
-			res, err := o.w.ExecContext(ctx, q.String(), args...)
-			if err != nil {
-				return o.mapErr(err)
-			}
-			n, err := res.RowsAffected()
+		for _, b := range batches {
+			n, err := o.addPendingBatch(ctx, b)
 			if err != nil {
 				return err
 			}
-			added += int(n)
+			added += n
 		}
 		return nil
-	})
-	if err != nil {
+	}
+	if err := o.inPendingTx(ctx, add); err != nil {
+		// The database refused the events array: say which event is
+		// not JSON.
+		if bad := checkEvents(spans); bad != nil {
+			return 0, bad
+		}
 		return 0, err
 	}
 	return added, nil
 }
 
+// errOverQuota rolls back AddPendingSpansQuota past the quota.
+var errOverQuota = errors.New("over the quota")
+
+// AddPendingSpansQuota adds spans and counts them under a quota; see store.TraceIngest.
+func (o ops) AddPendingSpansQuota(ctx context.Context, spans []store.PendingSpan, workspace string, window time.Time, quota int64) (added int, used int64, over bool, err error) {
+	defer derrors.Wrap(&err, "%s.AddPendingSpansQuota(ctx, %d spans, %q, %v, %d)", o.kind, len(spans), workspace, window, quota)
+	if err := required("workspace", workspace); err != nil {
+		return 0, 0, false, err
+	}
+	if err := checkText(workspace); err != nil {
+		return 0, 0, false, err
+	}
+	w, err := hourWindow(window)
+	if err != nil {
+		return 0, 0, false, err
+	}
+	batches, err := pendingBatches(spans)
+	if err != nil {
+		return 0, 0, false, err
+	}
+	for _, b := range batches {
+		if b.ref.Workspace != workspace {
+			return 0, 0, false, derrors.Invalidf("span of workspace %q counted under workspace %q", b.ref.Workspace, workspace)
+		}
+	}
+	add := func(o ops) error {
+		added, used, over = 0, 0, false
+		for _, b := range batches {
+			n, err := o.addPendingBatch(ctx, b)
+			if err != nil {
+				return err
+			}
+			added += n
+		}
+		// The upsert locks the hour's row and returns the count with
+		// every committed export's: the check after it is exact at any
+		// isolation.
+		var total int64
+		err := o.w.QueryRowContext(ctx, `INSERT INTO trace_usage (workspace, window_start, events) VALUES ($1, $2, $3)
+			ON CONFLICT (workspace, window_start) DO UPDATE SET events = trace_usage.events + excluded.events
+			RETURNING events`, workspace, o.d.TimeArg(w), int64(added)).Scan(&total)
+		if err != nil {
+			return o.mapErr(err)
+		}
+		used = total - int64(added)
+		if quota > 0 && added > 0 && total > quota {
+			over = true
+			return errOverQuota
+		}
+		return nil
+	}
+	err = o.inPendingTx(ctx, add)
+	switch {
+	case errors.Is(err, errOverQuota):
+		return added, used, true, nil
+	case err != nil:
+		if bad := checkEvents(spans); bad != nil {
+			return 0, 0, false, bad
+		}
+		return 0, 0, false, err
+	}
+	return added, used, false, nil
+}
+
+// inPendingTx runs fn in the transaction of o, or in a new one: at READ
+// COMMITTED on PostgreSQL, so that each statement sees what the group's
+// previous lock holder committed (a serializable snapshot would be taken
+// before the lock is granted, and exports of other groups would conflict
+// on the index pages they read).
+func (o ops) inPendingTx(ctx context.Context, fn func(o ops) error) error {
+	switch {
+	case o.db == nil:
+		return fn(o)
+	case o.d.Name() == "postgres":
+		return o.db.run(ctx, &sql.TxOptions{Isolation: sql.LevelReadCommitted}, fn)
+	default:
+		return o.atomic(ctx, fn)
+	}
+}
+
+// pendingBatches checks spans and splits them into rows: one per group
+// (and receipt time and external flag, which a call's spans normally
+// share), in lock order, each span once.
+func pendingBatches(spans []store.PendingSpan) ([]*pendingBatch, error) {
+	type batchKey struct {
+		ref      store.PendingGroupRef
+		external bool
+		at       time.Time
+	}
+	type spanKey struct {
+		ref store.PendingGroupRef
+		key string
+	}
+	var batches []*pendingBatch
+	byKey := map[batchKey]*pendingBatch{}
+	var seen map[spanKey]bool
+	for _, s := range spans {
+		if err := required("workspace", s.Workspace, "group", s.Group, "key", s.Key); err != nil {
+			return nil, err
+		}
+		if err := checkText(s.Workspace, s.Group, s.Key); err != nil {
+			return nil, err
+		}
+		ev, err := storedEvent(s.Event)
+		if err != nil {
+			return nil, err
+		}
+		s.Event, s.ReceivedAt = ev, normTime(s.ReceivedAt)
+		k := batchKey{store.PendingGroupRef{Workspace: s.Workspace, Group: s.Group}, s.External, s.ReceivedAt}
+		b := byKey[k]
+		if b == nil {
+			if len(byKey) > 0 && seen == nil {
+				// Several rows: a key may repeat across them.
+				seen = map[spanKey]bool{}
+				for _, b := range batches {
+					for _, sp := range b.spans {
+						seen[spanKey{b.ref, sp.Key}] = true
+					}
+				}
+			}
+			b = &pendingBatch{ref: k.ref, external: s.External, at: s.ReceivedAt}
+			byKey[k] = b
+			batches = append(batches, b)
+		}
+		if seen != nil {
+			sk := spanKey{b.ref, s.Key}
+			if seen[sk] {
+				continue
+			}
+			seen[sk] = true
+		}
+		b.spans = append(b.spans, s)
+	}
+	for _, b := range batches {
+		// The first of a key repeated within a row is kept (seen keeps
+		// a key out of a second row of its group).
+		b.spans = firstOfEachKey(b.spans)
+		slices.SortStableFunc(b.spans, comparePending)
+	}
+	slices.SortStableFunc(batches, func(x, y *pendingBatch) int {
+		return cmp.Or(strings.Compare(x.ref.Workspace, y.ref.Workspace), strings.Compare(x.ref.Group, y.ref.Group))
+	})
+	return batches, nil
+}
+
+// firstOfEachKey drops the spans whose key an earlier one has.
+func firstOfEachKey(spans []store.PendingSpan) []store.PendingSpan {
+	seen := make(map[string]struct{}, len(spans))
+	out := spans[:0:0]
+	for i, s := range spans {
+		if _, dup := seen[s.Key]; dup {
+			if out == nil {
+				out = slices.Clone(spans[:i])
+			}
+			continue
+		}
+		seen[s.Key] = struct{}{}
+		if out != nil {
+			out = append(out, s)
+		}
+	}
+	if out == nil {
+		return spans
+	}
+	return out
+}
+
+// comparePending is the listing order: start time, then key.
+func comparePending(x, y store.PendingSpan) int {
+	return cmp.Or(cmp.Compare(x.StartUnixNano, y.StartUnixNano), strings.Compare(x.Key, y.Key))
+}
+
+// storedEvent checks an event cheaply and returns it as a line of the
+// events array: without raw newlines (which, in JSON, are whitespace).
+// The database checks the whole array is JSON; eventShape makes sure each
+// line is exactly one of its elements.
+func storedEvent(ev json.RawMessage) (json.RawMessage, error) {
+	if len(ev) == 0 {
+		return nil, derrors.Invalidf("event is required")
+	}
+	if !utf8.Valid(ev) {
+		return nil, derrors.Invalidf("event is not valid UTF-8")
+	}
+	if bytes.IndexByte(ev, '\n') >= 0 {
+		var b bytes.Buffer
+		if err := json.Compact(&b, ev); err != nil {
+			return nil, derrors.Invalidf("event is not JSON")
+		}
+		ev = b.Bytes()
+	}
+	if !eventShape(ev) {
+		return nil, derrors.Invalidf("event is not one JSON value")
+	}
+	if err := checkDoc(ev); err != nil {
+		return nil, fmt.Errorf("event: %w", err)
+	}
+	return ev, nil
+}
+
+// eventShape reports whether ev, as an element of a JSON array the
+// database has found valid, is exactly one element: its strings close, its
+// brackets balance and nothing separates values outside them.
+func eventShape(ev []byte) bool {
+	depth := 0
+	for i := 0; i < len(ev); i++ {
+		switch ev[i] {
+		case '"':
+			for i++; i < len(ev) && ev[i] != '"'; i++ {
+				if ev[i] == '\\' {
+					i++
+				}
+			}
+			if i >= len(ev) {
+				return false
+			}
+		case '{', '[':
+			depth++
+		case '}', ']':
+			if depth--; depth < 0 {
+				return false
+			}
+		case ',', ':':
+			if depth == 0 {
+				return false
+			}
+		}
+	}
+	return depth == 0
+}
+
+// encodeBatch is a row's keys, starts and events columns.
+func encodeBatch(spans []store.PendingSpan) (keys, starts, events []byte) {
+	n := 2
+	for _, s := range spans {
+		n += len(s.Event) + 2
+	}
+	events = make([]byte, 0, n)
+	keys = make([]byte, 0, 52*len(spans)+2)
+	starts = make([]byte, 0, 21*len(spans)+2)
+	events, keys, starts = append(events, '['), append(keys, '['), append(starts, '[')
+	for i, s := range spans {
+		if i > 0 {
+			events, keys, starts = append(events, ',', '\n'), append(keys, ','), append(starts, ',')
+		}
+		events = append(events, s.Event...)
+		keys = appendJSONString(keys, s.Key)
+		starts = strconv.AppendInt(starts, s.StartUnixNano, 10)
+	}
+	return append(keys, ']'), append(starts, ']'), append(events, ']')
+}
+
+// appendJSONString appends s as a JSON string.
+func appendJSONString(dst []byte, s string) []byte {
+	plain := true
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c == '"' || c == '\\' || c >= 0x80 {
+			plain = false
+			break
+		}
+	}
+	if plain {
+		dst = append(dst, '"')
+		dst = append(dst, s...)
+		return append(dst, '"')
+	}
+	b, _ := json.Marshal(s) // valid UTF-8 (checkText): cannot fail
+	return append(dst, b...)
+}
+
+// Statements of addPendingBatch. The insert adds the row only if no key of
+// it is stored for the group yet (the common case: a new group, or new
+// spans of a live one); otherwise the stored keys are read and the others
+// inserted.
+const (
+	pgPendingLock   = `SELECT pg_advisory_xact_lock(hashtext($1), hashtext($2))`
+	pgPendingInsert = `INSERT INTO pending_span_batches (workspace, grp, external, received_at, spans, keys, starts, events)
+		SELECT $1::text, $2::text, $3::boolean, $4::timestamptz, $5::integer, $6::text, $7::text, $8::json
+		WHERE $9::boolean OR NOT EXISTS (SELECT 1 FROM pending_span_batches b, json_array_elements_text(b.keys::json) AS k
+			WHERE b.workspace = $1::text AND b.grp = $2::text AND k IN (SELECT json_array_elements_text($6::json)))`
+	pgPendingStored = `SELECT k FROM pending_span_batches b, json_array_elements_text(b.keys::json) AS k
+		WHERE b.workspace = $1 AND b.grp = $2 AND k IN (SELECT json_array_elements_text($3::json))`
+	litePendingInsert = `INSERT INTO pending_span_batches (workspace, grp, seq, external, received_at, spans, keys, starts, events)
+		SELECT $1, $2, (SELECT coalesce(max(seq), 0) + 1 FROM pending_span_batches WHERE workspace = $1 AND grp = $2), $3, $4, $5, $6, $7, $8
+		WHERE $9 OR NOT EXISTS (SELECT 1 FROM pending_span_batches b, json_each(b.keys) AS k
+			WHERE b.workspace = $1 AND b.grp = $2 AND k.value IN (SELECT value FROM json_each($6)))`
+	litePendingStored = `SELECT k.value FROM pending_span_batches b, json_each(b.keys) AS k
+		WHERE b.workspace = $1 AND b.grp = $2 AND k.value IN (SELECT value FROM json_each($3))`
+)
+
+// addPendingBatch writes one row, in a transaction holding the group's
+// lock (PostgreSQL; SQLite has one writer), with the spans the group does
+// not hold yet, and returns how many that was.
+func (o ops) addPendingBatch(ctx context.Context, b *pendingBatch) (int, error) {
+	pg := o.d.Name() == "postgres"
+	insert, stored := litePendingInsert, litePendingStored
+	if pg {
+		insert, stored = pgPendingInsert, pgPendingStored
+		if _, err := o.w.ExecContext(ctx, pgPendingLock, b.ref.Workspace, b.ref.Group); err != nil {
+			return 0, o.mapErr(err)
+		}
+	}
+	spans := b.spans
+	keys, starts, events := encodeBatch(spans)
+	for all := false; ; all = true {
+		res, err := o.w.ExecContext(ctx, insert, b.ref.Workspace, b.ref.Group, b.external, o.d.TimeArg(b.at),
+			len(spans), string(keys), string(starts), string(events), all)
+		if err != nil {
+			return 0, o.mapErr(err)
+		}
+		n, err := res.RowsAffected()
+		if err != nil {
+			return 0, err
+		}
+		if n == 1 {
+			return len(spans), nil
+		}
+		if all {
+			return 0, fmt.Errorf("inserting the spans of group %q: no row added", b.ref.Group)
+		}
+		// Some are stored already: keep the others.
+		have, err := queryWriter(ctx, o, func(r rowScanner) (string, error) {
+			var k string
+			err := r.Scan(&k)
+			return k, err
+		}, stored, b.ref.Workspace, b.ref.Group, string(keys))
+		if err != nil {
+			return 0, err
+		}
+		spans = slices.DeleteFunc(slices.Clone(spans), func(s store.PendingSpan) bool { return slices.Contains(have, s.Key) })
+		if len(spans) == 0 {
+			return 0, nil
+		}
+		keys, starts, events = encodeBatch(spans)
+	}
+}
+
 // checkEvents is checkJSON of every span's event, on every processor when
-// there are many.
+// there are many; it names the event the database refused.
 func checkEvents(spans []store.PendingSpan) error {
 	n := min(runtime.GOMAXPROCS(0), len(spans)/256)
 	if n <= 1 {
@@ -146,51 +441,111 @@ func checkEvents(spans []store.PendingSpan) error {
 	return nil
 }
 
-// addPendingSpansArrays is AddPendingSpans on PostgreSQL: one INSERT ...
-// SELECT FROM unnest of seven arrays, whatever the number of spans, so
-// the statement is parsed and planned once per connection rather than
-// once per batch size, and carries seven parameters rather than seven a
-// span. The events travel as text[] (binary, no quoting) and are cast to
-// json row by row: binding a json[] parsed the array's text form, every
-// quote of every event escaped, which cost as much as the insert.
-func (o ops) addPendingSpansArrays(ctx context.Context, spans []store.PendingSpan) (int, error) {
-	n := len(spans)
-	if first := spans[0]; !slices.ContainsFunc(spans, func(s store.PendingSpan) bool {
-		return s.Workspace != first.Workspace || s.Group != first.Group || s.External != first.External || !s.ReceivedAt.Equal(first.ReceivedAt)
-	}) {
-		// One group received at one time, as an export's spans usually
-		// are: four columns are parameters rather than arrays of n
-		// copies.
-		key, event, start := make([]string, n), make([]string, n), make([]int64, n)
-		for i, s := range spans {
-			key[i], event[i], start[i] = s.Key, string(s.Event), s.StartUnixNano
-		}
-		res, err := o.w.ExecContext(ctx, `INSERT INTO pending_spans (workspace, grp, span_key, external, start_unix_nano, received_at, event)
-			SELECT $1, $2, key, $4, start, $6, event::json
-			FROM unnest($3::text[], $5::bigint[], $7::text[]) AS s (key, start, event)
-			ON CONFLICT (workspace, grp, span_key) DO NOTHING`, first.Workspace, first.Group, key, first.External, start, first.ReceivedAt, event)
-		if err != nil {
-			return 0, o.mapErr(err)
-		}
-		added, err := res.RowsAffected()
-		return int(added), err
+// pendingRow is one stored row, as read.
+type pendingRow struct {
+	ref                  store.PendingGroupRef
+	external             bool
+	at                   time.Time
+	keys, starts, events []byte
+}
+
+const pendingRowColumns = `workspace, grp, external, received_at, keys, starts, events`
+
+func scanPendingRow(r rowScanner) (pendingRow, error) {
+	var p pendingRow
+	var at dbTime
+	if err := r.Scan(&p.ref.Workspace, &p.ref.Group, &p.external, &at, &p.keys, &p.starts, &p.events); err != nil {
+		return p, err
 	}
-	ws, grp, key, event := make([]string, n), make([]string, n), make([]string, n), make([]string, n)
-	ext, start, at := make([]bool, n), make([]int64, n), make([]time.Time, n)
-	for i, s := range spans {
-		ws[i], grp[i], key[i], event[i] = s.Workspace, s.Group, s.Key, string(s.Event)
-		ext[i], start[i], at[i] = s.External, s.StartUnixNano, s.ReceivedAt
-	}
-	res, err := o.w.ExecContext(ctx, `INSERT INTO pending_spans (workspace, grp, span_key, external, start_unix_nano, received_at, event)
-		SELECT ws, grp, key, ext, start, at, event::json
-		FROM unnest($1::text[], $2::text[], $3::text[], $4::boolean[], $5::bigint[], $6::timestamptz[], $7::text[])
-			AS s (ws, grp, key, ext, start, at, event)
-		ON CONFLICT (workspace, grp, span_key) DO NOTHING`, ws, grp, key, ext, start, at, event)
+	p.at = at.Time
+	return p, nil
+}
+
+// spans splits a row into its spans, appended to out.
+func (p pendingRow) spans(out []store.PendingSpan) ([]store.PendingSpan, error) {
+	keys, err := decodeKeys(p.keys)
 	if err != nil {
-		return 0, o.mapErr(err)
+		return nil, fmt.Errorf("keys of a pending row of %q: %w", p.ref.Group, err)
 	}
-	added, err := res.RowsAffected()
-	return int(added), err
+	var starts []int64
+	if err := json.Unmarshal(p.starts, &starts); err != nil {
+		return nil, fmt.Errorf("start times of a pending row of %q: %w", p.ref.Group, err)
+	}
+	ev := bytes.TrimSpace(p.events)
+	if len(ev) < 2 || ev[0] != '[' || ev[len(ev)-1] != ']' || len(starts) != len(keys) {
+		return nil, fmt.Errorf("a pending row of %q is malformed", p.ref.Group)
+	}
+	ev = ev[1 : len(ev)-1]
+	for i, k := range keys {
+		line := ev
+		if j := bytes.IndexByte(ev, '\n'); j >= 0 {
+			line, ev = ev[:j], ev[j+1:]
+		} else {
+			ev = nil
+		}
+		if i < len(keys)-1 {
+			line = bytes.TrimSuffix(bytes.TrimRight(line, " \t\r"), []byte(","))
+		} else if len(ev) > 0 {
+			return nil, fmt.Errorf("a pending row of %q holds more events than keys", p.ref.Group)
+		}
+		line = bytes.TrimSpace(line)
+		out = append(out, store.PendingSpan{Workspace: p.ref.Workspace, Group: p.ref.Group, External: p.external,
+			Key: k, StartUnixNano: starts[i], ReceivedAt: p.at, Event: json.RawMessage(line[:len(line):len(line)])})
+	}
+	return out, nil
+}
+
+// decodeKeys reads a JSON array of strings, written by encodeBatch or by
+// the migration; keys without escapes take no decoder.
+func decodeKeys(b []byte) ([]string, error) {
+	if len(b) >= 2 && b[0] == '[' && b[len(b)-1] == ']' && bytes.IndexByte(b, '\\') < 0 && bytes.IndexByte(b, ' ') < 0 {
+		body := b[1 : len(b)-1]
+		if len(body) == 0 {
+			return []string{}, nil
+		}
+		keys := make([]string, 0, bytes.Count(body, []byte(`","`))+1)
+		all := string(body)
+		for len(all) > 0 {
+			if all[0] != '"' {
+				break
+			}
+			j := strings.IndexByte(all[1:], '"')
+			if j < 0 {
+				break
+			}
+			keys = append(keys, all[1:1+j])
+			all = all[2+j:]
+			if len(all) > 0 {
+				if all[0] != ',' {
+					break
+				}
+				all = all[1:]
+			}
+		}
+		if len(all) == 0 {
+			return keys, nil
+		}
+	}
+	var keys []string
+	err := json.Unmarshal(b, &keys)
+	return keys, err
+}
+
+// groupSpans is the spans of one group's rows, in receipt order: each key
+// once (its first), ordered by start time then key.
+func groupSpans(rows []pendingRow) ([]store.PendingSpan, error) {
+	var out []store.PendingSpan
+	for _, r := range rows {
+		var err error
+		if out, err = r.spans(out); err != nil {
+			return nil, err
+		}
+	}
+	if len(rows) > 1 {
+		out = firstOfEachKey(out)
+		slices.SortStableFunc(out, comparePending)
+	}
+	return out, nil
 }
 
 // ListPendingSpans returns a group's spans in start order; see store.TraceIngest.
@@ -199,17 +554,69 @@ func (o ops) ListPendingSpans(ctx context.Context, workspace, group string) (_ [
 	if err := checkText(workspace, group); err != nil {
 		return nil, err
 	}
-	return queryWriter(ctx, o, func(r rowScanner) (store.PendingSpan, error) {
-		s := store.PendingSpan{Workspace: workspace, Group: group}
-		var at dbTime
-		var event []byte
-		if err := r.Scan(&s.Key, &s.External, &s.StartUnixNano, &at, &event); err != nil {
-			return s, err
+	rows, err := queryWriter(ctx, o, scanPendingRow, `SELECT `+pendingRowColumns+` FROM pending_span_batches
+		WHERE workspace = $1 AND grp = $2 ORDER BY seq`, workspace, group)
+	if err != nil {
+		return nil, err
+	}
+	return groupSpans(rows)
+}
+
+// ListPendingSpansOf reads several groups' spans at once; see store.TraceIngest.
+func (o ops) ListPendingSpansOf(ctx context.Context, groups []store.PendingGroupRef) (_ map[store.PendingGroupRef][]store.PendingSpan, err error) {
+	defer derrors.Wrap(&err, "%s.ListPendingSpansOf(ctx, %d groups)", o.kind, len(groups))
+	out := map[store.PendingGroupRef][]store.PendingSpan{}
+	for _, g := range groups {
+		if err := checkText(g.Workspace, g.Group); err != nil {
+			return nil, err
 		}
-		s.ReceivedAt, s.Event = at.Time, json.RawMessage(event)
-		return s, nil
-	}, `SELECT span_key, external, start_unix_nano, received_at, event FROM pending_spans
-		WHERE workspace = $1 AND grp = $2 ORDER BY start_unix_nano, span_key`, workspace, group)
+	}
+	groups = slices.Clone(groups)
+	slices.SortFunc(groups, func(x, y store.PendingGroupRef) int {
+		return cmp.Or(strings.Compare(x.Workspace, y.Workspace), strings.Compare(x.Group, y.Group))
+	})
+	groups = slices.Compact(groups)
+	for i := 0; i < len(groups); i += groupsPerRead {
+		part := groups[i:min(i+groupsPerRead, len(groups))]
+		// One statement text whatever the number of groups, so that it
+		// is prepared once per connection.
+		var rows []pendingRow
+		var err error
+		if o.d.Name() == "postgres" {
+			ws, grp := make([]string, len(part)), make([]string, len(part))
+			for j, g := range part {
+				ws[j], grp[j] = g.Workspace, g.Group
+			}
+			rows, err = queryWriter(ctx, o, scanPendingRow, `SELECT `+pendingRowColumns+` FROM pending_span_batches
+				WHERE (workspace, grp) IN (SELECT * FROM unnest($1::text[], $2::text[])) ORDER BY workspace, grp, seq`, ws, grp)
+		} else {
+			pairs := make([][2]string, len(part))
+			for j, g := range part {
+				pairs[j] = [2]string{g.Workspace, g.Group}
+			}
+			doc, _ := json.Marshal(pairs) // strings: cannot fail
+			rows, err = queryWriter(ctx, o, scanPendingRow, `SELECT `+pendingRowColumns+` FROM pending_span_batches
+				WHERE (workspace, grp) IN (SELECT value ->> 0, value ->> 1 FROM json_each($1)) ORDER BY workspace, grp, seq`, string(doc))
+		}
+		if err != nil {
+			return nil, err
+		}
+		for lo := 0; lo < len(rows); {
+			hi := lo + 1
+			for hi < len(rows) && rows[hi].ref == rows[lo].ref {
+				hi++
+			}
+			spans, err := groupSpans(rows[lo:hi])
+			if err != nil {
+				return nil, err
+			}
+			if len(spans) > 0 {
+				out[rows[lo].ref] = spans
+			}
+			lo = hi
+		}
+	}
+	return out, nil
 }
 
 // DeletePendingSpans drops a group's spans; see store.TraceIngest.
@@ -218,7 +625,7 @@ func (o ops) DeletePendingSpans(ctx context.Context, workspace, group string) (e
 	if err := checkText(workspace, group); err != nil {
 		return err
 	}
-	_, err = o.w.ExecContext(ctx, `DELETE FROM pending_spans WHERE workspace = $1 AND grp = $2`, workspace, group)
+	_, err = o.w.ExecContext(ctx, `DELETE FROM pending_span_batches WHERE workspace = $1 AND grp = $2`, workspace, group)
 	return o.mapErr(err)
 }
 
@@ -232,7 +639,7 @@ func (o ops) ListPendingGroups(ctx context.Context, idleSince time.Time, limit i
 		limit = defaultPendingGroupLimit
 	}
 	var args sqlArgs
-	q := `SELECT workspace, grp, MAX(CASE WHEN external THEN 1 ELSE 0 END), COUNT(*), MAX(received_at) FROM pending_spans
+	q := `SELECT workspace, grp, MAX(CASE WHEN external THEN 1 ELSE 0 END), SUM(spans), MAX(received_at) FROM pending_span_batches
 		GROUP BY workspace, grp`
 	if !idleSince.IsZero() {
 		q += ` HAVING MAX(received_at) < ` + args.add(o.d.TimeArg(normTime(idleSince)))

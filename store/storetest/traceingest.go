@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -105,6 +106,183 @@ var traceIngestCases = []Case{
 		if got[0].Key != "t/149" || got[149].Key != "t/000" {
 			t.Errorf("ListPendingSpans: first %q, last %q; want t/149 to t/000 (start order)", got[0].Key, got[149].Key)
 		}
+	}},
+	{"traceingest/a_span_in_two_exports_is_kept_once", func(t *testing.T, s store.Store) {
+		ctx := t.Context()
+		first := []store.PendingSpan{pendingSpan("acme", "run-1", "t/b", 20, false), pendingSpan("acme", "run-1", "t/a", 10, false)}
+		if n := addSpans(t, s, first...); n != 2 {
+			t.Errorf("first export added = %d, want 2", n)
+		}
+		// The second export repeats t/b (with another event: the first
+		// received is kept) and brings t/c, which starts first.
+		again := pendingSpan("acme", "run-1", "t/b", 20, false)
+		again.Event = json.RawMessage(`{"kind":"span","name":"t/b again"}`)
+		if n := addSpans(t, s, again, pendingSpan("acme", "run-1", "t/c", 5, false)); n != 1 {
+			t.Errorf("second export added = %d, want 1 (t/c)", n)
+		}
+		// A third repeats only known spans, twice within itself.
+		if n := addSpans(t, s, pendingSpan("acme", "run-1", "t/a", 10, false), pendingSpan("acme", "run-1", "t/c", 5, false), pendingSpan("acme", "run-1", "t/c", 5, false)); n != 0 {
+			t.Errorf("third export added = %d, want 0", n)
+		}
+		// One call whose group's spans differ in receipt time (two rows)
+		// and repeat a key in the first.
+		late := pendingSpan("acme", "run-1", "t/e", 40, false)
+		late.ReceivedAt = t0.Add(time.Second)
+		if n := addSpans(t, s, pendingSpan("acme", "run-1", "t/d", 30, false), pendingSpan("acme", "run-1", "t/d", 30, false), late,
+			pendingSpan("acme", "run-1", "t/d", 30, false)); n != 2 {
+			t.Errorf("fourth export added = %d, want 2 (t/d once, t/e)", n)
+		}
+		got, err := s.ListPendingSpans(ctx, "acme", "run-1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff([]string{"t/c", "t/a", "t/b", "t/d", "t/e"}, spanKeys(got)); diff != "" {
+			t.Errorf("ListPendingSpans keys (-want +got):\n%s", diff)
+		}
+		if len(got) == 5 && string(got[2].Event) != `{"kind":"span","name":"t/b"}` {
+			t.Errorf("t/b's event = %s, want the first received", got[2].Event)
+		}
+		groups, err := s.ListPendingGroups(ctx, time.Time{}, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(groups) != 1 || groups[0].Spans != 5 {
+			t.Errorf("ListPendingGroups = %+v, want run-1 with 5 spans", groups)
+		}
+	}},
+	{"traceingest/concurrent_exports_of_one_group_store_each_span_once", func(t *testing.T, s store.Store) {
+		// Eight exports at once, each of 40 spans overlapping its
+		// neighbours': 0-39, 20-59, ..., 140-179; half of them under a
+		// quota. The hour's usage counts each span once too.
+		hour := time.Date(2026, 5, 1, 10, 0, 0, 0, time.UTC)
+		const exports, per, step = 8, 40, 20
+		added := make([]int, exports)
+		errs := make([]error, exports)
+		var wg sync.WaitGroup
+		for e := range exports {
+			wg.Go(func() {
+				var spans []store.PendingSpan
+				for i := e * step; i < e*step+per; i++ {
+					spans = append(spans, pendingSpan("acme", "busy", fmt.Sprintf("t/%03d", i), int64(1000-i), true))
+				}
+				if e%2 == 0 {
+					added[e], errs[e] = s.AddPendingSpans(t.Context(), spans)
+					return
+				}
+				// Half under a quota, as the door adds them.
+				var over bool
+				added[e], _, over, errs[e] = s.AddPendingSpansQuota(t.Context(), spans, "acme", hour, 1_000_000)
+				if over {
+					errs[e] = fmt.Errorf("over a quota of 1,000,000")
+				}
+			})
+		}
+		wg.Wait()
+		total := 0
+		for e := range exports {
+			if errs[e] != nil {
+				t.Fatalf("export %d: %v", e, errs[e])
+			}
+			total += added[e]
+		}
+		const distinct = (exports-1)*step + per
+		if total != distinct {
+			t.Errorf("the exports added %v spans, %d in all; want %d (each span counted once)", added, total, distinct)
+		}
+		if used, err := s.GetTraceUsage(t.Context(), "acme", hour); err != nil || used > distinct {
+			t.Errorf("usage = %d, %v; want at most %d", used, err, distinct)
+		}
+		got, err := s.ListPendingSpans(t.Context(), "acme", "busy")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != distinct {
+			t.Fatalf("ListPendingSpans: %d spans, want %d", len(got), distinct)
+		}
+		for i, sp := range got {
+			if want := fmt.Sprintf("t/%03d", distinct-1-i); sp.Key != want {
+				t.Fatalf("span %d is %q, want %q (start order, each once)", i, sp.Key, want)
+			}
+		}
+	}},
+	{"traceingest/pending_spans_of_several_groups_in_one_read", func(t *testing.T, s store.Store) {
+		addSpans(t, s, pendingSpan("acme", "run-1", "t/b", 2, false), pendingSpan("acme", "run-1", "t/a", 1, false),
+			pendingSpan("acme", "run-2", "t/c", 3, false), pendingSpan("other", "run-1", "t/z", 1, false))
+		addSpans(t, s, pendingSpan("acme", "run-2", "t/d", 0, false))
+		got, err := s.ListPendingSpansOf(t.Context(), []store.PendingGroupRef{
+			{Workspace: "acme", Group: "run-1"}, {Workspace: "acme", Group: "run-2"}, {Workspace: "acme", Group: "none"},
+			{Workspace: "acme", Group: "run-1"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		keys := map[string][]string{}
+		for g, spans := range got {
+			keys[g.Workspace+"/"+g.Group] = spanKeys(spans)
+		}
+		want := map[string][]string{"acme/run-1": {"t/a", "t/b"}, "acme/run-2": {"t/d", "t/c"}}
+		if diff := cmp.Diff(want, keys); diff != "" {
+			t.Errorf("ListPendingSpansOf (-want +got):\n%s", diff)
+		}
+		if got, err := s.ListPendingSpansOf(t.Context(), nil); err != nil || len(got) != 0 {
+			t.Errorf("ListPendingSpansOf(none) = %v, %v", got, err)
+		}
+	}},
+	{"traceingest/an_event_is_one_json_value_kept_on_one_line", func(t *testing.T, s store.Store) {
+		for _, ev := range []string{`1,2`, `{"a":1},{"b":2}`, `{a:1}`, `{"a":1`, `"open`, `]`, `{"a":1}{"b":2}`, "[1,\n2,]"} {
+			sp := pendingSpan("acme", "g", "k", 1, false)
+			sp.Event = json.RawMessage(ev)
+			_, err := s.AddPendingSpans(t.Context(), []store.PendingSpan{sp})
+			wantErr(t, fmt.Sprintf("AddPendingSpans(event %q)", ev), err, derrors.ErrInvalid)
+		}
+		// Newlines, which JSON allows between tokens, are dropped.
+		sp := pendingSpan("acme", "g", "k", 1, false)
+		sp.Event = json.RawMessage("{\n  \"kind\": \"span\",\n  \"name\": \"a\\nb\"\n}")
+		addSpans(t, s, sp, pendingSpan("acme", "g", "k2", 2, false))
+		got, err := s.ListPendingSpans(t.Context(), "acme", "g")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != 2 || string(got[0].Event) != `{"kind":"span","name":"a\nb"}` || string(got[1].Event) != `{"kind":"span","name":"k2"}` {
+			t.Errorf("ListPendingSpans = %+v", got)
+		}
+	}},
+	{"traceingest/pending_spans_under_a_quota", func(t *testing.T, s store.Store) {
+		ctx := t.Context()
+		hour := time.Date(2026, 5, 1, 10, 0, 0, 0, time.UTC)
+		spans := func(keys ...string) []store.PendingSpan {
+			var out []store.PendingSpan
+			for i, k := range keys {
+				out = append(out, pendingSpan("acme", "q", k, int64(i+1), true))
+			}
+			return out
+		}
+		for _, step := range []struct {
+			keys       []string
+			added      int
+			used       int64
+			over       bool
+			wantStored int
+		}{
+			{[]string{"a", "b", "c"}, 3, 0, false, 3},
+			{[]string{"c", "d"}, 1, 3, false, 4},           // c is a retry: only d counts
+			{[]string{"a", "b", "c", "d"}, 0, 4, false, 4}, // all retries: nothing counts
+			{[]string{"e", "f"}, 2, 4, true, 4},            // 6 > 5: refused whole
+			{[]string{"e"}, 1, 4, false, 5},                // 5: at the quota
+		} {
+			added, used, over, err := s.AddPendingSpansQuota(ctx, spans(step.keys...), "acme", hour, 5)
+			if err != nil || added != step.added || used != step.used || over != step.over {
+				t.Errorf("AddPendingSpansQuota(%v) = %d, %d, %v, %v; want %d, %d, %v", step.keys, added, used, over, err, step.added, step.used, step.over)
+			}
+			got, _ := s.ListPendingSpans(ctx, "acme", "q")
+			if len(got) != step.wantStored {
+				t.Errorf("after %v: %d spans stored, want %d", step.keys, len(got), step.wantStored)
+			}
+		}
+		if used, err := s.GetTraceUsage(ctx, "acme", hour); err != nil || used != 5 {
+			t.Errorf("usage = %d, %v; want 5 (the refused export counted nothing)", used, err)
+		}
+		_, _, _, err := s.AddPendingSpansQuota(ctx, []store.PendingSpan{pendingSpan("other", "q", "k", 1, true)}, "acme", hour, 0)
+		wantErr(t, "AddPendingSpansQuota(another workspace's span)", err, derrors.ErrInvalid)
 	}},
 	{"traceingest/idle_groups_by_latest_span", func(t *testing.T, s store.Store) {
 		old, recent := pendingSpan("acme", "ext-old", "k1", 1, true), pendingSpan("acme", "run-live", "k1", 1, false)
