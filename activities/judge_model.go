@@ -35,7 +35,7 @@ func (a *Activities) runModelJudge(ctx context.Context, who auth.Principal, j *r
 		return judges.Skip(j.ID, missing), nil
 	}
 	b := access.Binding
-	ep := judges.Endpoint{Name: b.Name, BaseURL: b.BaseURL, Model: b.Model, Key: access.Key(),
+	ep := judges.Endpoint{Name: b.Name, Provider: b.Provider, BaseURL: b.BaseURL, Model: b.Model, Key: access.Key(),
 		Client: access.Client, Timeout: b.Timeout(), Price: b.Cost}
 	ev, _ := a.judgeEvidence(ctx, eff, in)
 	scores, usage, err := judges.ModelVerdict(ctx, j.ID, eff, ev, ep)

@@ -99,7 +99,7 @@ func (s *Server) judgeProxy(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, b.BaseURL+"/chat/completions", bytes.NewReader(out))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, b.ChatCompletionsURL(), bytes.NewReader(out))
 	if err != nil {
 		return err
 	}

@@ -286,7 +286,7 @@ func (s *Server) tryModelJudge(c echo.Context, j *registry.JudgeSpec, label stri
 		return skip(missing)
 	}
 	b := access.Binding
-	ep := score.Endpoint{Name: b.Name, BaseURL: b.BaseURL, Model: b.Model, Key: access.Key(),
+	ep := score.Endpoint{Name: b.Name, Provider: b.Provider, BaseURL: b.BaseURL, Model: b.Model, Key: access.Key(),
 		Client: access.Client, Timeout: b.Timeout(), Price: b.Cost}
 	bound, warnings := s.evidenceFetcher().Resolve(ctx, eff, ev)
 	out.Warnings = warnings

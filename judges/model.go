@@ -14,6 +14,10 @@ import (
 // Endpoint is one resolved model binding (score.Endpoint).
 type Endpoint = score.Endpoint
 
+// AnthropicMaxTokens is the max_tokens of an anthropic binding's Messages
+// call (score.AnthropicMaxTokens).
+const AnthropicMaxTokens = score.AnthropicMaxTokens
+
 // Usage is what one model call consumed (score.Usage).
 type Usage = score.Usage
 

@@ -41,19 +41,26 @@ const (
 	ProviderAnthropic = "anthropic"
 )
 
-// Default base URLs. Both speak the OpenAI chat completions wire format
-// (Anthropic's OpenAI-compatible endpoint).
+// Default base URLs. openai is the OpenAI chat completions API root;
+// anthropic is the root of Anthropic's API (the Anthropic SDK's base),
+// under which model judges post v1/messages and the model proxy posts
+// v1/chat/completions (Anthropic's OpenAI-compatible endpoint). An
+// anthropic binding declared with ".../v1" (the default before the
+// Messages API) works unchanged: ChatCompletionsURL and the judges'
+// client strip the "/v1".
 var defaultBaseURL = map[string]string{
 	ProviderOpenAI:    "https://api.openai.com/v1",
-	ProviderAnthropic: "https://api.anthropic.com/v1",
+	ProviderAnthropic: "https://api.anthropic.com",
 }
 
 // Binding is a workspace's declaration of one model its judges may use.
 type Binding struct {
 	Name     string `json:"name"`
 	Provider string `json:"provider"`
-	// BaseURL is the API root ("https://api.openai.com/v1"); the client
-	// posts to BaseURL + "/chat/completions".
+	// BaseURL is the API root: for openai "https://api.openai.com/v1",
+	// posted to at BaseURL + "/chat/completions"; for anthropic
+	// "https://api.anthropic.com" (a trailing "/v1" is accepted), posted
+	// to at BaseURL + "/v1/messages" (ChatCompletionsURL for the proxy).
 	BaseURL string `json:"baseUrl"`
 	Model   string `json:"model"`
 	// KeySecret names the workspace secret holding the API key; its

@@ -1,8 +1,9 @@
-// Package judgetest serves the OpenAI chat completions wire format on
-// loopback, for tests of model judges. Its answers are built from the
-// recorded shapes in testdata/openai (response.json, error.json); the
-// request shape it expects is testdata/openai/request.json. Streaming is
-// off: a request asking for a stream is refused.
+// Package judgetest serves the OpenAI chat completions wire format (New)
+// and Anthropic's Messages API (NewAnthropic) on loopback, for tests of
+// model judges. Answers are built from the recorded shapes in
+// testdata/openai and testdata/anthropic (response.json, error.json); the
+// request shapes expected are their request.json. Streaming is off: a
+// request asking for a stream is refused.
 package judgetest
 
 import (
@@ -17,14 +18,21 @@ import (
 	"testing"
 )
 
-//go:embed testdata/openai/*.json
+//go:embed testdata/openai/*.json testdata/anthropic/*.json
 var fixtures embed.FS
 
 // Request is what the server received on one call.
 type Request struct {
+	// Authorization is the Authorization header (OpenAI: "Bearer <key>").
 	Authorization string
-	Model         string
-	Prompt        string // the one user message (its text part)
+	// APIKey and Version are the x-api-key and anthropic-version headers
+	// (Anthropic).
+	APIKey  string
+	Version string
+	// Path is the request's URL path.
+	Path   string
+	Model  string
+	Prompt string // the one user message (its text part)
 	// Images are the image parts' URLs of a multi-part message.
 	Images []string
 	Body   []byte
@@ -41,13 +49,15 @@ type Server struct {
 	mu       sync.Mutex
 	received []Request
 	Block    chan struct{}
+	// base is BaseURL's answer; "" is URL + "/v1".
+	base string
 }
 
 // New starts a server answering with answer; it stops at the test's end.
 func New(t testing.TB, answer Answer) *Server {
 	t.Helper()
-	resp := mustRead(t, "response.json")
-	errBody := mustRead(t, "error.json")
+	resp := mustRead(t, "openai/response.json")
+	errBody := mustRead(t, "openai/error.json")
 	s := &Server{}
 	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
@@ -76,7 +86,7 @@ func New(t testing.TB, answer Answer) *Server {
 			return
 		}
 		s.mu.Lock()
-		s.received = append(s.received, Request{Authorization: r.Header.Get("Authorization"), Model: req.Model, Prompt: text, Images: images, Body: body})
+		s.received = append(s.received, Request{Authorization: r.Header.Get("Authorization"), Path: r.URL.Path, Model: req.Model, Prompt: text, Images: images, Body: body})
 		s.mu.Unlock()
 		if s.Block != nil {
 			select {
@@ -110,11 +120,18 @@ func (s *Server) Received() []Request {
 }
 
 // BaseURL is the API root to give a binding.
-func (s *Server) BaseURL() string { return s.URL + "/v1" }
+// For New, URL + "/v1"; for NewAnthropic, URL (the Anthropic SDK's
+// base, below which it posts v1/messages).
+func (s *Server) BaseURL() string {
+	if s.base != "" {
+		return s.base
+	}
+	return s.URL + "/v1"
+}
 
 func mustRead(t testing.TB, name string) []byte {
 	t.Helper()
-	b, err := fixtures.ReadFile("testdata/openai/" + name)
+	b, err := fixtures.ReadFile("testdata/" + name)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/anthropics/anthropic-sdk-go"
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 
@@ -17,14 +18,20 @@ import (
 )
 
 // Endpoint is one resolved model binding: where a model judge's prompt is
-// sent and with which key. The key goes into the Authorization header of
-// the call and nowhere else: never into a score, an error or a log.
+// sent and with which key. The key goes into the Authorization header
+// (x-api-key for anthropic) of the call and nowhere else: never into a
+// score, an error or a log.
 type Endpoint struct {
 	// Name is the binding's name, for messages.
-	Name    string
-	BaseURL string
-	Model   string
-	Key     string
+	Name string
+	// Provider picks the wire format: ProviderAnthropic is Anthropic's
+	// Messages API (POST BaseURL/v1/messages, BaseURL with or without a
+	// trailing /v1); anything else, "" included, is the OpenAI chat
+	// completions API (POST BaseURL/chat/completions).
+	Provider string
+	BaseURL  string
+	Model    string
+	Key      string
 	// Client dials through the address guard; nil means a plain client.
 	Client *http.Client
 	// Timeout bounds one call; 0 means two minutes.
@@ -50,9 +57,10 @@ func (u Usage) String() string {
 	return s
 }
 
-// Complete sends text as the one user message of a chat completion
-// (streaming off, temperature 0, no retries: a failed call is a skip
-// score, and a re-score retries it) and returns the answer.
+// Complete sends text (and images, data URLs) as the one user message of
+// a call to ep's provider (streaming off, temperature 0, no retries: a
+// failed call is a skip score, and a re-score retries it) and returns the
+// answer: a chat completion for openai, a Messages call for anthropic.
 func Complete(ctx context.Context, ep Endpoint, text string, images ...string) (string, *Usage, error) {
 	timeout := ep.Timeout
 	if timeout <= 0 {
@@ -62,6 +70,14 @@ func Complete(ctx context.Context, ep Endpoint, text string, images ...string) (
 	if hc == nil {
 		hc = &http.Client{}
 	}
+	if ep.Provider == ProviderAnthropic {
+		return completeAnthropic(ctx, ep, hc, timeout, text, images)
+	}
+	return completeOpenAI(ctx, ep, hc, timeout, text, images)
+}
+
+// completeOpenAI is Complete for the OpenAI chat completions wire format.
+func completeOpenAI(ctx context.Context, ep Endpoint, hc *http.Client, timeout time.Duration, text string, images []string) (string, *Usage, error) {
 	client := openai.NewClient(
 		option.WithBaseURL(ep.BaseURL),
 		option.WithAPIKey(ep.Key),
@@ -95,11 +111,17 @@ func Complete(ctx context.Context, ep Endpoint, text string, images ...string) (
 // whatever the server or transport said.
 func callError(ep Endpoint, err error, timeout time.Duration) string {
 	var apiErr *openai.Error
+	var antErr *anthropic.Error
 	var msg string
 	switch {
 	case errors.As(err, &apiErr):
 		msg = fmt.Sprintf("answered HTTP %d", apiErr.StatusCode)
 		if m := strings.TrimSpace(apiErr.Message); m != "" {
+			msg += ": " + m
+		}
+	case errors.As(err, &antErr):
+		msg = fmt.Sprintf("answered HTTP %d", antErr.StatusCode)
+		if m := strings.TrimSpace(anthropicErrorMessage(antErr)); m != "" {
 			msg += ": " + m
 		}
 	case errors.Is(err, context.DeadlineExceeded):
