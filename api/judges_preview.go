@@ -232,15 +232,6 @@ func (s *Server) previewEvidence(c echo.Context, e previewEvidence) (evidenceOf,
 	return evidenceOf{}, derrors.Invalidf(`evidence.source %q: want "A" (a stored run: runId), "B" (trace and prompt) or "C" (a live dispatch: harness and case)`, clipText(e.Source))
 }
 
-func contains(xs []string, x string) bool {
-	for _, y := range xs {
-		if y == x {
-			return true
-		}
-	}
-	return false
-}
-
 // clipText bounds a client value quoted back in an error.
 func clipText(s string) string {
 	if len(s) > 32 {

@@ -57,11 +57,11 @@ func (m *HarnessModel) UnmarshalJSON(b []byte) error {
 
 // checkShape implements shaper.
 func (*HarnessModel) checkShape(v any, p string, pr *problems) {
-	switch v.(type) {
+	switch m := v.(type) {
 	case string:
 	case map[string]any:
 		checkShape(v, reflect.TypeFor[harnessModelRef](), p, pr)
-		if r, ok := v.(map[string]any)["ref"]; !ok || r == "" {
+		if r, ok := m["ref"]; !ok || r == "" {
 			pr.add(field(p, "ref"), "required: the name of the workspace model binding the harness calls (PUT /workspace/models/:name)")
 		}
 	default:
