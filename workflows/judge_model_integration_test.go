@@ -147,3 +147,70 @@ func (b *syncBuffer) String() string {
 	defer b.mu.Unlock()
 	return b.b.String()
 }
+
+// TestAnthropicModelJudgeInJudgedBatch: a legacy model judge on an
+// anthropic binding, in a real judged batch, calls Anthropic's Messages
+// API (the loopback server answers only POST /v1/messages with the key in
+// x-api-key), and the preview of a case is the prompt the server received.
+func TestAnthropicModelJudgeInJudgedBatch(t *testing.T) {
+	st := stacktest.New(t, stacktest.Options{Backend: "sqlite", TaskQueue: taskQueue, Host: "test-worker",
+		Config: func(cfg *config.Config) { cfg.WebhookAllow = "127.0.0.1" }})
+	s := &stack{st: st, url: st.URL, store: st.Store, tc: st.Client, apiKey: st.APIKey, ws: st.Workspace, tmp: st.Tmp}
+	srv := judgetest.NewAnthropic(t, func(p string) (int, string) {
+		if strings.Contains(p, "\nright\n") {
+			return http.StatusOK, `{"score": 1, "pass": true, "reason": "right answer"}`
+		}
+		return http.StatusOK, `{"score": 0, "pass": false, "reason": "wrong answer"}`
+	})
+	s.harness(t, "answerer", "1.0.0", answerScript, nil)
+	s.dataset(t, "qa", "even1", "odd1")
+	s.call(t, "PUT", "/secrets/anthropic-key", `{"value":"`+modelKey+`","allowedHosts":["127.0.0.1"]}`, 204, nil)
+	s.call(t, "PUT", "/workspace/models/claude", `{"provider":"anthropic","baseUrl":"`+srv.BaseURL()+`","model":"claude-test","keySecret":"anthropic-key"}`, 204, nil)
+	raw := `{"kind":"model","id":"quality","version":"1.0.0","model":"claude","rubric":"Is the answer right?","passThreshold":0.5}`
+	spec, err := registry.Parse(registry.Judge, []byte(raw), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := s.store.RegisterVersion(t.Context(), store.EntityVersion{Kind: string(registry.Judge), Owner: s.ws, ID: "quality", Version: "1.0.0",
+		Digest: spec.Digest(), Spec: spec.Canonical(), CreatedAt: time.Now().UTC()}, "", nil); err != nil {
+		t.Fatal(err)
+	}
+	var queued eval.Scorecard
+	s.call(t, "POST", "/scorecards", `{"dataset":{"id":"qa","version":"1.0.0"},"harness":{"id":"answerer","version":"1.0.0"},"judges":[{"id":"quality"}]}`, 202, &queued)
+	sc := s.waitBatch(t, queued.ID)
+	if sc.Status != eval.ScorecardSucceeded || len(sc.Scorecard) != 2 {
+		t.Fatalf("batch ended %s with %d rows: %+v", sc.Status, len(sc.Scorecard), sc.Error)
+	}
+	got := srv.Received()
+	if len(got) != 2 {
+		t.Fatalf("the Messages server received %d calls, want 2", len(got))
+	}
+	for _, r := range got {
+		if r.Path != "/v1/messages" || r.APIKey != modelKey || r.Authorization != "" {
+			t.Errorf("the server got path %q, x-api-key set %v, Authorization %q", r.Path, r.APIKey == modelKey, r.Authorization)
+		}
+	}
+	for key, runID := range sc.CaseRuns {
+		var run eval.Run
+		s.call(t, "GET", "/runs/"+runID, "", 200, &run)
+		var overall *eval.Score
+		for i, sco := range run.Result.Scores {
+			if sco.Metric == "judge:quality" {
+				overall = &run.Result.Scores[i]
+			}
+		}
+		wantPass := strings.HasPrefix(key, "even")
+		if overall == nil || overall.Pass == nil || *overall.Pass != wantPass {
+			t.Errorf("case %s: judge:quality = %+v, want pass %v", key, overall, wantPass)
+		}
+		var pv struct{ Prompt string }
+		s.call(t, "POST", "/judges/preview", `{"judge":{"id":"quality","version":"1.0.0"},"evidence":{"source":"A","runId":"`+runID+`"}}`, 200, &pv)
+		found := false
+		for _, r := range got {
+			found = found || r.Prompt == pv.Prompt
+		}
+		if !found {
+			t.Errorf("case %s: the preview's prompt is not what the Messages server received:\n%s", key, pv.Prompt)
+		}
+	}
+}
