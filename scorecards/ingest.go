@@ -274,16 +274,11 @@ func (s *Service) Ingest(ctx context.Context, p auth.Principal, req IngestReques
 	pl := plan{kind: eval.KindScorecard, concurrency: ingestConcurrency, trials: 1, policy: scoring.DefaultPolicy()}
 	byCase := map[string][]eval.TraceEvent{}
 	if req.Dataset != nil {
-		var err error
-		if pl.dataset, err = s.o.Registries.Resolve(ctx, p, registry.Dataset, req.Dataset.ID, req.Dataset.Version); err != nil {
-			return eval.Scorecard{}, err
-		}
-		pl.datasetRef = pl.dataset.Ref()
 		sent := make([]string, len(req.Traces))
 		for i, t := range req.Traces {
 			sent[i] = t.CaseID
 		}
-		known, err := pl.pickCases(sent, "trace")
+		known, err := s.ingestDataset(ctx, p, &pl, *req.Dataset, sent, "trace")
 		if err != nil {
 			return eval.Scorecard{}, err
 		}
@@ -293,7 +288,7 @@ func (s *Service) Ingest(ctx context.Context, p auth.Principal, req IngestReques
 			}
 		}
 	} else {
-		h := sha256.New()
+		ids := make([]string, len(req.Traces))
 		for i, t := range req.Traces {
 			id := t.CaseID
 			if id == "" {
@@ -303,18 +298,12 @@ func (s *Service) Ingest(ctx context.Context, p auth.Principal, req IngestReques
 				return eval.Scorecard{}, derrors.Invalidf("traces[%d] has no caseId and its default %q is another trace's caseId; give it a caseId", i, id)
 			}
 			byCase[id] = req.events[i]
-			pl.cases = append(pl.cases, registry.EvalCase{ID: id})
-			fmt.Fprintf(h, "%s\x00", id)
+			ids[i] = id
 		}
-		pl.datasetRef = registry.Ref{ID: eval.IDTraces, Version: hex.EncodeToString(h.Sum(nil)[:6])}
+		pl.traceCases(ids)
 	}
-	if req.Harness != nil {
-		var err error
-		if pl.harness, err = s.o.Registries.Resolve(ctx, p, registry.Harness, req.Harness.ID, req.Harness.Version); err != nil {
-			return eval.Scorecard{}, err
-		}
-	} else {
-		pl.harnessRef = &registry.Ref{ID: eval.IDTraces, Version: pl.datasetRef.Version}
+	if err := s.ingestHarness(ctx, p, &pl, req.Harness); err != nil {
+		return eval.Scorecard{}, err
 	}
 	if err := s.resolveJudges(ctx, p, &pl, req.Judges); err != nil {
 		return eval.Scorecard{}, err
@@ -374,6 +363,41 @@ func skipNotes(skipped []string) []store.ScorecardStep {
 			Message: fmt.Sprintf("trace for case %q skipped: the case is not in the dataset", clip(id, 80))})
 	}
 	return notes
+}
+
+// ingestDataset resolves the ingest's dataset as p sees it into pl and
+// picks the cases sent (pickCases); it returns the ids that are cases of
+// the dataset.
+func (s *Service) ingestDataset(ctx context.Context, p auth.Principal, pl *plan, ref registry.Ref, sent []string, what string) (map[string]bool, error) {
+	var err error
+	if pl.dataset, err = s.o.Registries.Resolve(ctx, p, registry.Dataset, ref.ID, ref.Version); err != nil {
+		return nil, err
+	}
+	pl.datasetRef = pl.dataset.Ref()
+	return pl.pickCases(sent, what)
+}
+
+// traceCases makes ids the cases of an ingest without a dataset: the
+// `_traces` dataset at a version that digests them.
+func (pl *plan) traceCases(ids []string) {
+	h := sha256.New()
+	for _, id := range ids {
+		pl.cases = append(pl.cases, registry.EvalCase{ID: id})
+		fmt.Fprintf(h, "%s\x00", id)
+	}
+	pl.datasetRef = registry.Ref{ID: eval.IDTraces, Version: hex.EncodeToString(h.Sum(nil)[:6])}
+}
+
+// ingestHarness resolves the ingest's harness as p sees it into pl, or,
+// without one, names the `_traces` harness at the dataset's version.
+func (s *Service) ingestHarness(ctx context.Context, p auth.Principal, pl *plan, ref *registry.Ref) error {
+	if ref == nil {
+		pl.harnessRef = &registry.Ref{ID: eval.IDTraces, Version: pl.datasetRef.Version}
+		return nil
+	}
+	var err error
+	pl.harness, err = s.o.Registries.Resolve(ctx, p, registry.Harness, ref.ID, ref.Version)
+	return err
 }
 
 // pickCases sets pl.cases to the cases of pl's dataset that the ingest

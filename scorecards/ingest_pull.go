@@ -2,10 +2,7 @@ package scorecards
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
-	"fmt"
 	"strings"
 	"unicode/utf8"
 
@@ -155,16 +152,11 @@ func (s *Service) IngestPull(ctx context.Context, p auth.Principal, req PullRequ
 	pl := plan{kind: eval.KindScorecard, concurrency: ingestConcurrency, trials: 1, policy: scoring.DefaultPolicy()}
 	byCase := map[string]string{} // case id to the source's run id
 	if req.Dataset != nil {
-		var err error
-		if pl.dataset, err = s.o.Registries.Resolve(ctx, p, registry.Dataset, req.Dataset.ID, req.Dataset.Version); err != nil {
-			return eval.Scorecard{}, err
-		}
-		pl.datasetRef = pl.dataset.Ref()
 		sent := make([]string, len(req.Runs))
 		for i, r := range req.Runs {
 			sent[i] = r.CaseID
 		}
-		known, err := pl.pickCases(sent, "run")
+		known, err := s.ingestDataset(ctx, p, &pl, *req.Dataset, sent, "run")
 		if err != nil {
 			return eval.Scorecard{}, err
 		}
@@ -174,28 +166,22 @@ func (s *Service) IngestPull(ctx context.Context, p auth.Principal, req PullRequ
 			}
 		}
 	} else {
-		h := sha256.New()
-		for _, r := range req.Runs {
+		ids := make([]string, len(req.Runs))
+		for i, r := range req.Runs {
 			id := r.CaseID
 			if id == "" {
 				id = r.RunID
 			}
 			byCase[id] = r.RunID
-			pl.cases = append(pl.cases, registry.EvalCase{ID: id})
-			fmt.Fprintf(h, "%s\x00", id)
+			ids[i] = id
 		}
-		pl.datasetRef = registry.Ref{ID: eval.IDTraces, Version: hex.EncodeToString(h.Sum(nil)[:6])}
+		pl.traceCases(ids)
 	}
-	if req.Harness != nil {
-		var err error
-		if pl.harness, err = s.o.Registries.Resolve(ctx, p, registry.Harness, req.Harness.ID, req.Harness.Version); err != nil {
-			return eval.Scorecard{}, err
-		}
-		if !base.Ledger() {
-			base.Source.Mapping = s.harnessMapping(ctx, p, req.Harness.ID, pl.harness.Spec.Harness()).Overlay(base.Source.Mapping)
-		}
-	} else {
-		pl.harnessRef = &registry.Ref{ID: eval.IDTraces, Version: pl.datasetRef.Version}
+	if err := s.ingestHarness(ctx, p, &pl, req.Harness); err != nil {
+		return eval.Scorecard{}, err
+	}
+	if req.Harness != nil && !base.Ledger() {
+		base.Source.Mapping = s.harnessMapping(ctx, p, req.Harness.ID, pl.harness.Spec.Harness()).Overlay(base.Source.Mapping)
 	}
 	if err := s.resolveJudges(ctx, p, &pl, req.Judges); err != nil {
 		return eval.Scorecard{}, err
