@@ -4,15 +4,12 @@ import (
 	"net/http"
 	"strings"
 	"testing"
-	"time"
 
 	"svc/config"
 	"svc/eval"
 	"svc/gate"
 	"svc/internal/stacktest"
 	"svc/judges/judgetest"
-	"svc/registry"
-	"svc/store"
 )
 
 // A judged scorecard whose judge has criteria and whose cases have
@@ -44,14 +41,7 @@ func TestJudgedScorecardCriteriaAndMilestones(t *testing.T) {
 	s.call(t, "PUT", "/workspace/models/grader", `{"provider":"openai","baseUrl":"`+srv.BaseURL()+`","model":"gpt-test","keySecret":"openai-key"}`, 204, nil)
 	raw := `{"kind":"model","id":"quality","version":"1.0.0","model":"grader","rubric":"Is the answer right?",
 		"criteria":[{"id":"correct","description":"the answer is right","weight":3,"passThreshold":0.5}]}`
-	spec, err := registry.Parse(registry.Judge, []byte(raw), false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, _, err := s.store.RegisterVersion(t.Context(), store.EntityVersion{Kind: string(registry.Judge), Owner: s.ws, ID: "quality", Version: "1.0.0",
-		Digest: spec.Digest(), Spec: spec.Canonical(), CreatedAt: time.Now().UTC()}, "", nil); err != nil {
-		t.Fatal(err)
-	}
+	s.storeLegacyJudge(t, raw)
 
 	batch := func() eval.Scorecard {
 		var q eval.Scorecard

@@ -10,14 +10,11 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"svc/config"
 	"svc/eval"
 	"svc/internal/stacktest"
 	"svc/judges/judgetest"
-	"svc/registry"
-	"svc/store"
 )
 
 // modelKey is the model server's API key: it must reach the server's
@@ -48,14 +45,7 @@ func TestModelJudgeInJudgedBatch(t *testing.T) {
 	// Legacy model judges cannot be registered (spec §2.5): this one is
 	// stored as an existing spec is.
 	raw := `{"kind":"model","id":"quality","version":"1.0.0","model":"grader","rubric":"Is the answer right?","criteria":[{"id":"correct"}],"passThreshold":0.5}`
-	spec, err := registry.Parse(registry.Judge, []byte(raw), false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, _, err := s.store.RegisterVersion(t.Context(), store.EntityVersion{Kind: string(registry.Judge), Owner: s.ws, ID: "quality", Version: "1.0.0",
-		Digest: spec.Digest(), Spec: spec.Canonical(), CreatedAt: time.Now().UTC()}, "", nil); err != nil {
-		t.Fatal(err)
-	}
+	s.storeLegacyJudge(t, raw)
 
 	var queued eval.Scorecard
 	s.call(t, "POST", "/scorecards", `{"dataset":{"id":"qa","version":"1.0.0"},"harness":{"id":"answerer","version":"1.0.0"},"judges":[{"id":"quality"}]}`, 202, &queued)
@@ -167,14 +157,7 @@ func TestAnthropicModelJudgeInJudgedBatch(t *testing.T) {
 	s.call(t, "PUT", "/secrets/anthropic-key", `{"value":"`+modelKey+`","allowedHosts":["127.0.0.1"]}`, 204, nil)
 	s.call(t, "PUT", "/workspace/models/claude", `{"provider":"anthropic","baseUrl":"`+srv.BaseURL()+`","model":"claude-test","keySecret":"anthropic-key"}`, 204, nil)
 	raw := `{"kind":"model","id":"quality","version":"1.0.0","model":"claude","rubric":"Is the answer right?","passThreshold":0.5}`
-	spec, err := registry.Parse(registry.Judge, []byte(raw), false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, _, err := s.store.RegisterVersion(t.Context(), store.EntityVersion{Kind: string(registry.Judge), Owner: s.ws, ID: "quality", Version: "1.0.0",
-		Digest: spec.Digest(), Spec: spec.Canonical(), CreatedAt: time.Now().UTC()}, "", nil); err != nil {
-		t.Fatal(err)
-	}
+	s.storeLegacyJudge(t, raw)
 	var queued eval.Scorecard
 	s.call(t, "POST", "/scorecards", `{"dataset":{"id":"qa","version":"1.0.0"},"harness":{"id":"answerer","version":"1.0.0"},"judges":[{"id":"quality"}]}`, 202, &queued)
 	sc := s.waitBatch(t, queued.ID)
