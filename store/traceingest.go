@@ -24,6 +24,11 @@ type PendingSpan struct {
 	// Event is the normalised TraceEvent, as JSON.
 	Event      json.RawMessage `json:"event"`
 	ReceivedAt time.Time       `json:"receivedAt"`
+	// Canonical says, when adding, that Event is the event exactly as a
+	// sealed trajectory keeps it (its canonical form): a group held in one
+	// record of such spans, all with a start time, can then be sealed by
+	// SealPendingGroup inside the store. Reads leave it false.
+	Canonical bool `json:"-"`
 }
 
 // PendingGroup is a group of pending spans, as the sweep sees it.
@@ -106,6 +111,18 @@ type TraceIngest interface {
 	// read: the spans of each group that has any (a group with none has
 	// no entry).
 	ListPendingSpansOf(ctx context.Context, groups []PendingGroupRef) (map[PendingGroupRef][]PendingSpan, error)
+	// SealPendingGroup seals an external group held in one record of
+	// Canonical spans, all with a start time and at most maxEvents of
+	// them, as the trajectory t names (Workspace, RunID: the group,
+	// Source, SealedAt, Audience) with the record's events, in its order,
+	// as they are: the events the sweep would otherwise read out, join
+	// and digest, which the record's digest already covers. It drops the
+	// group's spans in the same statement sequence and returns the sealed
+	// trajectory (without Events) and true. Any other group, or one whose
+	// run id is sealed already, is left as it is and sealed is false: the
+	// caller then seals it the general way. Call it in the transaction
+	// that decides the group is to be sealed.
+	SealPendingGroup(ctx context.Context, t Trajectory, maxEvents int) (_ Trajectory, sealed bool, err error)
 	// DeletePendingSpans drops a group's spans (once sealed or refused).
 	DeletePendingSpans(ctx context.Context, workspace, group string) error
 	// ListPendingGroups returns the groups whose latest span was received

@@ -125,7 +125,7 @@ func (s *Service) Export(ctx context.Context, p auth.Principal, req *coltracepb.
 				start = sp.Start.UnixNano()
 			}
 			pending = append(pending, store.PendingSpan{Workspace: p.Workspace, Group: g.id, External: g.external,
-				Key: sp.Key, StartUnixNano: start, Event: ev.canonical, ReceivedAt: now})
+				Key: sp.Key, StartUnixNano: start, Event: ev.canonical, ReceivedAt: now, Canonical: true})
 		}
 	}
 

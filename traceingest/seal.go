@@ -197,23 +197,44 @@ func (s *Service) Sweep(ctx context.Context) (SweepReport, error) {
 // sweepGroup seals or drops one idle group.
 func (s *Service) sweepGroup(ctx context.Context, g store.PendingGroup, now time.Time, rep *SweepReport) error {
 	return s.o.Store.Transact(ctx, func(tx store.Tx) error {
-		row, err := tx.GetRun(ctx, g.Workspace, g.Group)
-		switch {
-		case err == nil && !g.External:
-			if !eval.Status(row.Status).Terminal() {
-				rep.RunsPending++
-				return nil // sealed with the run when it ends
+		if !g.External {
+			row, err := tx.GetRun(ctx, g.Workspace, g.Group)
+			switch {
+			case err == nil:
+				if !eval.Status(row.Status).Terminal() {
+					rep.RunsPending++
+					return nil // sealed with the run when it ends
+				}
+				rep.Dropped++
+				return tx.DeletePendingSpans(ctx, g.Workspace, g.Group)
+			case errors.Is(err, derrors.ErrNotFound):
+				// The run is gone: nothing will seal its spans.
+				rep.Dropped++
+				return tx.DeletePendingSpans(ctx, g.Workspace, g.Group)
+			default:
+				return err
 			}
-			rep.Dropped++
-			return tx.DeletePendingSpans(ctx, g.Workspace, g.Group)
-		case err == nil || errors.Is(err, derrors.ErrNotFound):
-		default:
+		}
+		// The common external trajectory, one export's spans with no
+		// thresholds to measure, is sealed inside the store: its events
+		// are stored as the trajectory keeps them, with their digest.
+		st, err := settings(ctx, tx, g.Workspace)
+		if err != nil {
 			return err
 		}
-		if !g.External {
-			// The run is gone: nothing will seal its spans.
-			rep.Dropped++
-			return tx.DeletePendingSpans(ctx, g.Workspace, g.Group)
+		t, err := thresholds(st)
+		if err != nil {
+			return err
+		}
+		if t == (traces.Thresholds{}) {
+			_, sealed, err := tx.SealPendingGroup(ctx, store.Trajectory{Workspace: g.Workspace, RunID: g.Group, Source: SourceOTel, SealedAt: now}, eval.MaxTraceEvents)
+			if err != nil {
+				return err
+			}
+			if sealed {
+				rep.Sealed++
+				return nil
+			}
 		}
 		spans, err := tx.ListPendingSpans(ctx, g.Workspace, g.Group)
 		if err != nil {

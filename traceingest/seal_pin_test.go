@@ -221,3 +221,66 @@ func TestSealFormerPendingSpans(t *testing.T) {
 		t.Errorf("sealed %s (%s), want %s (%s)", tr.Events, tr.Digest, want, pinnedDigest)
 	}
 }
+
+// TestSealInStoreMatchesSealInGo: an external trajectory of one export of
+// timed spans, sealed inside the store (store.TraceIngest.SealPendingGroup,
+// the sweep's common case), has the bytes and digest of the same spans
+// sealed by reading them out (two exports, so two pending rows), which is
+// the former path's (formerSeal).
+func TestSealInStoreMatchesSealInGo(t *testing.T) {
+	for _, backend := range []string{"sqlite", "postgres"} {
+		t.Run(backend, func(t *testing.T) {
+			st := openBench(t, backend)
+			now := time.Date(2026, 5, 1, 10, 0, 0, 0, time.UTC)
+			svc := traceingest.New(traceingest.Options{Store: st, Now: func() time.Time { return now }, IdleWindow: time.Minute})
+			p := auth.Principal{Subject: "alice", Workspace: "acme", Roles: []auth.Role{auth.RoleAdmin}}
+			// pinExport's spans with a start, under a run id.
+			export := func(runID string, part func(i int) bool) *coltracepb.ExportTraceServiceRequest {
+				req := pinExport()
+				rs := req.ResourceSpans[0]
+				rs.Resource.Attributes[0].Value = &commonpb.AnyValue{Value: &commonpb.AnyValue_StringValue{StringValue: runID}}
+				var kept []*tracepb.Span
+				for i, sp := range rs.ScopeSpans[0].Spans {
+					if sp.StartTimeUnixNano != 0 && part(i) {
+						kept = append(kept, sp)
+					}
+				}
+				rs.ScopeSpans[0].Spans = kept
+				return req
+			}
+			for _, req := range []*coltracepb.ExportTraceServiceRequest{export("in-store", func(int) bool { return true }),
+				export("in-go", func(i int) bool { return i%2 == 0 }), export("in-go", func(i int) bool { return i%2 == 1 })} {
+				if resp, err := svc.Export(t.Context(), p, req); err != nil || resp.GetPartialSuccess() != nil {
+					t.Fatalf("Export = %v, %v", resp, err)
+				}
+			}
+			if _, sealed, err := st.SealPendingGroup(t.Context(), store.Trajectory{Workspace: "acme", RunID: "in-store", Source: traceingest.SourceOTel, SealedAt: now}, eval.MaxTraceEvents); err != nil || !sealed {
+				t.Fatalf("SealPendingGroup(in-store) = %v, %v; want it sealed in the store", sealed, err)
+			}
+			now = now.Add(2 * time.Minute)
+			if rep, err := svc.Sweep(t.Context()); err != nil || rep.Sealed != 1 {
+				t.Fatalf("Sweep = %+v, %v", rep, err)
+			}
+			inStore, err := st.GetTrajectory(t.Context(), "acme", "in-store")
+			if err != nil {
+				t.Fatal(err)
+			}
+			inGo, err := st.GetTrajectory(t.Context(), "acme", "in-go")
+			if err != nil {
+				t.Fatal(err)
+			}
+			// Each as the former path sealed it (their spans differ only in
+			// svc.run_id, which every event keeps among its attributes).
+			all := func(int) bool { return true }
+			for _, c := range []struct {
+				tr  store.Trajectory
+				run string
+			}{{inStore, "in-store"}, {inGo, "in-go"}} {
+				want := formerSeal(t, export(c.run, all))
+				if string(c.tr.Events) != string(want) || c.tr.Digest != registry.Digest(want) || c.tr.EventCount != 32 {
+					t.Errorf("%s sealed %d events %s (%s), want 32 %s (%s)", c.run, c.tr.EventCount, c.tr.Events, c.tr.Digest, want, registry.Digest(want))
+				}
+			}
+		})
+	}
+}

@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"cmp"
 	"context"
+	"crypto/sha256"
 	"database/sql"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -244,10 +246,10 @@ func comparePending(x, y store.PendingSpan) int {
 	return cmp.Or(cmp.Compare(x.StartUnixNano, y.StartUnixNano), strings.Compare(x.Key, y.Key))
 }
 
-// storedEvent checks an event cheaply and returns it as a line of the
-// events array: without raw newlines (which, in JSON, are whitespace).
-// The database checks the whole array is JSON; eventShape makes sure each
-// line is exactly one of its elements.
+// storedEvent checks an event cheaply and returns it as stored: without
+// raw newlines (which, in JSON, are whitespace). The database checks the
+// whole events array is JSON; scanEvent makes sure each event is exactly
+// one of its elements.
 func storedEvent(ev json.RawMessage) (json.RawMessage, error) {
 	if len(ev) == 0 {
 		return nil, derrors.Invalidf("event is required")
@@ -255,18 +257,20 @@ func storedEvent(ev json.RawMessage) (json.RawMessage, error) {
 	if !utf8.Valid(ev) {
 		return nil, derrors.Invalidf("event is not valid UTF-8")
 	}
-	if bytes.IndexByte(ev, '\n') >= 0 {
+	shape, newline, nul := scanEvent(ev)
+	if newline {
 		var b bytes.Buffer
 		if err := json.Compact(&b, ev); err != nil {
 			return nil, derrors.Invalidf("event is not JSON")
 		}
 		ev = b.Bytes()
+		shape, _, nul = scanEvent(ev)
 	}
-	if !eventShape(ev) {
+	if !shape {
 		return nil, derrors.Invalidf("event is not one JSON value")
 	}
-	if err := checkDoc(ev); err != nil {
-		return nil, fmt.Errorf("event: %w", err)
+	if nul {
+		return nil, fmt.Errorf("event: %w", derrors.Invalidf("text contains a NUL character (\\u0000)"))
 	}
 	return ev, nil
 }
@@ -275,52 +279,91 @@ func storedEvent(ev json.RawMessage) (json.RawMessage, error) {
 // database has found valid, is exactly one element: its strings close, its
 // brackets balance and nothing separates values outside them.
 func eventShape(ev []byte) bool {
+	shape, _, _ := scanEvent(ev)
+	return shape
+}
+
+// scanEvent is one pass over an event: shape is eventShape's answer,
+// newline whether it holds a raw newline, and nul whether a string of it
+// escapes a NUL character (\u0000), which PostgreSQL's json refuses to
+// turn into text (checkDoc's rule).
+func scanEvent(ev []byte) (shape, newline, nul bool) {
 	depth := 0
 	for i := 0; i < len(ev); i++ {
 		switch ev[i] {
 		case '"':
 			for i++; i < len(ev) && ev[i] != '"'; i++ {
-				if ev[i] == '\\' {
+				switch ev[i] {
+				case '\\':
+					if i+5 < len(ev) && ev[i+1] == 'u' && string(ev[i+2:i+6]) == "0000" {
+						nul = true
+					}
 					i++
+				case '\n':
+					newline = true
 				}
 			}
 			if i >= len(ev) {
-				return false
+				return false, newline, nul
 			}
 		case '{', '[':
 			depth++
 		case '}', ']':
 			if depth--; depth < 0 {
-				return false
+				return false, newline, nul
 			}
 		case ',', ':':
 			if depth == 0 {
-				return false
+				return false, newline, nul
 			}
+		case '\n':
+			newline = true
 		}
 	}
-	return depth == 0
+	return depth == 0, newline, nul
 }
 
-// encodeBatch is a row's keys, starts and events columns.
-func encodeBatch(spans []store.PendingSpan) (keys, starts, events []byte) {
+// encodedBatch is a row's keys, starts, sizes and events columns, and its
+// digest ("" when the row cannot be sealed as it is).
+type encodedBatch struct {
+	keys, starts, sizes, events []byte
+	digest                      string
+}
+
+// encodeBatch writes a row's columns: the events as the JSON array a
+// trajectory of them alone would be, and beside it the keys, start times
+// and each event's length, in the same order. The digest covers the
+// events when every span is Canonical and has a start time, so that the
+// row's order is a trajectory's (see store.TraceIngest.SealPendingGroup).
+func encodeBatch(spans []store.PendingSpan) encodedBatch {
 	n := 2
+	sealable := true
 	for _, s := range spans {
-		n += len(s.Event) + 2
+		n += len(s.Event) + 1
+		sealable = sealable && s.Canonical && s.StartUnixNano != 0
 	}
-	events = make([]byte, 0, n)
-	keys = make([]byte, 0, 52*len(spans)+2)
-	starts = make([]byte, 0, 21*len(spans)+2)
-	events, keys, starts = append(events, '['), append(keys, '['), append(starts, '[')
+	e := encodedBatch{
+		events: make([]byte, 0, n),
+		keys:   make([]byte, 0, 52*len(spans)+2),
+		starts: make([]byte, 0, 21*len(spans)+2),
+		sizes:  make([]byte, 0, 5*len(spans)+2),
+	}
+	e.events, e.keys, e.starts, e.sizes = append(e.events, '['), append(e.keys, '['), append(e.starts, '['), append(e.sizes, '[')
 	for i, s := range spans {
 		if i > 0 {
-			events, keys, starts = append(events, ',', '\n'), append(keys, ','), append(starts, ',')
+			e.events, e.keys, e.starts, e.sizes = append(e.events, ','), append(e.keys, ','), append(e.starts, ','), append(e.sizes, ',')
 		}
-		events = append(events, s.Event...)
-		keys = appendJSONString(keys, s.Key)
-		starts = strconv.AppendInt(starts, s.StartUnixNano, 10)
+		e.events = append(e.events, s.Event...)
+		e.keys = appendJSONString(e.keys, s.Key)
+		e.starts = strconv.AppendInt(e.starts, s.StartUnixNano, 10)
+		e.sizes = strconv.AppendInt(e.sizes, int64(len(s.Event)), 10)
 	}
-	return append(keys, ']'), append(starts, ']'), append(events, ']')
+	e.keys, e.starts, e.sizes, e.events = append(e.keys, ']'), append(e.starts, ']'), append(e.sizes, ']'), append(e.events, ']')
+	if sealable {
+		sum := sha256.Sum256(e.events)
+		e.digest = "sha256:" + hex.EncodeToString(sum[:])
+	}
+	return e
 }
 
 // appendJSONString appends s as a JSON string.
@@ -347,15 +390,15 @@ func appendJSONString(dst []byte, s string) []byte {
 // inserted.
 const (
 	pgPendingLock   = `SELECT pg_advisory_xact_lock(hashtext($1), hashtext($2))`
-	pgPendingInsert = `INSERT INTO pending_span_batches (workspace, grp, external, received_at, spans, keys, starts, events)
-		SELECT $1::text, $2::text, $3::boolean, $4::timestamptz, $5::integer, $6::text, $7::text, $8::json
-		WHERE $9::boolean OR NOT EXISTS (SELECT 1 FROM pending_span_batches b, json_array_elements_text(b.keys::json) AS k
+	pgPendingInsert = `INSERT INTO pending_span_batches (workspace, grp, external, received_at, spans, keys, starts, sizes, digest, events)
+		SELECT $1::text, $2::text, $3::boolean, $4::timestamptz, $5::integer, $6::text, $7::text, $8::text, nullif($9::text, ''), $10::json
+		WHERE $11::boolean OR NOT EXISTS (SELECT 1 FROM pending_span_batches b, json_array_elements_text(b.keys::json) AS k
 			WHERE b.workspace = $1::text AND b.grp = $2::text AND k IN (SELECT json_array_elements_text($6::json)))`
 	pgPendingStored = `SELECT k FROM pending_span_batches b, json_array_elements_text(b.keys::json) AS k
 		WHERE b.workspace = $1 AND b.grp = $2 AND k IN (SELECT json_array_elements_text($3::json))`
-	litePendingInsert = `INSERT INTO pending_span_batches (workspace, grp, seq, external, received_at, spans, keys, starts, events)
-		SELECT $1, $2, (SELECT coalesce(max(seq), 0) + 1 FROM pending_span_batches WHERE workspace = $1 AND grp = $2), $3, $4, $5, $6, $7, $8
-		WHERE $9 OR NOT EXISTS (SELECT 1 FROM pending_span_batches b, json_each(b.keys) AS k
+	litePendingInsert = `INSERT INTO pending_span_batches (workspace, grp, seq, external, received_at, spans, keys, starts, sizes, digest, events)
+		SELECT $1, $2, (SELECT coalesce(max(seq), 0) + 1 FROM pending_span_batches WHERE workspace = $1 AND grp = $2), $3, $4, $5, $6, $7, $8, nullif($9, ''), $10
+		WHERE $11 OR NOT EXISTS (SELECT 1 FROM pending_span_batches b, json_each(b.keys) AS k
 			WHERE b.workspace = $1 AND b.grp = $2 AND k.value IN (SELECT value FROM json_each($6)))`
 	litePendingStored = `SELECT k.value FROM pending_span_batches b, json_each(b.keys) AS k
 		WHERE b.workspace = $1 AND b.grp = $2 AND k.value IN (SELECT value FROM json_each($3))`
@@ -374,10 +417,16 @@ func (o ops) addPendingBatch(ctx context.Context, b *pendingBatch) (int, error) 
 		}
 	}
 	spans := b.spans
-	keys, starts, events := encodeBatch(spans)
+	enc := encodeBatch(spans)
 	for all := false; ; all = true {
+		// pgx sends a []byte for a json parameter as it is; SQLite would
+		// take it for a blob.
+		var events any = enc.events
+		if !pg {
+			events = string(enc.events)
+		}
 		res, err := o.w.ExecContext(ctx, insert, b.ref.Workspace, b.ref.Group, b.external, o.d.TimeArg(b.at),
-			len(spans), string(keys), string(starts), string(events), all)
+			len(spans), string(enc.keys), string(enc.starts), string(enc.sizes), enc.digest, events, all)
 		if err != nil {
 			return 0, o.mapErr(err)
 		}
@@ -396,7 +445,7 @@ func (o ops) addPendingBatch(ctx context.Context, b *pendingBatch) (int, error) 
 			var k string
 			err := r.Scan(&k)
 			return k, err
-		}, stored, b.ref.Workspace, b.ref.Group, string(keys))
+		}, stored, b.ref.Workspace, b.ref.Group, string(enc.keys))
 		if err != nil {
 			return 0, err
 		}
@@ -404,7 +453,7 @@ func (o ops) addPendingBatch(ctx context.Context, b *pendingBatch) (int, error) 
 		if len(spans) == 0 {
 			return 0, nil
 		}
-		keys, starts, events = encodeBatch(spans)
+		enc = encodeBatch(spans)
 	}
 }
 
@@ -441,20 +490,21 @@ func checkEvents(spans []store.PendingSpan) error {
 	return nil
 }
 
-// pendingRow is one stored row, as read.
+// pendingRow is one stored row, as read. sizes is nil for a row written
+// before migration 0019, whose events are one a line.
 type pendingRow struct {
-	ref                  store.PendingGroupRef
-	external             bool
-	at                   time.Time
-	keys, starts, events []byte
+	ref                         store.PendingGroupRef
+	external                    bool
+	at                          time.Time
+	keys, starts, sizes, events []byte
 }
 
-const pendingRowColumns = `workspace, grp, external, received_at, keys, starts, events`
+const pendingRowColumns = `workspace, grp, external, received_at, keys, starts, sizes, events`
 
 func scanPendingRow(r rowScanner) (pendingRow, error) {
 	var p pendingRow
 	var at dbTime
-	if err := r.Scan(&p.ref.Workspace, &p.ref.Group, &p.external, &at, &p.keys, &p.starts, &p.events); err != nil {
+	if err := r.Scan(&p.ref.Workspace, &p.ref.Group, &p.external, &at, &p.keys, &p.starts, &p.sizes, &p.events); err != nil {
 		return p, err
 	}
 	p.at = at.Time
@@ -476,19 +526,35 @@ func (p pendingRow) spans(out []store.PendingSpan) ([]store.PendingSpan, error) 
 		return nil, fmt.Errorf("a pending row of %q is malformed", p.ref.Group)
 	}
 	ev = ev[1 : len(ev)-1]
+	var sizes []int
+	if p.sizes != nil {
+		if err := json.Unmarshal(p.sizes, &sizes); err != nil || len(sizes) != len(keys) {
+			return nil, fmt.Errorf("a pending row of %q has malformed event sizes", p.ref.Group)
+		}
+	}
 	for i, k := range keys {
-		line := ev
-		if j := bytes.IndexByte(ev, '\n'); j >= 0 {
-			line, ev = ev[:j], ev[j+1:]
+		var line []byte
+		if sizes != nil {
+			// The row's events joined by ',', each of its size.
+			n := sizes[i]
+			if n < 0 || n > len(ev) || (i < len(keys)-1 && (n == len(ev) || ev[n] != ',')) || (i == len(keys)-1 && n != len(ev)) {
+				return nil, fmt.Errorf("a pending row of %q does not hold the events its sizes say", p.ref.Group)
+			}
+			line, ev = ev[:n], ev[min(n+1, len(ev)):]
 		} else {
-			ev = nil
+			line = ev
+			if j := bytes.IndexByte(ev, '\n'); j >= 0 {
+				line, ev = ev[:j], ev[j+1:]
+			} else {
+				ev = nil
+			}
+			if i < len(keys)-1 {
+				line = bytes.TrimSuffix(bytes.TrimRight(line, " \t\r"), []byte(","))
+			} else if len(ev) > 0 {
+				return nil, fmt.Errorf("a pending row of %q holds more events than keys", p.ref.Group)
+			}
+			line = bytes.TrimSpace(line)
 		}
-		if i < len(keys)-1 {
-			line = bytes.TrimSuffix(bytes.TrimRight(line, " \t\r"), []byte(","))
-		} else if len(ev) > 0 {
-			return nil, fmt.Errorf("a pending row of %q holds more events than keys", p.ref.Group)
-		}
-		line = bytes.TrimSpace(line)
 		out = append(out, store.PendingSpan{Workspace: p.ref.Workspace, Group: p.ref.Group, External: p.external,
 			Key: k, StartUnixNano: starts[i], ReceivedAt: p.at, Event: json.RawMessage(line[:len(line):len(line)])})
 	}
@@ -617,6 +683,46 @@ func (o ops) ListPendingSpansOf(ctx context.Context, groups []store.PendingGroup
 		}
 	}
 	return out, nil
+}
+
+// SealPendingGroup seals a group of one sealable row inside the
+// database; see store.TraceIngest. The events go from the pending row to
+// the trajectory without leaving the database (PostgreSQL copies the
+// json value as it is, without parsing it again), and the digest is the
+// one the writer computed over the same bytes.
+func (o ops) SealPendingGroup(ctx context.Context, t store.Trajectory, maxEvents int) (_ store.Trajectory, sealed bool, err error) {
+	defer derrors.Wrap(&err, "%s.SealPendingGroup(ctx, %q, %q)", o.kind, t.Workspace, t.RunID)
+	if err := required("workspace", t.Workspace, "run id", t.RunID, "source", t.Source); err != nil {
+		return store.Trajectory{}, false, err
+	}
+	if err := checkText(t.Workspace, t.RunID, t.Source, t.Audience); err != nil {
+		return store.Trajectory{}, false, err
+	}
+	t.SealedAt = normTime(t.SealedAt)
+	t.Events = nil
+	err = o.inPendingTx(ctx, func(o ops) error {
+		rows, err := queryWriter(ctx, o, func(r rowScanner) (store.Trajectory, error) {
+			out := t
+			err := r.Scan(&out.EventCount, &out.Digest)
+			return out, err
+		}, `INSERT INTO trajectories (`+trajectoryColumns+`, events)
+			SELECT p.workspace, p.grp, $3, p.spans, p.digest, $4, $5, p.events FROM pending_span_batches p
+			WHERE p.workspace = $1 AND p.grp = $2 AND p.external AND p.digest IS NOT NULL AND p.spans <= $6
+				AND NOT EXISTS (SELECT 1 FROM pending_span_batches q WHERE q.workspace = $1 AND q.grp = $2 AND q.seq <> p.seq)
+			ON CONFLICT (workspace, run_id) DO NOTHING
+			RETURNING event_count, digest`,
+			t.Workspace, t.RunID, t.Source, o.d.TimeArg(t.SealedAt), t.Audience, maxEvents)
+		if err != nil || len(rows) == 0 {
+			return err
+		}
+		t, sealed = rows[0], true
+		_, err = o.w.ExecContext(ctx, `DELETE FROM pending_span_batches WHERE workspace = $1 AND grp = $2`, t.Workspace, t.RunID)
+		return o.mapErr(err)
+	})
+	if err != nil {
+		return store.Trajectory{}, false, err
+	}
+	return t, sealed, nil
 }
 
 // DeletePendingSpans drops a group's spans; see store.TraceIngest.

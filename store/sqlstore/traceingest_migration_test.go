@@ -26,7 +26,8 @@ func (pgDialect) IsRetryable(error) bool  { return false }
 
 // TestMigrationKeepsPendingSpans: spans pending in the per-span table of
 // migration 0013 are still pending, each once and in start order, after
-// migration 0017 made them rows of pending_span_batches.
+// migration 0017 made them rows of pending_span_batches, and read with
+// the rows of migration 0019's form that follow them.
 func TestMigrationKeepsPendingSpans(t *testing.T) {
 	for _, d := range []string{migrations.SQLite, migrations.Postgres} {
 		t.Run(d, func(t *testing.T) {
@@ -87,7 +88,9 @@ func TestMigrationKeepsPendingSpans(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			run(17)
+			for v := 17; v <= 19; v++ {
+				run(v)
+			}
 			s := New(dialect, db, db, Options{})
 			got, err := s.ListPendingSpans(ctx, "acme", "run-1")
 			if err != nil {
@@ -132,6 +135,18 @@ func TestMigrationKeepsPendingSpans(t *testing.T) {
 				{Workspace: "acme", Group: "run-1", Key: "t/c", StartUnixNano: 30, Event: []byte(`{}`)}})
 			if err != nil || n != 1 {
 				t.Errorf("AddPendingSpans after the migration = %d, %v; want 1 (t/c)", n, err)
+			}
+			// A group of rows of both forms reads as one.
+			got, err = s.ListPendingSpans(ctx, "acme", "run-1")
+			if err != nil {
+				t.Fatal(err)
+			}
+			spans = spans[:0]
+			for _, sp := range got {
+				spans = append(spans, span{sp.Key, string(sp.Event), sp.StartUnixNano})
+			}
+			if diff := cmp.Diff(append(want, span{"t/c", `{}`, 30}), spans); diff != "" {
+				t.Errorf("acme/run-1 with a row of each form (-want +got):\n%s", diff)
 			}
 			var old int
 			err = db.QueryRowContext(ctx, `SELECT count(*) FROM pending_spans`).Scan(&old)

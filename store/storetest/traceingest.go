@@ -1,9 +1,12 @@
 package storetest
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -244,6 +247,71 @@ var traceIngestCases = []Case{
 		}
 		if len(got) != 2 || string(got[0].Event) != `{"kind":"span","name":"a\nb"}` || string(got[1].Event) != `{"kind":"span","name":"k2"}` {
 			t.Errorf("ListPendingSpans = %+v", got)
+		}
+	}},
+	{"traceingest/a_group_of_one_canonical_row_is_sealed_in_the_store", func(t *testing.T, s store.Store) {
+		ctx := t.Context()
+		canonical := func(group, key string, start int64) store.PendingSpan {
+			sp := pendingSpan("acme", group, key, start, true)
+			sp.Canonical = true
+			return sp
+		}
+		traj := func(ws, group string) store.Trajectory {
+			return store.Trajectory{Workspace: ws, RunID: group, Source: "otel", SealedAt: t0}
+		}
+		addSpans(t, s, canonical("ext", "t/b", 20), canonical("ext", "t/a", 10), canonical("ext", "t/c", 30), canonical("ext", "t/a", 10))
+		if _, sealed, err := s.SealPendingGroup(ctx, traj("other", "ext"), 10); err != nil || sealed {
+			t.Errorf("SealPendingGroup(another workspace's group) = %v, %v; want false", sealed, err)
+		}
+		if _, sealed, err := s.SealPendingGroup(ctx, traj("acme", "ext"), 2); err != nil || sealed {
+			t.Errorf("SealPendingGroup(3 spans, at most 2) = %v, %v; want false", sealed, err)
+		}
+		got, sealed, err := s.SealPendingGroup(ctx, traj("acme", "ext"), 10)
+		if err != nil || !sealed {
+			t.Fatalf("SealPendingGroup(acme/ext) = %v, %v; want true", sealed, err)
+		}
+		events := `[{"kind":"span","name":"t/a"},{"kind":"span","name":"t/b"},{"kind":"span","name":"t/c"}]`
+		sum := sha256.Sum256([]byte(events))
+		stored, err := s.GetTrajectory(ctx, "acme", "ext")
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := store.Trajectory{Workspace: "acme", RunID: "ext", Source: "otel", EventCount: 3, Digest: "sha256:" + hex.EncodeToString(sum[:]), SealedAt: stored.SealedAt}
+		if diff := cmp.Diff(want, got); diff != "" || !got.SealedAt.Equal(t0.Truncate(time.Microsecond)) {
+			t.Errorf("SealPendingGroup = %+v; want %+v sealed at %v", got, want, t0)
+		}
+		if string(stored.Events) != events || stored.Digest != want.Digest || stored.EventCount != 3 || stored.Source != "otel" {
+			t.Errorf("GetTrajectory(acme/ext) = %s %s %d %s; want %s %s 3 otel", stored.Events, stored.Digest, stored.EventCount, stored.Source, events, want.Digest)
+		}
+		if left, err := s.ListPendingSpans(ctx, "acme", "ext"); err != nil || len(left) != 0 {
+			t.Errorf("pending spans of a sealed group = %v, %v; want none", spanKeys(left), err)
+		}
+
+		// Every other group is left for the general seal.
+		addSpans(t, s, canonical("two", "t/a", 10))
+		addSpans(t, s, canonical("two", "t/b", 20))
+		plain := pendingSpan("acme", "plain", "t/a", 10, true)
+		addSpans(t, s, plain)
+		addSpans(t, s, canonical("untimed", "t/a", 0), canonical("untimed", "t/b", 5))
+		run := canonical("run", "t/a", 10)
+		run.External = false
+		addSpans(t, s, run)
+		addSpans(t, s, canonical("done", "t/a", 10))
+		done := traj("acme", "done")
+		done.Events, done.Digest, done.EventCount = json.RawMessage(`[]`), "sha256:"+strings.Repeat("0", 64), 0
+		if _, _, err := s.SealTrajectory(ctx, done); err != nil {
+			t.Fatal(err)
+		}
+		for _, g := range []string{"two", "plain", "untimed", "run", "done"} {
+			if _, sealed, err := s.SealPendingGroup(ctx, traj("acme", g), 10); err != nil || sealed {
+				t.Errorf("SealPendingGroup(%s) = %v, %v; want false", g, sealed, err)
+			}
+			if left, err := s.ListPendingSpans(ctx, "acme", g); err != nil || len(left) == 0 {
+				t.Errorf("pending spans of %s after a refused seal = %v, %v; want them kept", g, spanKeys(left), err)
+			}
+		}
+		if stored, err := s.GetTrajectory(ctx, "acme", "done"); err != nil || string(stored.Events) != `[]` {
+			t.Errorf("the trajectory sealed before = %s, %v; want it unchanged", stored.Events, err)
 		}
 	}},
 	{"traceingest/pending_spans_under_a_quota", func(t *testing.T, s store.Store) {
