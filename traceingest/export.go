@@ -86,13 +86,14 @@ func (s *Service) Export(ctx context.Context, p auth.Principal, req *coltracepb.
 		if id == "" {
 			id = TracePrefix + sp.TraceID
 		}
-		if !groupIDPattern.MatchString(id) {
-			rejected++
-			problems = append(problems, fmt.Sprintf("span %q: %s %q is not 1 to 128 letters, digits, '.', '_', ':' or '-'", clip(sp.Name, 80), traces.RunIDAttribute, clip(id, 80)))
-			continue
-		}
 		g := groups[id]
 		if g == nil {
+			// An id is checked once, when its group is made.
+			if !groupIDPattern.MatchString(id) {
+				rejected++
+				problems = append(problems, fmt.Sprintf("span %q: %s %q is not 1 to 128 letters, digits, '.', '_', ':' or '-'", clip(sp.Name, 80), traces.RunIDAttribute, clip(id, 80)))
+				continue
+			}
 			g = &group{id: id}
 			groups[id] = g
 			order = append(order, id)

@@ -292,20 +292,36 @@ func scanEvent(ev []byte) (shape, newline, nul bool) {
 	for i := 0; i < len(ev); i++ {
 		switch ev[i] {
 		case '"':
-			for i++; i < len(ev) && ev[i] != '"'; i++ {
-				switch ev[i] {
-				case '\\':
-					if i+5 < len(ev) && ev[i+1] == 'u' && string(ev[i+2:i+6]) == "0000" {
-						nul = true
-					}
-					i++
-				case '\n':
-					newline = true
+			// The string's end is the next quote not escaped; its
+			// contents are searched a word at a time (bytes.IndexByte).
+			end := -1
+			for j := i + 1; j < len(ev); {
+				k := bytes.IndexByte(ev[j:], '"')
+				if k < 0 {
+					break
 				}
+				q := j + k
+				n := 0
+				for b := q - 1; b > i && ev[b] == '\\'; b-- {
+					n++
+				}
+				if n%2 == 0 {
+					end = q
+					break
+				}
+				j = q + 1
 			}
-			if i >= len(ev) {
+			if end < 0 {
 				return false, newline, nul
 			}
+			body := ev[i+1 : end]
+			if bytes.IndexByte(body, '\n') >= 0 {
+				newline = true
+			}
+			if !nul && bytes.IndexByte(body, '\\') >= 0 {
+				nul = escapesNUL(body)
+			}
+			i = end
 		case '{', '[':
 			depth++
 		case '}', ']':
@@ -321,6 +337,20 @@ func scanEvent(ev []byte) (shape, newline, nul bool) {
 		}
 	}
 	return depth == 0, newline, nul
+}
+
+// escapesNUL reports whether a JSON string's contents escape a NUL
+// character (\u0000).
+func escapesNUL(body []byte) bool {
+	for i := 0; i < len(body); i++ {
+		if body[i] == '\\' {
+			if i+5 < len(body) && body[i+1] == 'u' && string(body[i+2:i+6]) == "0000" {
+				return true
+			}
+			i++
+		}
+	}
+	return false
 }
 
 // encodedBatch is a row's keys, starts, sizes and events columns, and its
