@@ -2,6 +2,7 @@ package traceingest_test
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -186,5 +187,28 @@ func TestSweepDropsSpansOfEndedRuns(t *testing.T) {
 	}
 	if spans, _ := st.ListPendingSpans(t.Context(), "acme", "run_a"); len(spans) != 1 {
 		t.Errorf("run_a's spans: %d, want 1 (it is still running)", len(spans))
+	}
+}
+
+// TestSweepSealsPastOnePage: a sweep seals every idle external trajectory
+// however many pages of idle groups they fill, not one page a minute.
+func TestSweepSealsPastOnePage(t *testing.T) {
+	st := sqlitetest.New(t)
+	now := t0
+	svc := traceingest.New(traceingest.Options{Store: st, Now: func() time.Time { return now }, IdleWindow: time.Minute})
+	p := auth.Principal{Subject: "alice", Workspace: "acme", Roles: []auth.Role{auth.RoleAdmin}}
+	const n = 1100 // over two pages of 500
+	for i := range n {
+		if _, err := svc.Export(t.Context(), p, export(fmt.Sprintf("ext-%04d", i), "step", 1)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	now = now.Add(2 * time.Minute)
+	rep, err := svc.Sweep(t.Context())
+	if err != nil || rep.Sealed != n || rep.Remaining != 0 {
+		t.Fatalf("Sweep = %+v, %v; want %d sealed, none remaining", rep, err, n)
+	}
+	if groups, err := st.ListPendingGroups(t.Context(), time.Time{}, 0); err != nil || len(groups) != 0 {
+		t.Errorf("pending groups after the sweep = %d, %v; want none", len(groups), err)
 	}
 }

@@ -160,32 +160,51 @@ type SweepReport struct {
 	RunsPending int `json:"runsPending"` // idle groups of runs still running (sealed when they end)
 }
 
-// sweepGroups bounds the idle groups one sweep handles; the rest wait for
-// the next one.
+// sweepGroups is the page of idle groups a sweep lists at a time.
 const sweepGroups = 500
+
+// sweepBudget bounds the time one sweep spends on pages of idle groups,
+// so that it ends well before the next run of its cron schedule (every
+// minute); what is left waits for that run.
+const sweepBudget = 40 * time.Second
 
 // Sweep is the trace sweep, run periodically by a durable workflow: it
 // seals the external trajectories whose spans have been idle for the idle
 // window (source otel), drops the pending spans of runs that have ended
 // (they were merged when the run's trajectory was sealed, or arrived
 // late), and deletes the trajectories older than their workspace's
-// retention. Each step is idempotent, so a retried sweep is harmless.
+// retention. It goes on to the next page of idle groups while a full page
+// sealed or dropped some and its budget lasts: a door busy with many
+// small trajectories is not held to one page a minute. Each step is
+// idempotent, so a retried sweep is harmless.
 func (s *Service) Sweep(ctx context.Context) (SweepReport, error) {
 	var rep SweepReport
 	now := s.now()
-	groups, err := s.o.Store.ListPendingGroups(ctx, now.Add(-s.o.IdleWindow), sweepGroups)
-	if err != nil {
-		return rep, err
-	}
-	if len(groups) == sweepGroups {
-		rep.Remaining = 1
-	}
-	for _, g := range groups {
-		if err := ctx.Err(); err != nil {
+	start := time.Now()
+	for {
+		groups, err := s.o.Store.ListPendingGroups(ctx, now.Add(-s.o.IdleWindow), sweepGroups)
+		if err != nil {
 			return rep, err
 		}
-		if err := s.sweepGroup(ctx, g, now, &rep); err != nil {
-			return rep, fmt.Errorf("sealing the spans of %s in workspace %s: %w", g.Group, g.Workspace, err)
+		before := rep.Sealed + rep.Dropped
+		rep.Remaining, rep.RunsPending = 0, 0
+		for _, g := range groups {
+			if err := ctx.Err(); err != nil {
+				return rep, err
+			}
+			if err := s.sweepGroup(ctx, g, now, &rep); err != nil {
+				return rep, fmt.Errorf("sealing the spans of %s in workspace %s: %w", g.Group, g.Workspace, err)
+			}
+		}
+		if len(groups) < sweepGroups {
+			break
+		}
+		// A full page: more may be idle. The groups of live runs stay
+		// listed, so only a page that removed some is followed by
+		// another.
+		rep.Remaining = 1
+		if rep.Sealed+rep.Dropped == before || time.Since(start) > sweepBudget {
+			break
 		}
 	}
 	if err := s.expire(ctx, now, &rep); err != nil {
