@@ -12,11 +12,12 @@ import (
 )
 
 // StartTraceSweep starts the trace sweep's cron workflow on taskQueue
-// unless it runs already (every worker calls it at start; the first wins,
-// and Temporal keeps it on schedule across restarts).
+// (flows.TraceSweepIDFor) unless it runs already (every worker calls it
+// at start; the first wins, and Temporal keeps it on schedule across
+// restarts).
 func StartTraceSweep(ctx context.Context, c client.Client, taskQueue string) error {
 	_, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
-		ID: flows.TraceSweepID, TaskQueue: taskQueue, CronSchedule: flows.TraceSweepCron,
+		ID: flows.TraceSweepIDFor(taskQueue), TaskQueue: taskQueue, CronSchedule: flows.TraceSweepCron,
 	}, flows.TraceSweepWorkflow)
 	var started *serviceerror.WorkflowExecutionAlreadyStarted
 	if err != nil && !errors.As(err, &started) {
