@@ -6,6 +6,7 @@ import (
 	"math"
 	"net/http"
 	"strconv"
+	"strings"
 
 	"github.com/labstack/echo/v4"
 
@@ -46,7 +47,11 @@ func (s *Server) exportTraces(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	body, err := traces.ReadOTLPBody(bytes.NewReader(raw), req.Header.Get(echo.HeaderContentEncoding))
+	// An uncompressed body is decoded where it was read.
+	body := raw
+	if ce := strings.ToLower(strings.TrimSpace(req.Header.Get(echo.HeaderContentEncoding))); ce != "" && ce != "identity" || len(raw) > traces.MaxOTLPBytes {
+		body, err = traces.ReadOTLPBody(bytes.NewReader(raw), req.Header.Get(echo.HeaderContentEncoding))
+	}
 	switch {
 	case errors.Is(err, traces.ErrOTLPTooLarge):
 		return tooLarge(traces.MaxOTLPBytes)

@@ -24,7 +24,7 @@
 # harnesses, split into the control plane and the harness processes; for
 # promptfoo: node and the harnesses); then the ratio.
 # Needs bin/svc and bin/svc-shim (make build). With -b postgres,
-# BENCH_WORKER_PPROF=127.0.0.1:PORT serves svc worker's pprof there.
+# BENCH_WORKER_PPROF=127.0.0.1:PORT serves svc worker's pprof there (BENCH_SERVE_PPROF, svc serve's).
 set -eu
 cd "$(dirname "$0")/.."
 N=2000 C=64 R=2 S=0 P=2 X=0 B=sqlite

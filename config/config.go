@@ -230,7 +230,7 @@ var Settings = []Setting{
 		set: str(func(c *Config) *string { return &c.LocalUIDs })},
 	{Flag: "local-work-dir", Env: "SVC_LOCAL_WORK_DIR", Default: "", Usage: "directory of local jobs' work areas (empty: /dev/shm/svc-work-<id> when /dev/shm is a tmpfs with 1 GiB free, else <data-dir>/work)",
 		set: str(func(c *Config) *string { return &c.LocalWorkDir })},
-	{Flag: "pprof-addr", Env: "SVC_PPROF_ADDR", Default: "", Usage: "loopback address (127.0.0.1:6060) where dev and worker serve Go's pprof profiles; off when empty",
+	{Flag: "pprof-addr", Env: "SVC_PPROF_ADDR", Default: "", Usage: "loopback address (127.0.0.1:6060) where dev, serve and worker serve Go's pprof profiles; off when empty",
 		set: str(func(c *Config) *string { return &c.PprofAddr })},
 	{Flag: "ingest-max-events-per-hour", Env: "SVC_INGEST_MAX_EVENTS_PER_HOUR", Default: "0", Usage: "trace events a workspace may send to POST /v1/traces per hour (a workspace override wins); past it the door answers 429; 0 is unlimited",
 		set: integer(func(c *Config) *int { return &c.IngestMaxEventsPerHour })},

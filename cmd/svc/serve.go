@@ -28,6 +28,9 @@ func runServe(ctx context.Context, cfg config.Config, args []string, stdout, std
 	if err != nil {
 		return err
 	}
+	if err := startPprof(cfg, log); err != nil {
+		return err
+	}
 
 	starter := &orchestration.Starter{Client: tc, TaskQueue: cfg.TaskQueue, WebhookAttempts: cfg.WebhookAttempts}
 	srv, err := api.NewServer(api.Options{Store: st, Logger: log, Config: cfg, Version: version, Checkers: readiness(st, tc),

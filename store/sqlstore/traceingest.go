@@ -170,33 +170,54 @@ func pendingBatches(spans []store.PendingSpan) ([]*pendingBatch, error) {
 	var batches []*pendingBatch
 	byKey := map[batchKey]*pendingBatch{}
 	var seen map[spanKey]bool
+	// An export's spans are one group's, one after the other: a span of
+	// the previous span's batch takes neither the group's checks again
+	// nor a map lookup.
+	var last *pendingBatch
+	var lastWorkspace, lastGroup string
+	var lastAt time.Time
 	for _, s := range spans {
-		if err := required("workspace", s.Workspace, "group", s.Group, "key", s.Key); err != nil {
-			return nil, err
+		if s.Key == "" {
+			return nil, derrors.Invalidf("key is required")
 		}
-		if err := checkText(s.Workspace, s.Group, s.Key); err != nil {
+		if err := checkText(s.Key); err != nil {
 			return nil, err
 		}
 		ev, err := storedEvent(s.Event)
 		if err != nil {
 			return nil, err
 		}
-		s.Event, s.ReceivedAt = ev, normTime(s.ReceivedAt)
-		k := batchKey{store.PendingGroupRef{Workspace: s.Workspace, Group: s.Group}, s.External, s.ReceivedAt}
-		b := byKey[k]
-		if b == nil {
-			if len(byKey) > 0 && seen == nil {
-				// Several rows: a key may repeat across them.
-				seen = map[spanKey]bool{}
-				for _, b := range batches {
-					for _, sp := range b.spans {
-						seen[spanKey{b.ref, sp.Key}] = true
+		s.Event = ev
+		var b *pendingBatch
+		if last != nil && s.Workspace == lastWorkspace && s.Group == lastGroup && s.External == last.external && s.ReceivedAt.Equal(lastAt) {
+			b = last
+			s.ReceivedAt = b.at
+		} else {
+			if err := required("workspace", s.Workspace, "group", s.Group); err != nil {
+				return nil, err
+			}
+			if err := checkText(s.Workspace, s.Group); err != nil {
+				return nil, err
+			}
+			lastWorkspace, lastGroup, lastAt = s.Workspace, s.Group, s.ReceivedAt
+			s.ReceivedAt = normTime(s.ReceivedAt)
+			k := batchKey{store.PendingGroupRef{Workspace: s.Workspace, Group: s.Group}, s.External, s.ReceivedAt}
+			b = byKey[k]
+			if b == nil {
+				if len(byKey) > 0 && seen == nil {
+					// Several rows: a key may repeat across them.
+					seen = map[spanKey]bool{}
+					for _, b := range batches {
+						for _, sp := range b.spans {
+							seen[spanKey{b.ref, sp.Key}] = true
+						}
 					}
 				}
+				b = &pendingBatch{ref: k.ref, external: s.External, at: s.ReceivedAt}
+				byKey[k] = b
+				batches = append(batches, b)
 			}
-			b = &pendingBatch{ref: k.ref, external: s.External, at: s.ReceivedAt}
-			byKey[k] = b
-			batches = append(batches, b)
+			last = b
 		}
 		if seen != nil {
 			sk := spanKey{b.ref, s.Key}
@@ -211,7 +232,9 @@ func pendingBatches(spans []store.PendingSpan) ([]*pendingBatch, error) {
 		// The first of a key repeated within a row is kept (seen keeps
 		// a key out of a second row of its group).
 		b.spans = firstOfEachKey(b.spans)
-		slices.SortStableFunc(b.spans, comparePending)
+		if !slices.IsSortedFunc(b.spans, comparePending) {
+			slices.SortStableFunc(b.spans, comparePending)
+		}
 	}
 	slices.SortStableFunc(batches, func(x, y *pendingBatch) int {
 		return cmp.Or(strings.Compare(x.ref.Workspace, y.ref.Workspace), strings.Compare(x.ref.Group, y.ref.Group))
