@@ -116,7 +116,7 @@ func checkRunTokenSpans(ctx context.Context, export *coltracepb.ExportTraceServi
 	if !ok {
 		return nil
 	}
-	spans, _ := traces.FlattenSpans(export)
+	spans, _ := traces.FlattenSpansCompact(export)
 	for _, sp := range spans {
 		if sp.RunID != run {
 			return derrors.Forbiddenf("this run token sends spans of run %s only; span %q has %s %q", run, sp.Name, traces.RunIDAttribute, sp.RunID)

@@ -73,7 +73,7 @@ type group struct {
 // the caller's workspace: another workspace's run id behaves exactly as
 // an unknown id, so its existence never shows.
 func (s *Service) Export(ctx context.Context, p auth.Principal, req *coltracepb.ExportTraceServiceRequest) (*coltracepb.ExportTraceServiceResponse, error) {
-	spans, bad := traces.FlattenSpans(req)
+	spans, bad := traces.FlattenSpansCompact(req)
 	var problems []string
 	rejected := int64(len(bad))
 	for _, b := range bad {
@@ -155,22 +155,18 @@ type preparedEvent struct {
 const parallelSpans = 256
 
 // prepareEvents normalises spans into their events and writes each
-// event's canonical JSON (traces.AppendCanonicalStoredEvent), the form a
+// event's canonical JSON (traces.AppendSpanEvent: that of
+// traces.AppendCanonicalStoredEvent, straight from the span), the form a
 // pending span keeps so that sealing only concatenates. A large group is
 // split into one chunk per processor.
 func prepareEvents(spans []traces.Span, mapping traces.SpanAttrMapping) []preparedEvent {
 	out := make([]preparedEvent, len(spans))
 	work := func(lo, hi int) {
 		// One buffer for the chunk, each event a slice of it.
-		buf := make([]byte, 0, 600*(hi-lo))
+		buf := make([]byte, 0, 400*(hi-lo))
 		for i := lo; i < hi; i++ {
-			e := traces.Normalize(spans[i], mapping)
-			if err := e.Validate(); err != nil {
-				out[i].problem = err
-				continue
-			}
 			mark := len(buf)
-			next, err := traces.AppendCanonicalStoredEvent(buf, &e)
+			next, err := traces.AppendSpanEvent(buf, &spans[i], mapping)
 			if err != nil {
 				out[i].problem = err
 				continue

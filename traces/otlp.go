@@ -201,8 +201,14 @@ func CountSpans(req *coltracepb.ExportTraceServiceRequest) int {
 	return n
 }
 
-// spanKey is the identity of a span within its trajectory: trace id and
-// span id in hex, so that a retried export stores nothing twice.
-func spanKey(sp *tracepb.Span) string {
-	return hex.EncodeToString(sp.GetTraceId()) + "/" + hex.EncodeToString(sp.GetSpanId())
+// keyLen is the length of a span's key: 32 hex digits, '/', 16.
+const keyLen = 32 + 1 + 16
+
+// appendSpanKey appends the identity of a span within its trajectory,
+// trace id and span id in hex (TraceID/SpanID), so that a retried export
+// stores nothing twice. The span's ids are 16 and 8 bytes.
+func appendSpanKey(dst []byte, sp *tracepb.Span) []byte {
+	dst = hex.AppendEncode(dst, sp.GetTraceId())
+	dst = append(dst, '/')
+	return hex.AppendEncode(dst, sp.GetSpanId())
 }
