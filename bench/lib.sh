@@ -17,7 +17,7 @@ cpu_ms() { awk -v hz="$(getconf CLK_TCK)" '{ print ($14+$15+$16+$17) * 1000 / hz
 # wait_url FILE: the first http://127.0.0.1:PORT that FILE shows, once it answers /readyz.
 wait_url() {
   local url=""
-  for _ in $(seq 1 300); do
+  for _ in $(seq 1 600); do
     url=$(grep -o 'http://127.0.0.1:[0-9]*' "$1" | head -n1 || true)
     [ -n "$url" ] && curl -sf "$url/readyz" >/dev/null 2>&1 && { echo "$url"; return; }
     sleep 0.1

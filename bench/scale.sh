@@ -48,17 +48,8 @@ fi
 now() { date +%s.%N; }
 field() { grep -o "\"$1\":\"[^\"]*\"" | head -n1 | cut -d'"' -f4; }
 
-# wait_url FILE: the first http://127.0.0.1:PORT that FILE shows, once it answers /readyz.
-wait_url() {
-  local url=""
-  for _ in $(seq 1 600); do
-    url=$(grep -o 'http://127.0.0.1:[0-9]*' "$1" | head -n1 || true)
-    [ -n "$url" ] && curl -sf "$url/readyz" >/dev/null 2>&1 && { echo "$url"; return; }
-    sleep 0.1
-  done
-  echo "bench: no service answered (see $1)" >&2
-  exit 1
-}
+# wait_url and the rest: bench/lib.sh.
+. bench/lib.sh
 
 # dataset N FILE: a dataset of N cases without graders.
 dataset() {

@@ -11,12 +11,10 @@ import (
 	"time"
 
 	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
-	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
-	resourcepb "go.opentelemetry.io/proto/otlp/resource/v1"
-	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 	"google.golang.org/protobuf/proto"
 
 	"svc/auth"
+	"svc/internal/otlpgen"
 	"svc/store"
 	"svc/store/pgtest"
 	"svc/store/postgres"
@@ -35,37 +33,11 @@ const benchSpans = 1000
 // replaces it in the encoded body, so no span is a retry of another.
 var benchTraceID = bytes.Repeat([]byte{0x5b}, 16)
 
-// benchExport is an export of benchSpans GenAI spans (chat and tool calls,
-// eight attributes each) of one external trajectory, encoded as protobuf.
+// benchExport is an export of benchSpans GenAI spans (chat and tool
+// calls, eight attributes each) of one external trajectory, encoded as
+// protobuf.
 func benchExport(b *testing.B) []byte {
-	kv := func(k string, v *commonpb.AnyValue) *commonpb.KeyValue { return &commonpb.KeyValue{Key: k, Value: v} }
-	s := func(v string) *commonpb.AnyValue {
-		return &commonpb.AnyValue{Value: &commonpb.AnyValue_StringValue{StringValue: v}}
-	}
-	n := func(v int64) *commonpb.AnyValue {
-		return &commonpb.AnyValue{Value: &commonpb.AnyValue_IntValue{IntValue: v}}
-	}
-	spans := make([]*tracepb.Span, benchSpans)
-	for i := range spans {
-		op, name := "chat", "chat gpt-4o"
-		if i%3 == 2 {
-			op, name = "execute_tool", "execute_tool search"
-		}
-		spans[i] = &tracepb.Span{
-			TraceId: benchTraceID, SpanId: []byte{0, 0, 0, 0, byte(i >> 16), byte(i >> 8), byte(i), 1}, Name: name,
-			StartTimeUnixNano: uint64(1_700_000_000_000_000_000 + i*1_000_000), EndTimeUnixNano: uint64(1_700_000_000_000_000_000 + i*1_000_000 + 500_000),
-			Attributes: []*commonpb.KeyValue{
-				kv("gen_ai.operation.name", s(op)), kv("gen_ai.request.model", s("gpt-4o")), kv("gen_ai.system", s("openai")),
-				kv("gen_ai.usage.input_tokens", n(812)), kv("gen_ai.usage.output_tokens", n(64)), kv("gen_ai.tool.name", s("search")),
-				kv("gen_ai.input.messages", s(`[{"role":"user","content":"what is the OTLP door?"}]`)), kv("http.status_code", n(200)),
-			},
-		}
-	}
-	req := &coltracepb.ExportTraceServiceRequest{ResourceSpans: []*tracepb.ResourceSpans{{
-		Resource:   &resourcepb.Resource{Attributes: []*commonpb.KeyValue{kv(traces.RunIDAttribute, s("bench-run-0000000")), kv("service.name", s("agent"))}},
-		ScopeSpans: []*tracepb.ScopeSpans{{Spans: spans}},
-	}}}
-	body, err := proto.Marshal(req)
+	body, err := proto.Marshal(otlpgen.GenAI(benchSpans, "bench-run-0000000", benchTraceID))
 	if err != nil {
 		b.Fatal(err)
 	}

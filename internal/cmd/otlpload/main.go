@@ -29,10 +29,9 @@ import (
 	"time"
 
 	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
-	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
-	resourcepb "go.opentelemetry.io/proto/otlp/resource/v1"
-	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 	"google.golang.org/protobuf/proto"
+
+	"svc/internal/otlpgen"
 )
 
 func main() {
@@ -112,38 +111,11 @@ func run(args []string) error {
 }
 
 // encode is an export of n GenAI spans under svc.run_id runID, with a
-// trace id of its own.
+// trace id of its own (the run id's last 16 bytes).
 func encode(n int, runID string) ([]byte, error) {
-	kv := func(k string, v *commonpb.AnyValue) *commonpb.KeyValue { return &commonpb.KeyValue{Key: k, Value: v} }
-	s := func(v string) *commonpb.AnyValue {
-		return &commonpb.AnyValue{Value: &commonpb.AnyValue_StringValue{StringValue: v}}
-	}
-	num := func(v int64) *commonpb.AnyValue {
-		return &commonpb.AnyValue{Value: &commonpb.AnyValue_IntValue{IntValue: v}}
-	}
 	traceID := make([]byte, 16)
 	copy(traceID, runID[max(0, len(runID)-16):])
-	start := uint64(time.Date(2026, 5, 1, 10, 0, 0, 0, time.UTC).UnixNano())
-	spans := make([]*tracepb.Span, n)
-	for i := range spans {
-		op, name := "chat", "chat gpt-4o"
-		if i%3 == 2 {
-			op, name = "execute_tool", "execute_tool search"
-		}
-		spans[i] = &tracepb.Span{
-			TraceId: traceID, SpanId: []byte{0, 0, 0, 0, byte(i >> 16), byte(i >> 8), byte(i), 1}, Name: name,
-			StartTimeUnixNano: start + uint64(i)*1_000_000, EndTimeUnixNano: start + uint64(i)*1_000_000 + 500_000,
-			Attributes: []*commonpb.KeyValue{
-				kv("gen_ai.operation.name", s(op)), kv("gen_ai.request.model", s("gpt-4o")), kv("gen_ai.system", s("openai")),
-				kv("gen_ai.usage.input_tokens", num(812)), kv("gen_ai.usage.output_tokens", num(64)), kv("gen_ai.tool.name", s("search")),
-				kv("gen_ai.input.messages", s(`[{"role":"user","content":"what is the OTLP door?"}]`)), kv("http.status_code", num(200)),
-			},
-		}
-	}
-	return proto.Marshal(&coltracepb.ExportTraceServiceRequest{ResourceSpans: []*tracepb.ResourceSpans{{
-		Resource:   &resourcepb.Resource{Attributes: []*commonpb.KeyValue{kv("svc.run_id", s(runID)), kv("service.name", s("agent"))}},
-		ScopeSpans: []*tracepb.ScopeSpans{{Spans: spans}},
-	}}})
+	return proto.Marshal(otlpgen.GenAI(n, runID, traceID))
 }
 
 // decodeOnly is the official decoder's rate on body, in spans/s, over
