@@ -6,7 +6,7 @@ import (
 	"testing"
 )
 
-// referenceShape is eventShape as it was written first, a byte at a time:
+// referenceShape is the shape check as it was written first, a byte at a time:
 // the reference scanEvent's word-at-a-time strings must agree with.
 func referenceShape(ev []byte) bool {
 	depth := 0

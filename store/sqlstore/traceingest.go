@@ -298,18 +298,12 @@ func storedEvent(ev json.RawMessage) (json.RawMessage, error) {
 	return ev, nil
 }
 
-// eventShape reports whether ev, as an element of a JSON array the
-// database has found valid, is exactly one element: its strings close, its
-// brackets balance and nothing separates values outside them.
-func eventShape(ev []byte) bool {
-	shape, _, _ := scanEvent(ev)
-	return shape
-}
-
-// scanEvent is one pass over an event: shape is eventShape's answer,
-// newline whether it holds a raw newline, and nul whether a string of it
-// escapes a NUL character (\u0000), which PostgreSQL's json refuses to
-// turn into text (checkDoc's rule).
+// scanEvent is one pass over an event: shape reports whether ev, as an
+// element of a JSON array the database has found valid, is exactly one
+// element (its strings close, its brackets balance and nothing separates
+// values outside them); newline whether it holds a raw newline; and nul
+// whether a string of it escapes a NUL character (\u0000), which
+// PostgreSQL's json refuses to turn into text (checkDoc's rule).
 func scanEvent(ev []byte) (shape, newline, nul bool) {
 	depth := 0
 	for i := 0; i < len(ev); i++ {
