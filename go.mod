@@ -41,6 +41,8 @@ require (
 	sigs.k8s.io/yaml v1.6.0
 )
 
+require github.com/klauspost/compress v1.20.1 // indirect
+
 require (
 	cel.dev/expr v0.25.2 // indirect
 	cloud.google.com/go v0.123.0 // indirect

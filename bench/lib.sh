@@ -54,7 +54,7 @@ start_postgres() {
   query=${DATABASE_URL#"$base"}
   export DATABASE_URL="${base%/*}/$db$query" TEMPORAL_ADDRESS=127.0.0.1:$tport
   "$SVC" migrate > "$dir/migrate.out" 2>&1
-  SVC_ADDR=127.0.0.1:0 SVC_LOG_LEVEL=warn SVC_PPROF_ADDR=${BENCH_SERVE_PPROF:-} "$SVC" serve > "$dir/serve.out" 2>"$dir/serve.err" &
+  SVC_ADDR=127.0.0.1:0 SVC_LOG_LEVEL=warn SVC_PPROF_ADDR=${BENCH_SERVE_PPROF:-} GOGC=${BENCH_SERVE_GOGC:-} "$SVC" serve > "$dir/serve.out" 2>"$dir/serve.err" &
   PIDS="$PIDS $!"
   SVC_DATA_DIR="$dir/worker" SVC_LOG_LEVEL=warn SVC_PPROF_ADDR=${BENCH_WORKER_PPROF:-} "$SVC" worker > "$dir/worker.out" 2>"$dir/worker.err" &
   PIDS="$PIDS $!"

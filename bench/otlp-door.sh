@@ -30,4 +30,4 @@ go build -o "$work/otlpload" ./internal/cmd/otlpload
 export SVC_INGEST_IDLE_WINDOW=1s
 "start_$B" 1
 echo "svc ($B) at $URL"
-"$work/otlpload" -url "$URL" -exports "$N" -clients "$C" -rounds "$R" -sealed 240s
+"$work/otlpload" -url "$URL" -exports "$N" -clients "$C" -rounds "$R" -sealed "${BENCH_SEALED:-240s}"

@@ -27,7 +27,9 @@ type PendingSpan struct {
 	// Canonical says, when adding, that Event is the event exactly as a
 	// sealed trajectory keeps it (its canonical form): a group held in one
 	// record of such spans, all with a start time, can then be sealed by
-	// SealPendingGroup inside the store. Reads leave it false.
+	// SealPendingGroup inside the store. Such an event is taken to be
+	// valid JSON (the canonical writer's output is, by construction);
+	// the store checks only its shape. Reads leave it false.
 	Canonical bool `json:"-"`
 }
 

@@ -52,6 +52,9 @@ func (o ops) AddPendingSpans(ctx context.Context, spans []store.PendingSpan) (ad
 	if err != nil || len(batches) == 0 {
 		return 0, err
 	}
+	if err := o.checkStoredEvents(spans); err != nil {
+		return 0, err
+	}
 	add := func(o ops) error {
 		added = 0
 		for _, b := range batches {
@@ -92,6 +95,9 @@ func (o ops) AddPendingSpansQuota(ctx context.Context, spans []store.PendingSpan
 	}
 	batches, err := pendingBatches(spans)
 	if err != nil {
+		return 0, 0, false, err
+	}
+	if err := o.checkStoredEvents(spans); err != nil {
 		return 0, 0, false, err
 	}
 	for _, b := range batches {
@@ -437,13 +443,13 @@ func appendJSONString(dst []byte, s string) []byte {
 // inserted.
 const (
 	pgPendingLock   = `SELECT pg_advisory_xact_lock(hashtext($1), hashtext($2))`
-	pgPendingInsert = `INSERT INTO pending_span_batches (workspace, grp, external, received_at, spans, keys, starts, sizes, digest, events)
-		SELECT $1::text, $2::text, $3::boolean, $4::timestamptz, $5::integer, $6::text, $7::text, $8::text, nullif($9::text, ''), $10::json
+	pgPendingInsert = `INSERT INTO pending_span_batches (workspace, grp, external, received_at, spans, keys, starts, sizes, digest, events_z)
+		SELECT $1::text, $2::text, $3::boolean, $4::timestamptz, $5::integer, $6::text, $7::text, $8::text, nullif($9::text, ''), $10::bytea
 		WHERE $11::boolean OR NOT EXISTS (SELECT 1 FROM pending_span_batches b, json_array_elements_text(b.keys::json) AS k
 			WHERE b.workspace = $1::text AND b.grp = $2::text AND k IN (SELECT json_array_elements_text($6::json)))`
 	pgPendingStored = `SELECT k FROM pending_span_batches b, json_array_elements_text(b.keys::json) AS k
 		WHERE b.workspace = $1 AND b.grp = $2 AND k IN (SELECT json_array_elements_text($3::json))`
-	litePendingInsert = `INSERT INTO pending_span_batches (workspace, grp, seq, external, received_at, spans, keys, starts, sizes, digest, events)
+	litePendingInsert = `INSERT INTO pending_span_batches (workspace, grp, seq, external, received_at, spans, keys, starts, sizes, digest, events_z)
 		SELECT $1, $2, (SELECT coalesce(max(seq), 0) + 1 FROM pending_span_batches WHERE workspace = $1 AND grp = $2), $3, $4, $5, $6, $7, $8, nullif($9, ''), $10
 		WHERE $11 OR NOT EXISTS (SELECT 1 FROM pending_span_batches b, json_each(b.keys) AS k
 			WHERE b.workspace = $1 AND b.grp = $2 AND k.value IN (SELECT value FROM json_each($6)))`
@@ -466,11 +472,10 @@ func (o ops) addPendingBatch(ctx context.Context, b *pendingBatch) (int, error) 
 	spans := b.spans
 	enc := encodeBatch(spans)
 	for all := false; ; all = true {
-		// pgx sends a []byte for a json parameter as it is; SQLite would
-		// take it for a blob.
-		var events any = enc.events
-		if !pg {
-			events = string(enc.events)
+		// The events are kept compressed (events_z, migration 0020).
+		events, err := compressEvents(enc.events)
+		if err != nil {
+			return 0, err
 		}
 		res, err := o.w.ExecContext(ctx, insert, b.ref.Workspace, b.ref.Group, b.external, o.d.TimeArg(b.at),
 			len(spans), string(enc.keys), string(enc.starts), string(enc.sizes), enc.digest, events, all)
@@ -502,6 +507,22 @@ func (o ops) addPendingBatch(ctx context.Context, b *pendingBatch) (int, error) 
 		}
 		enc = encodeBatch(spans)
 	}
+}
+
+// checkStoredEvents checks that the events not marked Canonical are
+// JSON: the events are stored compressed (migration 0020), so the
+// database does not check them.
+func (o ops) checkStoredEvents(spans []store.PendingSpan) error {
+	var unchecked []store.PendingSpan
+	for i, s := range spans {
+		if !s.Canonical {
+			if unchecked == nil {
+				unchecked = make([]store.PendingSpan, 0, len(spans)-i)
+			}
+			unchecked = append(unchecked, s)
+		}
+	}
+	return checkEvents(unchecked)
 }
 
 // checkEvents is checkJSON of every span's event, on every processor when
@@ -546,15 +567,20 @@ type pendingRow struct {
 	keys, starts, sizes, events []byte
 }
 
-const pendingRowColumns = `workspace, grp, external, received_at, keys, starts, sizes, events`
+const pendingRowColumns = `workspace, grp, external, received_at, keys, starts, sizes, events, events_z`
 
 func scanPendingRow(r rowScanner) (pendingRow, error) {
 	var p pendingRow
 	var at dbTime
-	if err := r.Scan(&p.ref.Workspace, &p.ref.Group, &p.external, &at, &p.keys, &p.starts, &p.sizes, &p.events); err != nil {
+	var eventsZ []byte
+	if err := r.Scan(&p.ref.Workspace, &p.ref.Group, &p.external, &at, &p.keys, &p.starts, &p.sizes, &p.events, &eventsZ); err != nil {
 		return p, err
 	}
 	p.at = at.Time
+	var err error
+	if p.events, err = eventsOf(p.events, eventsZ); err != nil {
+		return p, fmt.Errorf("a pending row of %q: %w", p.ref.Group, err)
+	}
 	return p, nil
 }
 
@@ -735,7 +761,7 @@ func (o ops) ListPendingSpansOf(ctx context.Context, groups []store.PendingGroup
 // SealPendingGroup seals a group of one sealable row inside the
 // database; see store.TraceIngest. The events go from the pending row to
 // the trajectory without leaving the database (PostgreSQL copies the
-// json value as it is, without parsing it again), and the digest is the
+// compressed value as it is, without parsing it again), and the digest is the
 // one the writer computed over the same bytes.
 func (o ops) SealPendingGroup(ctx context.Context, t store.Trajectory, maxEvents int) (_ store.Trajectory, sealed bool, err error) {
 	defer derrors.Wrap(&err, "%s.SealPendingGroup(ctx, %q, %q)", o.kind, t.Workspace, t.RunID)
@@ -752,8 +778,8 @@ func (o ops) SealPendingGroup(ctx context.Context, t store.Trajectory, maxEvents
 			out := t
 			err := r.Scan(&out.EventCount, &out.Digest)
 			return out, err
-		}, `INSERT INTO trajectories (`+trajectoryColumns+`, events)
-			SELECT p.workspace, p.grp, $3, p.spans, p.digest, $4, $5, p.events FROM pending_span_batches p
+		}, `INSERT INTO trajectories (`+trajectoryColumns+`, events, events_z)
+			SELECT p.workspace, p.grp, $3, p.spans, p.digest, $4, $5, p.events, p.events_z FROM pending_span_batches p
 			WHERE p.workspace = $1 AND p.grp = $2 AND p.external AND p.digest IS NOT NULL AND p.spans <= $6
 				AND NOT EXISTS (SELECT 1 FROM pending_span_batches q WHERE q.workspace = $1 AND q.grp = $2 AND q.seq <> p.seq)
 			ON CONFLICT (workspace, run_id) DO NOTHING

@@ -88,7 +88,7 @@ func TestMigrationKeepsPendingSpans(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			for v := 17; v <= 19; v++ {
+			for v := 17; v <= len(ms); v++ {
 				run(v)
 			}
 			s := New(dialect, db, db, Options{})

@@ -24,19 +24,33 @@ const trajectoryColumns = `workspace, run_id, source, event_count, digest, seale
 func scanTrajectory(r rowScanner, withEvents bool) (store.Trajectory, error) {
 	var t store.Trajectory
 	var sealed dbTime
-	var events []byte
+	var events, eventsZ []byte
 	dest := []any{&t.Workspace, &t.RunID, &t.Source, &t.EventCount, &t.Digest, &sealed, &t.Audience}
 	if withEvents {
-		dest = append(dest, &events)
+		dest = append(dest, &events, &eventsZ)
 	}
 	if err := r.Scan(dest...); err != nil {
 		return store.Trajectory{}, err
 	}
 	t.SealedAt = sealed.Time
 	if withEvents {
-		t.Events = json.RawMessage(events)
+		ev, err := eventsOf(events, eventsZ)
+		if err != nil {
+			return store.Trajectory{}, fmt.Errorf("trajectory of run %q: %w", t.RunID, err)
+		}
+		t.Events = json.RawMessage(ev)
 	}
 	return t, nil
+}
+
+// eventsArgs are the values of a trajectory's events and events_z
+// columns: NULL and the events compressed (migration 0020).
+func (o ops) eventsArgs(events []byte) (any, any, error) {
+	z, err := compressEvents(events)
+	if err != nil {
+		return nil, nil, err
+	}
+	return nil, z, nil
 }
 
 // SealTrajectory stores a trajectory once; see store.Trajectories.
@@ -46,10 +60,14 @@ func (o ops) SealTrajectory(ctx context.Context, t store.Trajectory) (_ store.Tr
 	if err != nil {
 		return store.Trajectory{}, false, err
 	}
+	events, eventsZ, err := o.eventsArgs(t.Events)
+	if err != nil {
+		return store.Trajectory{}, false, err
+	}
 	ok, err := o.insertOnce(ctx,
-		`INSERT INTO trajectories (`+trajectoryColumns+`, events) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+		`INSERT INTO trajectories (`+trajectoryColumns+`, events, events_z) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
 		ON CONFLICT (workspace, run_id) DO NOTHING`,
-		t.Workspace, t.RunID, t.Source, t.EventCount, t.Digest, o.d.TimeArg(t.SealedAt), t.Audience, string(t.Events))
+		t.Workspace, t.RunID, t.Source, t.EventCount, t.Digest, o.d.TimeArg(t.SealedAt), t.Audience, events, eventsZ)
 	if err != nil {
 		return store.Trajectory{}, false, err
 	}
@@ -123,7 +141,7 @@ func (o ops) SealTrajectories(ctx context.Context, ts []store.Trajectory) (_ []s
 			batch := out[i:min(i+rowsPerStatement, len(out))]
 			var args sqlArgs
 			var q strings.Builder
-			q.WriteString(`INSERT INTO trajectories (` + trajectoryColumns + `, events) VALUES `)
+			q.WriteString(`INSERT INTO trajectories (` + trajectoryColumns + `, events, events_z) VALUES `)
 			n := 0
 			for j, t := range batch {
 				k := trajectoryKey{t.Workspace, t.RunID}
@@ -131,13 +149,17 @@ func (o ops) SealTrajectories(ctx context.Context, ts []store.Trajectory) (_ []s
 					continue
 				}
 				first[k] = i + j
+				events, eventsZ, err := o.eventsArgs(t.Events)
+				if err != nil {
+					return err
+				}
 				if n > 0 {
 					q.WriteString(`, `)
 				}
 				n++
 				q.WriteString(`(` + strings.Join([]string{
 					args.add(t.Workspace), args.add(t.RunID), args.add(t.Source), args.add(t.EventCount), args.add(t.Digest),
-					args.add(o.d.TimeArg(t.SealedAt)), args.add(t.Audience), args.add(string(t.Events)),
+					args.add(o.d.TimeArg(t.SealedAt)), args.add(t.Audience), args.add(events), args.add(eventsZ),
 				}, `, `) + `)`)
 			}
 			if n == 0 {
@@ -184,7 +206,7 @@ func (o ops) SealTrajectories(ctx context.Context, ts []store.Trajectory) (_ []s
 // the row.
 func (o ops) getTrajectory(ctx context.Context, q querier, workspace, runID string) (store.Trajectory, error) {
 	t, err := scanTrajectory(q.QueryRowContext(ctx,
-		`SELECT `+trajectoryColumns+`, events FROM trajectories WHERE workspace = $1 AND run_id = $2`, workspace, runID), true)
+		`SELECT `+trajectoryColumns+`, events, events_z FROM trajectories WHERE workspace = $1 AND run_id = $2`, workspace, runID), true)
 	if err = o.found(err, "trajectory of run %q of workspace %q", runID, workspace); err != nil {
 		return store.Trajectory{}, err
 	}
