@@ -28,8 +28,9 @@ type PendingSpan struct {
 	// sealed trajectory keeps it (its canonical form): a group held in one
 	// record of such spans, all with a start time, can then be sealed by
 	// SealPendingGroup inside the store. Such an event is taken to be
-	// valid JSON (the canonical writer's output is, by construction);
-	// the store checks only its shape. Reads leave it false.
+	// valid JSON on one line (the canonical writer's output is, by
+	// construction): the store checks only that it escapes no NUL
+	// character. Reads leave it false.
 	Canonical bool `json:"-"`
 }
 

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"regexp"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -102,7 +103,7 @@ func (s *Service) Export(ctx context.Context, p auth.Principal, req *coltracepb.
 	}
 
 	now := s.now()
-	var pending []store.PendingSpan
+	pending := make([]store.PendingSpan, 0, len(spans))
 	for _, id := range order {
 		g := groups[id]
 		mapping, err := s.classify(ctx, p, g)
@@ -162,9 +163,16 @@ const parallelSpans = 256
 func prepareEvents(spans []traces.Span, mapping traces.SpanAttrMapping) []preparedEvent {
 	out := make([]preparedEvent, len(spans))
 	work := func(lo, hi int) {
-		// One buffer for the chunk, each event a slice of it.
+		// One buffer for the chunk, each event a slice of it: sized for
+		// 400 bytes an event, then, after the first events, for the
+		// chunk at their average size, so that it grows once.
 		buf := make([]byte, 0, 400*(hi-lo))
 		for i := lo; i < hi; i++ {
+			if done := i - lo; done == 8 {
+				if need := len(buf) / done * (hi - lo) * 9 / 8; need > cap(buf) {
+					buf = slices.Grow(buf, need-len(buf))
+				}
+			}
 			mark := len(buf)
 			next, err := traces.AppendSpanEvent(buf, &spans[i], mapping)
 			if err != nil {

@@ -5,6 +5,10 @@
 package otlpgen
 
 import (
+	"encoding/json"
+	"math/rand/v2"
+	"strings"
+
 	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
 	resourcepb "go.opentelemetry.io/proto/otlp/resource/v1"
@@ -48,3 +52,45 @@ func GenAI(n int, runID string, traceID []byte) *coltracepb.ExportTraceServiceRe
 		ScopeSpans: []*tracepb.ScopeSpans{{Spans: spans}},
 	}}}
 }
+
+// GenAIVaried is GenAI with each span's gen_ai.input.messages a message
+// of its own: 20 to 60 words drawn from a vocabulary of some 200 by a
+// generator seeded with seed, as prompts differ from span to span. The
+// events it makes compress about as much as text does, not as the
+// repetitions of GenAI do.
+func GenAIVaried(n int, runID string, traceID []byte, seed uint64) *coltracepb.ExportTraceServiceRequest {
+	req := GenAI(n, runID, traceID)
+	r := rand.New(rand.NewPCG(seed, uint64(n)))
+	var b strings.Builder
+	for _, sp := range req.ResourceSpans[0].ScopeSpans[0].Spans {
+		b.Reset()
+		for i := range 20 + r.IntN(41) {
+			if i > 0 {
+				b.WriteByte(' ')
+			}
+			b.WriteString(vocabulary[r.IntN(len(vocabulary))])
+		}
+		msg, _ := json.Marshal([]map[string]string{{"role": "user", "content": b.String()}})
+		for _, kv := range sp.Attributes {
+			if kv.Key == "gen_ai.input.messages" {
+				kv.Value = &commonpb.AnyValue{Value: &commonpb.AnyValue_StringValue{StringValue: string(msg)}}
+			}
+		}
+	}
+	return req
+}
+
+var vocabulary = strings.Fields(`the a an of to in for on with at by from into over after before under between
+agent tool call search result answer question user assistant system model prompt token context window memory
+file directory repository branch commit test build error warning retry timeout request response status code
+find read write list open close parse format check compare sort filter merge split join count sum average
+first last next previous every each some many few more less most least all none both either neither
+please could would should might must can will may shall do does did done make made take took give gave
+weather price order invoice customer account payment refund shipping address city country date time
+report summary table chart figure value column row field key name id type kind version release
+database query index schema migration backup restore cluster node pod service deploy rollback config
+python go rust java javascript typescript shell bash sql json yaml html css markdown
+because although while when where which who whom whose what why how if then else unless until
+is are was were be been being has have had not no yes very quite rather also only just even still
+quick slow large small new old good bad right wrong true false open closed ready pending failed passed
+one two three four five six seven eight nine ten hundred thousand million percent`)

@@ -3,12 +3,12 @@
 -- copying it twice and lexing it, a fifth of the machine on the OTLP
 -- door. A pending row and a trajectory written from now on keep their
 -- events in events_z instead: the same bytes, compressed by the service
--- with zstd (one frame, RFC 8878), sent and stored as they are (STORAGE
--- EXTERNAL: PostgreSQL does not try to compress them again). The service
--- checks the JSON before compressing it; digests are of the uncompressed
--- bytes, unchanged. Rows written before keep events and are read as
--- before; exactly one of the two columns is set. SQLite's 0020 does the
--- same.
+-- as one Snappy block (github.com/google/snappy's format_description.txt),
+-- sent and stored as they are (STORAGE EXTERNAL: PostgreSQL does not try
+-- to compress them again). The service checks the JSON before
+-- compressing it; digests are of the uncompressed bytes, unchanged. Rows
+-- written before keep events and are read as before; exactly one of the
+-- two columns is set. SQLite's 0020 does the same.
 ALTER TABLE pending_span_batches ADD COLUMN events_z bytea;
 ALTER TABLE pending_span_batches ALTER COLUMN events_z SET STORAGE EXTERNAL;
 ALTER TABLE pending_span_batches ALTER COLUMN events DROP NOT NULL;

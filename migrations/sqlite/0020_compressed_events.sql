@@ -1,6 +1,6 @@
 -- Events compressed by the service (issue 16), as PostgreSQL's 0020: a
 -- pending row and a trajectory written from now on keep their events in
--- events_z, one zstd frame of the same JSON bytes, which the service
+-- events_z, one Snappy block of the same JSON bytes, which the service
 -- checks before compressing; SQLite no longer runs json_valid over half a
 -- megabyte an export. Rows written before keep events; exactly one of the
 -- two is set. SQLite cannot drop a NOT NULL in place, so both tables are

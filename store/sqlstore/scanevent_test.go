@@ -60,3 +60,22 @@ func FuzzScanEvent(f *testing.F) {
 		}
 	})
 }
+
+// TestCanonicalEventFindsNULEscapes: a Canonical event is refused only for
+// a NUL escape, told from an escaped backslash followed by "u0000".
+func TestCanonicalEventFindsNULEscapes(t *testing.T) {
+	for ev, bad := range map[string]bool{
+		`{"a":"\u0000"}`:                 true,
+		`{"a":"x","b":"y\u0000"}`:        true,
+		`{"a":"\\\u0000"}`:               true,
+		`{"a":"\\u0000"}`:                false,
+		`{"a":"\\\\u0000","b":"\u0000"}`: true,
+		`{"a":"\\\\u0000"}`:              false,
+		`{"kind":"span"}`:                false,
+		``:                               true,
+	} {
+		if err := canonicalEvent([]byte(ev)); (err != nil) != bad {
+			t.Errorf("canonicalEvent(%s) = %v, want refused %v", ev, err, bad)
+		}
+	}
+}

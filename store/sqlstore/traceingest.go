@@ -189,7 +189,12 @@ func pendingBatches(spans []store.PendingSpan) ([]*pendingBatch, error) {
 		if err := checkText(s.Key); err != nil {
 			return nil, err
 		}
-		ev, err := storedEvent(s.Event)
+		ev, err := s.Event, error(nil)
+		if s.Canonical {
+			err = canonicalEvent(ev)
+		} else {
+			ev, err = storedEvent(ev)
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -220,6 +225,10 @@ func pendingBatches(spans []store.PendingSpan) ([]*pendingBatch, error) {
 					}
 				}
 				b = &pendingBatch{ref: k.ref, external: s.External, at: s.ReceivedAt}
+				if len(batches) == 0 {
+					// An export's spans are usually all one row's.
+					b.spans = make([]store.PendingSpan, 0, len(spans))
+				}
 				byKey[k] = b
 				batches = append(batches, b)
 			}
@@ -251,7 +260,7 @@ func pendingBatches(spans []store.PendingSpan) ([]*pendingBatch, error) {
 // firstOfEachKey drops the spans whose key an earlier one has.
 func firstOfEachKey(spans []store.PendingSpan) []store.PendingSpan {
 	seen := make(map[string]struct{}, len(spans))
-	out := spans[:0:0]
+	var out []store.PendingSpan // nil until a key repeats
 	for i, s := range spans {
 		if _, dup := seen[s.Key]; dup {
 			if out == nil {
@@ -302,6 +311,31 @@ func storedEvent(ev json.RawMessage) (json.RawMessage, error) {
 		return nil, fmt.Errorf("event: %w", derrors.Invalidf("text contains a NUL character (\\u0000)"))
 	}
 	return ev, nil
+}
+
+// canonicalEvent checks an event marked Canonical: the canonical writer's
+// output is JSON on one line by construction, so only a NUL escape is
+// looked for (checkDoc's rule), a word at a time.
+func canonicalEvent(ev json.RawMessage) error {
+	if len(ev) == 0 {
+		return derrors.Invalidf("event is required")
+	}
+	for at := 0; ; {
+		i := bytes.Index(ev[at:], []byte(`\u0000`))
+		if i < 0 {
+			return nil
+		}
+		i += at
+		// An escape when an even number of backslashes precede it.
+		n := 0
+		for j := i - 1; j >= 0 && ev[j] == '\\'; j-- {
+			n++
+		}
+		if n%2 == 0 {
+			return fmt.Errorf("event: %w", derrors.Invalidf("text contains a NUL character (\\u0000)"))
+		}
+		at = i + 1
+	}
 }
 
 // scanEvent is one pass over an event: shape reports whether ev, as an
@@ -473,10 +507,7 @@ func (o ops) addPendingBatch(ctx context.Context, b *pendingBatch) (int, error) 
 	enc := encodeBatch(spans)
 	for all := false; ; all = true {
 		// The events are kept compressed (events_z, migration 0020).
-		events, err := compressEvents(enc.events)
-		if err != nil {
-			return 0, err
-		}
+		events := compressEvents(enc.events)
 		res, err := o.w.ExecContext(ctx, insert, b.ref.Workspace, b.ref.Group, b.external, o.d.TimeArg(b.at),
 			len(spans), string(enc.keys), string(enc.starts), string(enc.sizes), enc.digest, events, all)
 		if err != nil {

@@ -45,12 +45,8 @@ func scanTrajectory(r rowScanner, withEvents bool) (store.Trajectory, error) {
 
 // eventsArgs are the values of a trajectory's events and events_z
 // columns: NULL and the events compressed (migration 0020).
-func (o ops) eventsArgs(events []byte) (any, any, error) {
-	z, err := compressEvents(events)
-	if err != nil {
-		return nil, nil, err
-	}
-	return nil, z, nil
+func (o ops) eventsArgs(events []byte) (any, any) {
+	return nil, compressEvents(events)
 }
 
 // SealTrajectory stores a trajectory once; see store.Trajectories.
@@ -60,10 +56,7 @@ func (o ops) SealTrajectory(ctx context.Context, t store.Trajectory) (_ store.Tr
 	if err != nil {
 		return store.Trajectory{}, false, err
 	}
-	events, eventsZ, err := o.eventsArgs(t.Events)
-	if err != nil {
-		return store.Trajectory{}, false, err
-	}
+	events, eventsZ := o.eventsArgs(t.Events)
 	ok, err := o.insertOnce(ctx,
 		`INSERT INTO trajectories (`+trajectoryColumns+`, events, events_z) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
 		ON CONFLICT (workspace, run_id) DO NOTHING`,
@@ -149,10 +142,7 @@ func (o ops) SealTrajectories(ctx context.Context, ts []store.Trajectory) (_ []s
 					continue
 				}
 				first[k] = i + j
-				events, eventsZ, err := o.eventsArgs(t.Events)
-				if err != nil {
-					return err
-				}
+				events, eventsZ := o.eventsArgs(t.Events)
 				if n > 0 {
 					q.WriteString(`, `)
 				}

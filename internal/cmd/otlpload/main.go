@@ -45,6 +45,7 @@ type options struct {
 	url, key, prefix        string
 	exports, clients, spans int
 	rounds                  int
+	varied                  bool
 	sealed                  time.Duration
 }
 
@@ -58,6 +59,7 @@ func run(args []string) error {
 	fs.IntVar(&o.clients, "clients", 4, "exports in flight at once")
 	fs.IntVar(&o.spans, "spans", 1000, "spans an export")
 	fs.IntVar(&o.rounds, "rounds", 2, "rounds of decode-only then door")
+	fs.BoolVar(&o.varied, "varied", false, "each span's input message its own text (otlpgen.GenAIVaried), rather than the same one")
 	fs.DurationVar(&o.sealed, "sealed", 0, "after the last round, wait at most this long for every trajectory to be sealed (0: do not wait)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -65,11 +67,15 @@ func run(args []string) error {
 	if o.url == "" || o.exports < 1 || o.clients < 1 || o.spans < 1 || o.rounds < 1 {
 		return errors.New("-url is required; -exports, -clients, -spans and -rounds must be at least 1")
 	}
-	base, err := encode(o.spans, "run-placeholder-0000000000")
+	base, err := encode(o.spans, "run-placeholder-0000000000", o.varied, 0)
 	if err != nil {
 		return err
 	}
-	fmt.Printf("export: %d spans, %d bytes of protobuf; %d exports a round, %d in flight\n", o.spans, len(base), o.exports, o.clients)
+	content := "the same input message in every span"
+	if o.varied {
+		content = "each span's input message its own text"
+	}
+	fmt.Printf("export: %d spans, %d bytes of protobuf (%s); %d exports a round, %d in flight\n", o.spans, len(base), content, o.exports, o.clients)
 	ctx := context.Background()
 	var ids []string
 	var first time.Time
@@ -83,7 +89,7 @@ func run(args []string) error {
 		for i := range bodies {
 			id := fmt.Sprintf("%s-%d-%07d", o.prefix, r, i)
 			ids = append(ids, id)
-			if bodies[i], err = encode(o.spans, id); err != nil {
+			if bodies[i], err = encode(o.spans, id, o.varied, uint64(r*o.exports+i+1)); err != nil {
 				return err
 			}
 		}
@@ -111,10 +117,14 @@ func run(args []string) error {
 }
 
 // encode is an export of n GenAI spans under svc.run_id runID, with a
-// trace id of its own (the run id's last 16 bytes).
-func encode(n int, runID string) ([]byte, error) {
+// trace id of its own (the run id's last 16 bytes); varied gives each
+// span its own input message (from seed).
+func encode(n int, runID string, varied bool, seed uint64) ([]byte, error) {
 	traceID := make([]byte, 16)
 	copy(traceID, runID[max(0, len(runID)-16):])
+	if varied {
+		return proto.Marshal(otlpgen.GenAIVaried(n, runID, traceID, seed))
+	}
 	return proto.Marshal(otlpgen.GenAI(n, runID, traceID))
 }
 

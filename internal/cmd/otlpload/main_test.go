@@ -37,8 +37,8 @@ func TestDoorPostsEveryExport(t *testing.T) {
 	defer srv.Close()
 	o := options{url: srv.URL, key: "ak_test", clients: 3}
 	var bodies [][]byte
-	for _, id := range []string{"run-a", "run-b", "run-c", "run-d"} {
-		b, err := encode(5, id)
+	for i, id := range []string{"run-a", "run-b", "run-c", "run-d"} {
+		b, err := encode(5, id, i%2 == 1, uint64(i))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -53,5 +53,33 @@ func TestDoorPostsEveryExport(t *testing.T) {
 	}
 	if _, err := decodeOnly(bodies[0], 3, 5); err != nil {
 		t.Errorf("decodeOnly: %v", err)
+	}
+}
+
+// TestVariedMessagesDiffer: a varied export's spans each carry their own
+// input message, and the same seed gives the same export.
+func TestVariedMessagesDiffer(t *testing.T) {
+	a, err := encode(50, "run-v", true, 7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := encode(50, "run-v", true, 7)
+	if string(a) != string(b) {
+		t.Error("two exports of one seed differ")
+	}
+	var req coltracepb.ExportTraceServiceRequest
+	if err := proto.Unmarshal(a, &req); err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	for _, sp := range req.ResourceSpans[0].ScopeSpans[0].Spans {
+		for _, kv := range sp.Attributes {
+			if kv.Key == "gen_ai.input.messages" {
+				seen[kv.Value.GetStringValue()] = true
+			}
+		}
+	}
+	if len(seen) != 50 {
+		t.Errorf("%d distinct input messages in 50 spans, want 50", len(seen))
 	}
 }
