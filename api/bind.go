@@ -99,13 +99,22 @@ func requireJSON(req *http.Request) error {
 const maxPreallocate = 4 << 20
 
 func readBody(req *http.Request) ([]byte, error) {
+	return readBodyInto(req, nil)
+}
+
+// readBodyInto is readBody reading into dst's storage when it is large
+// enough.
+func readBodyInto(req *http.Request, dst []byte) ([]byte, error) {
 	if req.Body == nil {
 		return nil, nil
 	}
 	// A body that says its length is read into one buffer of that size
 	// (up to maxPreallocate: the length is the client's word) rather
 	// than one that doubles as it fills.
-	buf := bytes.NewBuffer(make([]byte, 0, min(max(req.ContentLength, 0), maxPreallocate)+bytes.MinRead))
+	if need := int(min(max(req.ContentLength, 0), maxPreallocate)) + bytes.MinRead; cap(dst) < need {
+		dst = make([]byte, 0, need)
+	}
+	buf := bytes.NewBuffer(dst[:0])
 	_, err := buf.ReadFrom(req.Body)
 	body := buf.Bytes()
 	var maxBytes *http.MaxBytesError

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/labstack/echo/v4"
 
@@ -31,6 +32,14 @@ func (s *Server) traceRoutes() []Route {
 	}
 }
 
+// otlpBodies holds the door's request buffers (*[]byte) for reuse: an
+// export is hundreds of kilobytes, and allocating each anew was a large
+// part of what the garbage collector had to reclaim.
+var otlpBodies sync.Pool
+
+// maxPooledBody bounds the buffers kept in otlpBodies.
+const maxPooledBody = 16 << 20
+
 // exportTraces is the OTLP/HTTP door: an ExportTraceServiceRequest in
 // protobuf or JSON, gzip or not, answered with an
 // ExportTraceServiceResponse in the request's encoding. Its refusals are
@@ -43,7 +52,13 @@ func (s *Server) exportTraces(c echo.Context) error {
 	if err != nil {
 		return echo.NewHTTPError(http.StatusUnsupportedMediaType, err.Error())
 	}
-	raw, err := readBody(req)
+	// The body's buffer is reused once the export is decoded: the
+	// decoder copies what it keeps.
+	pooled, _ := otlpBodies.Get().(*[]byte)
+	if pooled == nil {
+		pooled = new([]byte)
+	}
+	raw, err := readBodyInto(req, *pooled)
 	if err != nil {
 		return err
 	}
@@ -62,6 +77,10 @@ func (s *Server) exportTraces(c echo.Context) error {
 		return publicError(derrors.ErrInvalid, nil, "the request body could not be decompressed: %v", err)
 	}
 	export, err := traces.DecodeOTLP(body, enc)
+	if cap(raw) <= maxPooledBody {
+		*pooled = raw[:0]
+		otlpBodies.Put(pooled)
+	}
 	if err != nil {
 		return publicError(derrors.ErrInvalid, nil, "%v", err)
 	}

@@ -115,7 +115,9 @@ func (s *Service) Export(ctx context.Context, p auth.Principal, req *coltracepb.
 			problems = append(problems, g.refused)
 			continue
 		}
-		for i, ev := range prepareEvents(g.spans, mapping) {
+		events, release := prepareEventsPooled(g.spans, mapping)
+		defer release()
+		for i, ev := range events {
 			sp := &g.spans[i]
 			if ev.problem != nil {
 				rejected++
@@ -161,12 +163,38 @@ const parallelSpans = 256
 // pending span keeps so that sealing only concatenates. A large group is
 // split into one chunk per processor.
 func prepareEvents(spans []traces.Span, mapping traces.SpanAttrMapping) []preparedEvent {
+	out, _ := prepareEventsPooled(spans, mapping)
+	return out
+}
+
+// eventBuffers holds prepareEventsPooled's chunk buffers (*[]byte).
+var eventBuffers sync.Pool
+
+// maxPooledEvents bounds the buffers kept in eventBuffers.
+const maxPooledEvents = 16 << 20
+
+// prepareEventsPooled is prepareEvents writing into pooled buffers:
+// release gives them back, once nothing reads the events any more.
+func prepareEventsPooled(spans []traces.Span, mapping traces.SpanAttrMapping) (_ []preparedEvent, release func()) {
 	out := make([]preparedEvent, len(spans))
-	work := func(lo, hi int) {
+	n := min(runtime.GOMAXPROCS(0), len(spans)/parallelSpans)
+	bufs := make([]*[]byte, max(n, 1))
+	work := func(c, lo, hi int) {
 		// One buffer for the chunk, each event a slice of it: sized for
 		// 400 bytes an event, then, after the first events, for the
 		// chunk at their average size, so that it grows once.
-		buf := make([]byte, 0, 400*(hi-lo))
+		pooled, _ := eventBuffers.Get().(*[]byte)
+		if pooled == nil {
+			pooled = new([]byte)
+		}
+		buf := (*pooled)[:0]
+		if cap(buf) < 400*(hi-lo) {
+			buf = make([]byte, 0, 400*(hi-lo))
+		}
+		defer func() {
+			*pooled = buf
+			bufs[c] = pooled
+		}()
 		for i := lo; i < hi; i++ {
 			if done := i - lo; done == 8 {
 				if need := len(buf) / done * (hi - lo) * 9 / 8; need > cap(buf) {
@@ -185,18 +213,26 @@ func prepareEvents(spans []traces.Span, mapping traces.SpanAttrMapping) []prepar
 			out[i].canonical = json.RawMessage(buf[mark:len(buf):len(buf)])
 		}
 	}
-	n := min(runtime.GOMAXPROCS(0), len(spans)/parallelSpans)
+	release = func() {
+		for _, b := range bufs {
+			// A buffer that grew while its events were written holds
+			// only the last of them; the earlier storage is garbage.
+			if b != nil && cap(*b) <= maxPooledEvents {
+				eventBuffers.Put(b)
+			}
+		}
+	}
 	if n <= 1 {
-		work(0, len(spans))
-		return out
+		work(0, 0, len(spans))
+		return out, release
 	}
 	var wg sync.WaitGroup
 	for c := range n {
 		lo, hi := c*len(spans)/n, (c+1)*len(spans)/n
-		wg.Go(func() { work(lo, hi) })
+		wg.Go(func() { work(c, lo, hi) })
 	}
 	wg.Wait()
-	return out
+	return out, release
 }
 
 // classify decides where g's spans go: a live run of the workspace (with

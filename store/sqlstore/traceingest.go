@@ -415,6 +415,19 @@ func escapesNUL(body []byte) bool {
 type encodedBatch struct {
 	keys, starts, sizes, events []byte
 	digest                      string
+	pooled                      *[]byte // events' storage, from joinBuffers
+}
+
+// joinBuffers holds the storage (*[]byte) encodeBatch joins a row's
+// events in, which only lives until they are compressed and sent.
+var joinBuffers sync.Pool
+
+// release gives e's events storage back; e.events is not read after.
+func (e encodedBatch) release() {
+	if e.pooled != nil && cap(e.events) <= 64<<20 {
+		*e.pooled = e.events[:0]
+		joinBuffers.Put(e.pooled)
+	}
 }
 
 // encodeBatch writes a row's columns: the events as the JSON array a
@@ -429,8 +442,14 @@ func encodeBatch(spans []store.PendingSpan) encodedBatch {
 		n += len(s.Event) + 1
 		sealable = sealable && s.Canonical && s.StartUnixNano != 0
 	}
+	events, _ := joinBuffers.Get().(*[]byte)
+	if events == nil || cap(*events) < n {
+		b := make([]byte, 0, n)
+		events = &b
+	}
 	e := encodedBatch{
-		events: make([]byte, 0, n),
+		pooled: events,
+		events: (*events)[:0],
 		keys:   make([]byte, 0, 52*len(spans)+2),
 		starts: make([]byte, 0, 21*len(spans)+2),
 		sizes:  make([]byte, 0, 5*len(spans)+2),
@@ -505,6 +524,7 @@ func (o ops) addPendingBatch(ctx context.Context, b *pendingBatch) (int, error) 
 	}
 	spans := b.spans
 	enc := encodeBatch(spans)
+	defer func() { enc.release() }()
 	for all := false; ; all = true {
 		// The events are kept compressed (events_z, migration 0020).
 		events := compressEvents(enc.events)
