@@ -10,6 +10,10 @@
 #
 #   go run ./internal/cmd/withpg -- bench/otlp-ingest.sh [-benchtime 200x] [-count 2]
 #
+# SVC_BENCH_VARIED=1 gives each span an input message of its own text
+# (otlpgen.GenAIVaried): the stored events then compress as text does,
+# not as one message repeated.
+#
 # Each iteration is one export of 1,000 GenAI spans (an SDK batch); the
 # spans/s column is over the whole benchmark time; decode-ms/op,
 # export-ms/op and seal-ms/op split the sequential runs' time. The

@@ -3,6 +3,7 @@ package traceingest_test
 import (
 	"bytes"
 	"fmt"
+	"os"
 	"path/filepath"
 	"runtime"
 	"sync"
@@ -35,9 +36,15 @@ var benchTraceID = bytes.Repeat([]byte{0x5b}, 16)
 
 // benchExport is an export of benchSpans GenAI spans (chat and tool
 // calls, eight attributes each) of one external trajectory, encoded as
-// protobuf.
+// protobuf. With SVC_BENCH_VARIED=1 each span's input message is text of
+// its own (otlpgen.GenAIVaried), which compresses as text does rather
+// than as one message repeated.
 func benchExport(b *testing.B) []byte {
-	body, err := proto.Marshal(otlpgen.GenAI(benchSpans, "bench-run-0000000", benchTraceID))
+	req := otlpgen.GenAI(benchSpans, "bench-run-0000000", benchTraceID)
+	if os.Getenv("SVC_BENCH_VARIED") == "1" {
+		req = otlpgen.GenAIVaried(benchSpans, "bench-run-0000000", benchTraceID, 1)
+	}
+	body, err := proto.Marshal(req)
 	if err != nil {
 		b.Fatal(err)
 	}
