@@ -2,19 +2,15 @@ package sqlstore
 
 import (
 	"crypto/sha256"
-	"database/sql"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"svc/migrations"
 	"svc/store"
-	"svc/store/pgtest"
 )
 
 // TestEventsStoredCompressed: trajectories and pending rows written since
@@ -25,24 +21,7 @@ func TestEventsStoredCompressed(t *testing.T) {
 	for _, d := range []string{migrations.SQLite, migrations.Postgres} {
 		t.Run(d, func(t *testing.T) {
 			ctx := t.Context()
-			var db *sql.DB
-			var dialect Dialect
-			var err error
-			if d == migrations.Postgres {
-				if os.Getenv("DATABASE_URL") == "" {
-					t.Skip("no DATABASE_URL (run under go run ./internal/cmd/withpg --)")
-				}
-				db, err = sql.Open("pgx", pgtest.URL(t))
-				dialect = pgDialect{}
-			} else {
-				db, err = sql.Open("sqlite", filepath.Join(t.TempDir(), "t.db")+"?_pragma=journal_mode(WAL)&_txlock=immediate")
-				dialect = fakeDialect{}
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { db.Close() })
-			db.SetMaxOpenConns(1)
+			db, dialect := openDialect(t, d)
 			if _, err := migrations.Apply(ctx, db, d); err != nil {
 				t.Fatal(err)
 			}

@@ -24,6 +24,32 @@ func (pgDialect) Name() string            { return "postgres" }
 func (pgDialect) TimeArg(t time.Time) any { return t }
 func (pgDialect) IsRetryable(error) bool  { return false }
 
+// openDialect is an empty database of dialect d (migrations.SQLite or
+// migrations.Postgres, skipped without DATABASE_URL) on one connection,
+// with enough of its Dialect for the store's methods.
+func openDialect(t *testing.T, d string) (*sql.DB, Dialect) {
+	t.Helper()
+	var db *sql.DB
+	var dialect Dialect
+	var err error
+	if d == migrations.Postgres {
+		if os.Getenv("DATABASE_URL") == "" {
+			t.Skip("no DATABASE_URL (run under go run ./internal/cmd/withpg --)")
+		}
+		db, err = sql.Open("pgx", pgtest.URL(t))
+		dialect = pgDialect{}
+	} else {
+		db, err = sql.Open("sqlite", filepath.Join(t.TempDir(), "t.db")+"?_pragma=journal_mode(WAL)&_txlock=immediate")
+		dialect = fakeDialect{}
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	db.SetMaxOpenConns(1)
+	return db, dialect
+}
+
 // TestMigrationKeepsPendingSpans: spans pending in the per-span table of
 // migration 0013 are still pending, each once and in start order, after
 // migration 0017 made them rows of pending_span_batches, and read with
@@ -32,24 +58,7 @@ func TestMigrationKeepsPendingSpans(t *testing.T) {
 	for _, d := range []string{migrations.SQLite, migrations.Postgres} {
 		t.Run(d, func(t *testing.T) {
 			ctx := t.Context()
-			var db *sql.DB
-			var dialect Dialect
-			var err error
-			if d == migrations.Postgres {
-				if os.Getenv("DATABASE_URL") == "" {
-					t.Skip("no DATABASE_URL (run under go run ./internal/cmd/withpg --)")
-				}
-				db, err = sql.Open("pgx", pgtest.URL(t))
-				dialect = pgDialect{}
-			} else {
-				db, err = sql.Open("sqlite", filepath.Join(t.TempDir(), "t.db")+"?_pragma=journal_mode(WAL)&_txlock=immediate")
-				dialect = fakeDialect{}
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { db.Close() })
-			db.SetMaxOpenConns(1)
+			db, dialect := openDialect(t, d)
 			ms, err := migrations.List(d)
 			if err != nil {
 				t.Fatal(err)
