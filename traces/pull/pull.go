@@ -408,6 +408,12 @@ func remoteMessage(body []byte) string {
 			return clip(sanitize(s), 200)
 		}
 	}
+	// Jaeger's API v3 (and grpc-gateway's) shape: {"error": {"message": ...}}.
+	if e, ok := m["error"].(map[string]any); ok {
+		if s, ok := e["message"].(string); ok && s != "" {
+			return clip(sanitize(s), 200)
+		}
+	}
 	return ""
 }
 

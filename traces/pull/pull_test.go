@@ -96,6 +96,9 @@ func platform(t *testing.T, kind, credential string) *httptest.Server {
 				return 200, fixture("otel_tempo_trace.json")
 			case r.URL.Path == "/api/v3/traces" && r.URL.Query().Get("query.service_name") == "qa-agent":
 				return 200, fixture("otel_jaeger_search.json")
+			case r.URL.Path == "/api/v3/traces" && r.URL.Query().Get("query.service_name") == "idle-agent":
+				// Jaeger v2's answer to a search that finds nothing.
+				return 404, []byte(`{"error":{"httpCode":404,"message":"No traces found"}}`)
 			}
 			return 404, []byte(`{"error":{"code":5,"message":"trace not found"}}`)
 		},
@@ -224,6 +227,20 @@ func TestList(t *testing.T) {
 				t.Errorf("trace ids (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestListFindingNothing: Jaeger's 404 for a search that finds nothing is
+// an empty list; a 404 of a wrong endpoint stays an error.
+func TestListFindingNothing(t *testing.T) {
+	srv := platform(t, KindOTel, "k")
+	c, _ := New(Config{Kind: KindOTel, Endpoint: srv.URL, Project: "idle-agent"}, srv.Client(), "k")
+	if got, err := c.List(context.Background(), 10); err != nil || len(got) != 0 {
+		t.Errorf("List of a service with no traces = %v, %v; want none", got, err)
+	}
+	c, _ = New(Config{Kind: KindOTel, Endpoint: srv.URL + "/wrong", Project: "qa-agent"}, srv.Client(), "k")
+	if _, err := c.List(context.Background(), 10); err == nil {
+		t.Error("List at a wrong endpoint: no error")
 	}
 }
 
