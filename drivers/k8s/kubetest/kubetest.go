@@ -34,6 +34,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"svc/internal/testbin"
 	"svc/internal/testwait"
 )
 
@@ -51,16 +52,7 @@ const (
 
 // BinDir is where build.sh puts the binaries: $SVC_KUBE_BIN, else
 // ~/.cache/svc-kube/<Version>.
-func BinDir() string {
-	if d := os.Getenv("SVC_KUBE_BIN"); d != "" {
-		return d
-	}
-	home, err := os.UserHomeDir()
-	if err != nil {
-		home = os.TempDir()
-	}
-	return filepath.Join(home, ".cache", "svc-kube", Version)
-}
+func BinDir() string { return testbin.Dir("SVC_KUBE_BIN", "svc-kube", Version) }
 
 // Cluster is a running etcd and kube-apiserver.
 type Cluster struct {
@@ -98,13 +90,8 @@ func Start(t testing.TB, o Options) *Cluster {
 	t.Helper()
 	bin := BinDir()
 	for _, name := range []string{"etcd", "kube-apiserver"} {
-		if _, err := os.Stat(filepath.Join(bin, name)); err != nil {
-			msg := fmt.Sprintf("kubetest: %s is not built in %s; run drivers/k8s/kubetest/build.sh (or set SVC_KUBE_BIN)", name, bin)
-			if os.Getenv("CI") == "true" {
-				t.Fatal(msg)
-			}
-			t.Skip(msg)
-		}
+		testbin.Require(t, filepath.Join(bin, name),
+			fmt.Sprintf("kubetest: %s is not built in %s; run drivers/k8s/kubetest/build.sh (or set SVC_KUBE_BIN)", name, bin))
 	}
 	c := &Cluster{dir: t.TempDir(), Namespace: "evals", Token: userToken}
 	c.newCA(t)

@@ -15,6 +15,8 @@ import (
 	"strconv"
 	"testing"
 	"time"
+
+	"svc/internal/testbin"
 )
 
 // Version is the Jaeger build.sh builds.
@@ -22,16 +24,7 @@ const Version = "v1.76.0"
 
 // BinDir is where build.sh puts the binary: $SVC_JAEGER_BIN, else
 // ~/.cache/svc-jaeger/<Version>.
-func BinDir() string {
-	if d := os.Getenv("SVC_JAEGER_BIN"); d != "" {
-		return d
-	}
-	home, err := os.UserHomeDir()
-	if err != nil {
-		home = os.TempDir()
-	}
-	return filepath.Join(home, ".cache", "svc-jaeger", Version)
-}
+func BinDir() string { return testbin.Dir("SVC_JAEGER_BIN", "svc-jaeger", Version) }
 
 // Jaeger is a running Jaeger with in-memory storage.
 type Jaeger struct {
@@ -87,13 +80,7 @@ exporters:
 func Start(t testing.TB) *Jaeger {
 	t.Helper()
 	bin := filepath.Join(BinDir(), "jaeger")
-	if _, err := os.Stat(bin); err != nil {
-		msg := fmt.Sprintf("jaegertest: jaeger is not built in %s; run traces/pull/jaegertest/build.sh (or set SVC_JAEGER_BIN)", BinDir())
-		if os.Getenv("CI") == "true" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
-	}
+	testbin.Require(t, bin, fmt.Sprintf("jaegertest: jaeger is not built in %s; run traces/pull/jaegertest/build.sh (or set SVC_JAEGER_BIN)", BinDir()))
 	dir := t.TempDir()
 	query, grpc, otlp := freePort(t), freePort(t), freePort(t)
 	cfg := filepath.Join(dir, "config.yaml")
