@@ -21,7 +21,11 @@ func TestDevAnswersAndShutsDownGracefully(t *testing.T) {
 		t.Fatalf("GET /healthz = %d %v, want 200 {ok:true}", code, health)
 	}
 	testwait.Until(t, 30*time.Second, "/readyz 200", func() bool { return call(t, "GET", p.URL+"/readyz", nil, nil) == 200 })
-	mustContain(t, p.Stdout(), "try: curl -s "+p.URL+"/healthz")
+	// The curl line is written after the first line, which start waits
+	// for: wait for it too.
+	testwait.Until(t, 30*time.Second, "the curl line on stdout", func() bool {
+		return strings.Contains(p.Stdout(), "try: curl -s "+p.URL+"/healthz")
+	})
 
 	p.signal(syscall.SIGTERM)
 	if code := p.wait(time.Minute); code != 0 {
