@@ -43,12 +43,6 @@ func scanTrajectory(r rowScanner, withEvents bool) (store.Trajectory, error) {
 	return t, nil
 }
 
-// eventsArgs are the values of a trajectory's events and events_z
-// columns: NULL and the events compressed (migration 0020).
-func (o ops) eventsArgs(events []byte) (any, any) {
-	return nil, compressEvents(events)
-}
-
 // SealTrajectory stores a trajectory once; see store.Trajectories.
 func (o ops) SealTrajectory(ctx context.Context, t store.Trajectory) (_ store.Trajectory, _ bool, err error) {
 	defer derrors.Wrap(&err, "%s.SealTrajectory(ctx, %q, %q)", o.kind, t.Workspace, t.RunID)
@@ -56,11 +50,11 @@ func (o ops) SealTrajectory(ctx context.Context, t store.Trajectory) (_ store.Tr
 	if err != nil {
 		return store.Trajectory{}, false, err
 	}
-	events, eventsZ := o.eventsArgs(t.Events)
+	// The events are kept compressed (events_z, migration 0020).
 	ok, err := o.insertOnce(ctx,
-		`INSERT INTO trajectories (`+trajectoryColumns+`, events, events_z) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+		`INSERT INTO trajectories (`+trajectoryColumns+`, events_z) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
 		ON CONFLICT (workspace, run_id) DO NOTHING`,
-		t.Workspace, t.RunID, t.Source, t.EventCount, t.Digest, o.d.TimeArg(t.SealedAt), t.Audience, events, eventsZ)
+		t.Workspace, t.RunID, t.Source, t.EventCount, t.Digest, o.d.TimeArg(t.SealedAt), t.Audience, compressEvents(t.Events))
 	if err != nil {
 		return store.Trajectory{}, false, err
 	}
@@ -134,7 +128,7 @@ func (o ops) SealTrajectories(ctx context.Context, ts []store.Trajectory) (_ []s
 			batch := out[i:min(i+rowsPerStatement, len(out))]
 			var args sqlArgs
 			var q strings.Builder
-			q.WriteString(`INSERT INTO trajectories (` + trajectoryColumns + `, events, events_z) VALUES `)
+			q.WriteString(`INSERT INTO trajectories (` + trajectoryColumns + `, events_z) VALUES `)
 			n := 0
 			for j, t := range batch {
 				k := trajectoryKey{t.Workspace, t.RunID}
@@ -142,14 +136,13 @@ func (o ops) SealTrajectories(ctx context.Context, ts []store.Trajectory) (_ []s
 					continue
 				}
 				first[k] = i + j
-				events, eventsZ := o.eventsArgs(t.Events)
 				if n > 0 {
 					q.WriteString(`, `)
 				}
 				n++
 				q.WriteString(`(` + strings.Join([]string{
 					args.add(t.Workspace), args.add(t.RunID), args.add(t.Source), args.add(t.EventCount), args.add(t.Digest),
-					args.add(o.d.TimeArg(t.SealedAt)), args.add(t.Audience), args.add(events), args.add(eventsZ),
+					args.add(o.d.TimeArg(t.SealedAt)), args.add(t.Audience), args.add(compressEvents(t.Events)),
 				}, `, `) + `)`)
 			}
 			if n == 0 {
