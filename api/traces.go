@@ -7,12 +7,12 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"sync"
 
 	"github.com/labstack/echo/v4"
 
 	"svc/auth"
 	"svc/derrors"
+	"svc/internal/bufpool"
 	"svc/traceingest"
 	"svc/traces"
 )
@@ -32,13 +32,8 @@ func (s *Server) traceRoutes() []Route {
 	}
 }
 
-// otlpBodies holds the door's request buffers (*[]byte) for reuse: an
-// export is hundreds of kilobytes, and allocating each anew was a large
-// part of what the garbage collector had to reclaim.
-var otlpBodies sync.Pool
-
-// maxPooledBody bounds the buffers kept in otlpBodies.
-const maxPooledBody = 16 << 20
+// otlpBodies holds the door's request buffers for reuse.
+var otlpBodies = bufpool.Pool{Max: 16 << 20}
 
 // exportTraces is the OTLP/HTTP door: an ExportTraceServiceRequest in
 // protobuf or JSON, gzip or not, answered with an
@@ -54,10 +49,7 @@ func (s *Server) exportTraces(c echo.Context) error {
 	}
 	// The body's buffer is reused once the export is decoded: the
 	// decoder copies what it keeps.
-	pooled, _ := otlpBodies.Get().(*[]byte)
-	if pooled == nil {
-		pooled = new([]byte)
-	}
+	pooled := otlpBodies.Get(0)
 	raw, err := readBodyInto(req, *pooled)
 	if err != nil {
 		return err
@@ -77,10 +69,7 @@ func (s *Server) exportTraces(c echo.Context) error {
 		return publicError(derrors.ErrInvalid, nil, "the request body could not be decompressed: %v", err)
 	}
 	export, err := traces.DecodeOTLP(body, enc)
-	if cap(raw) <= maxPooledBody {
-		*pooled = raw[:0]
-		otlpBodies.Put(pooled)
-	}
+	otlpBodies.Put(pooled, raw)
 	if err != nil {
 		return publicError(derrors.ErrInvalid, nil, "%v", err)
 	}

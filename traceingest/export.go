@@ -17,6 +17,7 @@ import (
 	"svc/auth"
 	"svc/derrors"
 	"svc/eval"
+	"svc/internal/bufpool"
 	"svc/records"
 	"svc/store"
 	"svc/traces"
@@ -167,11 +168,8 @@ func prepareEvents(spans []traces.Span, mapping traces.SpanAttrMapping) []prepar
 	return out
 }
 
-// eventBuffers holds prepareEventsPooled's chunk buffers (*[]byte).
-var eventBuffers sync.Pool
-
-// maxPooledEvents bounds the buffers kept in eventBuffers.
-const maxPooledEvents = 16 << 20
+// eventBuffers holds prepareEventsPooled's chunk buffers.
+var eventBuffers = bufpool.Pool{Max: 16 << 20}
 
 // prepareEventsPooled is prepareEvents writing into pooled buffers:
 // release gives them back, once nothing reads the events any more.
@@ -183,14 +181,8 @@ func prepareEventsPooled(spans []traces.Span, mapping traces.SpanAttrMapping) (_
 		// One buffer for the chunk, each event a slice of it: sized for
 		// 400 bytes an event, then, after the first events, for the
 		// chunk at their average size, so that it grows once.
-		pooled, _ := eventBuffers.Get().(*[]byte)
-		if pooled == nil {
-			pooled = new([]byte)
-		}
-		buf := (*pooled)[:0]
-		if cap(buf) < 400*(hi-lo) {
-			buf = make([]byte, 0, 400*(hi-lo))
-		}
+		pooled := eventBuffers.Get(400 * (hi - lo))
+		buf := *pooled
 		defer func() {
 			*pooled = buf
 			bufs[c] = pooled
@@ -217,8 +209,8 @@ func prepareEventsPooled(spans []traces.Span, mapping traces.SpanAttrMapping) (_
 		for _, b := range bufs {
 			// A buffer that grew while its events were written holds
 			// only the last of them; the earlier storage is garbage.
-			if b != nil && cap(*b) <= maxPooledEvents {
-				eventBuffers.Put(b)
+			if b != nil {
+				eventBuffers.Put(b, *b)
 			}
 		}
 	}

@@ -3,9 +3,10 @@ package sqlstore
 import (
 	"errors"
 	"fmt"
-	"sync"
 
 	"github.com/klauspost/compress/s2"
+
+	"svc/internal/bufpool"
 )
 
 // Events compressed by the service (migration 0020): a pending row's and a
@@ -25,22 +26,15 @@ const maxEventsBytes = 1 << 30
 
 // scratch holds the buffers a value is compressed into before it is
 // copied out at its size.
-var scratch sync.Pool
+var scratch = bufpool.Pool{Max: 64 << 20}
 
 // compressEvents is events as events_z keeps them.
 func compressEvents(events []byte) []byte {
 	need := s2.MaxEncodedLen(len(events))
-	var buf []byte
-	if b, ok := scratch.Get().(*[]byte); ok && cap(*b) >= need {
-		buf = *b
-	} else {
-		buf = make([]byte, need)
-	}
-	z := s2.EncodeSnappy(buf[:need], events)
+	buf := scratch.Get(need)
+	z := s2.EncodeSnappy((*buf)[:need], events)
 	out := append([]byte(nil), z...)
-	if cap(buf) <= 64<<20 {
-		scratch.Put(&buf)
-	}
+	scratch.Put(buf, *buf)
 	return out
 }
 

@@ -19,6 +19,7 @@ import (
 	"unicode/utf8"
 
 	"svc/derrors"
+	"svc/internal/bufpool"
 	"svc/store"
 )
 
@@ -418,17 +419,12 @@ type encodedBatch struct {
 	pooled                      *[]byte // events' storage, from joinBuffers
 }
 
-// joinBuffers holds the storage (*[]byte) encodeBatch joins a row's
-// events in, which only lives until they are compressed and sent.
-var joinBuffers sync.Pool
+// joinBuffers holds the storage encodeBatch joins a row's events in,
+// which only lives until they are compressed and sent.
+var joinBuffers = bufpool.Pool{Max: 64 << 20}
 
 // release gives e's events storage back; e.events is not read after.
-func (e encodedBatch) release() {
-	if e.pooled != nil && cap(e.events) <= 64<<20 {
-		*e.pooled = e.events[:0]
-		joinBuffers.Put(e.pooled)
-	}
-}
+func (e encodedBatch) release() { joinBuffers.Put(e.pooled, e.events) }
 
 // encodeBatch writes a row's columns: the events as the JSON array a
 // trajectory of them alone would be, and beside it the keys, start times
@@ -442,14 +438,10 @@ func encodeBatch(spans []store.PendingSpan) encodedBatch {
 		n += len(s.Event) + 1
 		sealable = sealable && s.Canonical && s.StartUnixNano != 0
 	}
-	events, _ := joinBuffers.Get().(*[]byte)
-	if events == nil || cap(*events) < n {
-		b := make([]byte, 0, n)
-		events = &b
-	}
+	events := joinBuffers.Get(n)
 	e := encodedBatch{
 		pooled: events,
-		events: (*events)[:0],
+		events: *events,
 		keys:   make([]byte, 0, 52*len(spans)+2),
 		starts: make([]byte, 0, 21*len(spans)+2),
 		sizes:  make([]byte, 0, 5*len(spans)+2),
