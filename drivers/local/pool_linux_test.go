@@ -327,9 +327,29 @@ func TestPoolRetryAfterCrash(t *testing.T) {
 		t.Fatalf("Run: %+v, %v", res, err)
 	}
 	testwait.Until(t, 30*time.Second, "the recorded server to die", func() bool { return !running(old) })
-	// Its driver starts another.
+	// Its driver starts another, once it has seen the server's socket
+	// close: a job sent before that (the server's process is gone, but a
+	// process of its namespace still holds the socket) is lost, and says
+	// so.
+	testwait.Until(t, 30*time.Second, "the driver to see its server dead", func() bool { return serverDead(crashed) })
 	if res, err := crashed.Run(t.Context(), drivers.Job{RunID: "next", Command: sh(`echo next`)}); err != nil || res.Stdout != "next\n" {
 		t.Fatalf("Run on the driver whose server was killed: %+v, %v", res, err)
+	}
+}
+
+// serverDead reports whether the driver knows its job server is dead.
+func serverDead(d *Driver) bool {
+	d.srv.mu.Lock()
+	sp := d.srv.cur
+	d.srv.mu.Unlock()
+	if sp == nil {
+		return true
+	}
+	select {
+	case <-sp.dead:
+		return true
+	default:
+		return false
 	}
 }
 
