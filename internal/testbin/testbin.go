@@ -1,6 +1,7 @@
 // Package testbin finds the real servers that some tests run (the
 // kube-apiserver and etcd, Jaeger), which a build.sh beside each test
-// package builds from the Go module proxy into a cache directory.
+// package builds from the Go module proxy into a cache directory, and
+// starts them for a test.
 package testbin
 
 import (

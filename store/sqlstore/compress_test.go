@@ -114,22 +114,13 @@ func TestMigration0020KeepsTrajectories(t *testing.T) {
 		t.Run(d, func(t *testing.T) {
 			ctx := t.Context()
 			db, dialect := openDialect(t, d)
-			ms, err := migrations.List(d)
-			if err != nil {
+			migrate(t, db, d, 1, 19)
+			if _, err := db.ExecContext(ctx, `INSERT INTO trajectories (workspace, run_id, source, event_count, digest, sealed_at, audience, events)
+				VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`, "acme", "run-before", "otel", 1, "sha256:"+strings.Repeat("1", 64),
+				dialect.TimeArg(time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)), "alice", `[{"kind":"span","name":"before"}]`); err != nil {
 				t.Fatal(err)
 			}
-			for _, m := range ms {
-				if m.Version == 20 {
-					if _, err := db.ExecContext(ctx, `INSERT INTO trajectories (workspace, run_id, source, event_count, digest, sealed_at, audience, events)
-						VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`, "acme", "run-before", "otel", 1, "sha256:"+strings.Repeat("1", 64),
-						dialect.TimeArg(time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)), "alice", `[{"kind":"span","name":"before"}]`); err != nil {
-						t.Fatal(err)
-					}
-				}
-				if _, err := db.ExecContext(ctx, m.SQL); err != nil {
-					t.Fatalf("migration %s: %v", m.File(), err)
-				}
-			}
+			migrate(t, db, d, 20, 0)
 			s := New(dialect, db, db, Options{})
 			got, err := s.GetTrajectory(ctx, "acme", "run-before")
 			if err != nil || string(got.Events) != `[{"kind":"span","name":"before"}]` || got.Audience != "alice" || got.EventCount != 1 {

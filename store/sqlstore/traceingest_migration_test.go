@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -50,6 +51,28 @@ func openDialect(t *testing.T, d string) (*sql.DB, Dialect) {
 	return db, dialect
 }
 
+// migrate runs dialect d's migrations from version from through to (0:
+// the last) on db.
+func migrate(t *testing.T, db *sql.DB, d string, from, to int) {
+	t.Helper()
+	ms, err := migrations.List(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if to == 0 {
+		to = ms[len(ms)-1].Version
+	}
+	for v := from; v <= to; v++ {
+		i := slices.IndexFunc(ms, func(m migrations.Migration) bool { return m.Version == v })
+		if i < 0 {
+			t.Fatalf("no migration %d", v)
+		}
+		if _, err := db.ExecContext(t.Context(), ms[i].SQL); err != nil {
+			t.Fatalf("migration %s: %v", ms[i].File(), err)
+		}
+	}
+}
+
 // TestMigrationKeepsPendingSpans: spans pending in the per-span table of
 // migration 0013 are still pending, each once and in start order, after
 // migration 0017 made them rows of pending_span_batches, and read with
@@ -59,25 +82,7 @@ func TestMigrationKeepsPendingSpans(t *testing.T) {
 		t.Run(d, func(t *testing.T) {
 			ctx := t.Context()
 			db, dialect := openDialect(t, d)
-			ms, err := migrations.List(d)
-			if err != nil {
-				t.Fatal(err)
-			}
-			run := func(version int) {
-				t.Helper()
-				for _, m := range ms {
-					if m.Version == version {
-						if _, err := db.ExecContext(ctx, m.SQL); err != nil {
-							t.Fatalf("migration %s: %v", m.File(), err)
-						}
-						return
-					}
-				}
-				t.Fatalf("no migration %d", version)
-			}
-			for v := 1; v <= 16; v++ {
-				run(v)
-			}
+			migrate(t, db, d, 1, 16)
 			at := func(m int) any { return dialect.TimeArg(time.Date(2026, 5, 1, 10, m, 0, 0, time.UTC)) }
 			for _, r := range []struct {
 				ws, grp, key string
@@ -97,9 +102,7 @@ func TestMigrationKeepsPendingSpans(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			for v := 17; v <= len(ms); v++ {
-				run(v)
-			}
+			migrate(t, db, d, 17, 0)
 			s := New(dialect, db, db, Options{})
 			got, err := s.ListPendingSpans(ctx, "acme", "run-1")
 			if err != nil {

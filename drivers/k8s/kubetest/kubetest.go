@@ -22,7 +22,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"testing"
@@ -96,8 +95,8 @@ func Start(t testing.TB, o Options) *Cluster {
 	c := &Cluster{dir: t.TempDir(), Namespace: "evals", Token: userToken}
 	c.newCA(t)
 
-	etcdClient, etcdPeer := freePort(t), freePort(t)
-	start(t, c.dir, "etcd", filepath.Join(bin, "etcd"),
+	etcdClient, etcdPeer := strconv.Itoa(testbin.FreePort(t)), strconv.Itoa(testbin.FreePort(t))
+	testbin.Start(t, c.dir, "etcd", filepath.Join(bin, "etcd"),
 		"--name=kubetest", "--data-dir="+filepath.Join(c.dir, "etcd"),
 		"--listen-client-urls=http://127.0.0.1:"+etcdClient, "--advertise-client-urls=http://127.0.0.1:"+etcdClient,
 		"--listen-peer-urls=http://127.0.0.1:"+etcdPeer, "--initial-advertise-peer-urls=http://127.0.0.1:"+etcdPeer,
@@ -109,7 +108,7 @@ func Start(t testing.TB, o Options) *Cluster {
 	saPub, saKey := writeSAKeys(t, c.dir)
 	tokens := filepath.Join(c.dir, "tokens.csv")
 	mustWrite(t, tokens, fmt.Sprintf("%s,admin,admin-uid,system:masters\n%s,%s,%s-uid\n", AdminToken, userToken, User, User))
-	port := freePort(t)
+	port := strconv.Itoa(testbin.FreePort(t))
 	args := []string{
 		"--etcd-servers=http://127.0.0.1:" + etcdClient,
 		"--bind-address=127.0.0.1", "--advertise-address=127.0.0.1", "--secure-port=" + port,
@@ -124,7 +123,7 @@ func Start(t testing.TB, o Options) *Cluster {
 	if o.FeatureGates != "" {
 		args = append(args, "--feature-gates="+o.FeatureGates)
 	}
-	start(t, c.dir, "kube-apiserver", filepath.Join(bin, "kube-apiserver"), args...)
+	testbin.Start(t, c.dir, "kube-apiserver", filepath.Join(bin, "kube-apiserver"), args...)
 	c.URL = "https://127.0.0.1:" + port
 
 	admin, err := kubernetes.NewForConfig(c.Config(AdminToken))
@@ -161,7 +160,7 @@ func (c *Cluster) waitReady(t testing.TB) {
 		return resp.StatusCode == http.StatusOK
 	}
 	if !poll(90*time.Second, ready) {
-		t.Fatalf("kubetest: kube-apiserver not ready after 90s; its log:\n%s", tail(filepath.Join(c.dir, "kube-apiserver.log")))
+		t.Fatalf("kubetest: kube-apiserver not ready after 90s; its log:\n%s", testbin.Tail(filepath.Join(c.dir, "kube-apiserver.log")))
 	}
 }
 
@@ -205,58 +204,6 @@ func (c *Cluster) setUp(t testing.TB, rules []rbacv1.PolicyRule) {
 	}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-}
-
-// start starts a process whose output goes to dir/name.log and stops it
-// (SIGTERM, then SIGKILL after 10 s) when t ends.
-func start(t testing.TB, dir, name, path string, args ...string) {
-	t.Helper()
-	logf, err := os.Create(filepath.Join(dir, name+".log"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(path, args...)
-	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.SysProcAttr = sysProcAttr()
-	if err := cmd.Start(); err != nil {
-		logf.Close()
-		t.Fatalf("kubetest: starting %s: %v", name, err)
-	}
-	exited := make(chan struct{})
-	go func() { cmd.Wait(); close(exited) }()
-	t.Cleanup(func() {
-		defer logf.Close()
-		terminate(cmd.Process)
-		select {
-		case <-exited:
-		case <-time.After(10 * time.Second):
-			cmd.Process.Kill()
-			<-exited
-		}
-		if t.Failed() {
-			t.Logf("kubetest: %s log (tail):\n%s", name, tail(logf.Name()))
-		}
-	})
-}
-
-// tail is the end of a log file.
-func tail(path string) string {
-	b, _ := os.ReadFile(path)
-	if len(b) > 8<<10 {
-		b = b[len(b)-8<<10:]
-	}
-	return string(b)
-}
-
-// freePort is a loopback port the OS just handed out.
-func freePort(t testing.TB) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
 }
 
 func mustWrite(t testing.TB, path, data string) {

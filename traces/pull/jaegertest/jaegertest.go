@@ -7,10 +7,8 @@ package jaegertest
 
 import (
 	"fmt"
-	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"testing"
@@ -82,42 +80,25 @@ func Start(t testing.TB) *Jaeger {
 	bin := filepath.Join(BinDir(), "jaeger")
 	testbin.Require(t, bin, fmt.Sprintf("jaegertest: jaeger is not built in %s; run traces/pull/jaegertest/build.sh (or set SVC_JAEGER_BIN)", BinDir()))
 	dir := t.TempDir()
-	query, grpc, otlp := freePort(t), freePort(t), freePort(t)
+	query, grpc, otlp := testbin.FreePort(t), testbin.FreePort(t), testbin.FreePort(t)
 	cfg := filepath.Join(dir, "config.yaml")
 	if err := os.WriteFile(cfg, fmt.Appendf(nil, config, query, grpc, otlp), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	logf, err := os.Create(filepath.Join(dir, "jaeger.log"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(bin, "--config", cfg)
-	cmd.Stdout, cmd.Stderr = logf, logf
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("jaegertest: starting %s: %v", bin, err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	t.Cleanup(func() {
-		cmd.Process.Kill()
-		<-exited
-		logf.Close()
-	})
+	exited, logPath := testbin.Start(t, dir, "jaeger", bin, "--config", cfg)
 	j := &Jaeger{QueryURL: "http://127.0.0.1:" + strconv.Itoa(query), OTLPURL: "http://127.0.0.1:" + strconv.Itoa(otlp) + "/v1/traces"}
 	deadline := time.Now().Add(60 * time.Second)
 	for {
 		select {
-		case err := <-exited:
-			log, _ := os.ReadFile(logf.Name())
-			t.Fatalf("jaegertest: jaeger exited (%v):\n%s", err, log)
+		case <-exited:
+			t.Fatalf("jaegertest: jaeger exited:\n%s", testbin.Tail(logPath))
 		default:
 		}
-		if up(j.QueryURL+"/api/v3/services") && up("http://127.0.0.1:"+strconv.Itoa(otlp)+"/v1/traces") {
+		if up(j.QueryURL+"/api/v3/services") && up(j.OTLPURL) {
 			return j
 		}
 		if time.Now().After(deadline) {
-			log, _ := os.ReadFile(logf.Name())
-			t.Fatalf("jaegertest: jaeger did not answer within a minute:\n%s", log)
+			t.Fatalf("jaegertest: jaeger did not answer within a minute:\n%s", testbin.Tail(logPath))
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
@@ -131,14 +112,4 @@ func up(url string) bool {
 	}
 	resp.Body.Close()
 	return true
-}
-
-func freePort(t testing.TB) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
 }

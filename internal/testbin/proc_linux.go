@@ -1,4 +1,4 @@
-package kubetest
+package testbin
 
 import (
 	"os"
@@ -6,7 +6,7 @@ import (
 )
 
 // sysProcAttr kills the process if the test binary dies first, so a
-// crashed test leaves no etcd or API server behind.
+// crashed test leaves no server behind.
 func sysProcAttr() *syscall.SysProcAttr {
 	return &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 }

@@ -1,6 +1,6 @@
 //go:build !linux
 
-package kubetest
+package testbin
 
 import (
 	"os"
