@@ -275,7 +275,7 @@ func (a *Activities) k8sDriver(ctx context.Context, workspace, owner, digest str
 // resolved: the same for a probe and for the worker's jobs.
 func k8sConfig(c service.K8sProbe) k8s.Config {
 	return k8s.Config{Server: c.Server, Context: c.Context, Namespace: c.Namespace, Token: c.Token,
-		Kubeconfig: c.Kubeconfig, AllowedHosts: c.AllowedHosts, Guard: c.Guard}
+		Kubeconfig: c.Kubeconfig, AllowedHosts: c.AllowedHosts, Guard: c.Guard, OperatorNamespaces: c.OperatorNamespaces}
 }
 
 // k8sRuntimeOptions are the job settings of a k8s runtime spec.

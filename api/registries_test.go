@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -455,7 +457,7 @@ func TestDeleteDatasetVersion(t *testing.T) {
 	e.register(t, creator, "/datasets", datasetSpec("qa", "3.0.0"), http.StatusCreated, ws)
 
 	want(t, e.do(t, http.MethodDelete, "/datasets/qa/versions/2.0.0", "", bearer(other), ws), http.StatusForbidden, "another member")
-	want(t, e.do(t, http.MethodDelete, "/datasets/qa/versions/latest", "", bearer(creator), ws), http.StatusBadRequest, "latest")
+	want(t, e.do(t, http.MethodDelete, "/datasets/qa/versions/latest", "", bearer(creator), ws), http.StatusNotFound, "latest")
 	want(t, e.do(t, http.MethodDelete, "/datasets/qa/versions/2.0.0", "", bearer(creator), ws), http.StatusNoContent, "the creator")
 	want(t, e.do(t, http.MethodDelete, "/datasets/qa/versions/2.0.0", "", bearer(creator), ws), http.StatusNotFound, "again")
 	want(t, e.do(t, http.MethodDelete, "/datasets/qa/versions/3.0.0", "", bearer(a.key)), http.StatusNoContent, "an admin")
@@ -746,7 +748,19 @@ func TestProbe(t *testing.T) {
 		{"nomad with the stored token", nomadSpec("nomad-token"), true, "nomad 1.9.3", []string{token}},
 		{"nomad with a missing secret", nomadSpec("absent"), false, `"absent"`, nil},
 		{"k8s with a kubeconfig secret", `{"id":"k","version":"1","kind":"k8s","image":"img","kubeconfigSecret":"kc"}`, true, "v1.36.4", []string{k8sToken, k8s.caB64}},
+		// Issue 30, finding 4: with no credentials of its own, a runtime
+		// would act as the control plane (whose kubeconfig reaches the
+		// cluster, below) in a namespace the member picks. Refused unless
+		// the operator offers namespaces (SVC_K8S_OPERATOR_NAMESPACES).
+		{"k8s with no credentials of its own", `{"id":"k2","version":"1","kind":"k8s","image":"img","namespace":"kube-system"}`, false, "SVC_K8S_OPERATOR_NAMESPACES", []string{k8sToken}},
 	}
+	// The control plane's own kubeconfig reaches the fake cluster.
+	operatorKC := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := os.WriteFile(operatorKC, []byte(k8s.kubeconfig(k8sToken)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("KUBECONFIG", operatorKC)
+	t.Setenv("KUBERNETES_SERVICE_HOST", "")
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			got, res := e.probe(t, a.key, tt.spec, "probe")

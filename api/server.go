@@ -153,7 +153,8 @@ func NewServer(o Options) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("api: SVC_PROBE_ALLOW: %w", err)
 	}
-	s.registries = service.New(o.Store, sealer, s.now, service.WithProbeGuard(probeGuard), service.WithProbers(o.Probers))
+	s.registries = service.New(o.Store, sealer, s.now, service.WithProbeGuard(probeGuard), service.WithProbers(o.Probers),
+		service.WithK8sOperatorNamespaces(o.Config.K8sOperatorNamespaceList()))
 	guard, err := webhooks.NewGuard(o.Config.WebhookAllow)
 	if err != nil {
 		return nil, fmt.Errorf("api: SVC_WEBHOOK_ALLOW: %w", err)

@@ -57,6 +57,11 @@ type Config struct {
 	// ProbeAllow lists private destinations runtime probes (and the nomad
 	// and k8s clients) may reach anyway; it is separate from WebhookAllow.
 	ProbeAllow string
+	// K8sOperatorNamespaces lists the namespaces where a k8s runtime that
+	// names no credentials of its own (neither kubeconfigSecret nor
+	// server+authSecret) may run jobs with the control plane's own
+	// kubeconfig or in-cluster identity. Empty: that path is off.
+	K8sOperatorNamespaces string
 	// HarnessOTLPEndpoint is exported to harnesses as
 	// OTEL_EXPORTER_OTLP_ENDPOINT.
 	HarnessOTLPEndpoint string
@@ -216,6 +221,8 @@ var Settings = []Setting{
 		set: integer(func(c *Config) *int { return &c.WebhookAttempts })},
 	{Flag: "probe-allow", Env: "SVC_PROBE_ALLOW", Default: "", Usage: "comma-separated CIDRs, addresses or host names that runtime probes and the nomad and k8s clients may reach although private, loopback or link-local",
 		set: str(func(c *Config) *string { return &c.ProbeAllow })},
+	{Flag: "k8s-operator-namespaces", Env: "SVC_K8S_OPERATOR_NAMESPACES", Default: "", Usage: "comma-separated namespaces where a k8s runtime without kubeconfigSecret or server+authSecret may run jobs with the control plane's own kubeconfig context or in-cluster identity; empty: such runtimes are refused",
+		set: str(func(c *Config) *string { return &c.K8sOperatorNamespaces })},
 	{Flag: "harness-otlp-endpoint", Env: "SVC_HARNESS_OTLP_ENDPOINT", Default: "", Usage: "OTLP/HTTP endpoint exported to harnesses as OTEL_EXPORTER_OTLP_ENDPOINT (with svc.run_id in OTEL_RESOURCE_ATTRIBUTES); unset when empty",
 		set: str(func(c *Config) *string { return &c.HarnessOTLPEndpoint })},
 	{Flag: "local-runtime", Env: "SVC_LOCAL_RUNTIME", Default: "auto", Usage: "auto, on or off: whether this worker runs jobs of the local runtime; auto is on except in serve/worker with SVC_REQUIRE_AUTH=1",
@@ -338,4 +345,16 @@ func redactURL(u string) string {
 		return u[:scheme+3] + userinfo[:i] + ":[redacted]" + u[at:]
 	}
 	return u
+}
+
+// K8sOperatorNamespaceList is SVC_K8S_OPERATOR_NAMESPACES as a list:
+// trimmed, empties dropped.
+func (c Config) K8sOperatorNamespaceList() []string {
+	var out []string
+	for _, ns := range strings.Split(c.K8sOperatorNamespaces, ",") {
+		if ns = strings.TrimSpace(ns); ns != "" {
+			out = append(out, ns)
+		}
+	}
+	return out
 }

@@ -145,14 +145,15 @@ func startWorker(ctx context.Context, c client.Client, cfg config.Config, role s
 		return nil, err
 	}
 	acts := &activities.Activities{
-		Store:      st,
-		Registries: service.New(st, sealer, time.Now, service.WithProbeGuard(probeGuard)),
-		Sealer:     sealer,
-		Driver:     driver,
-		Judges:     &judges.Runner{Driver: driver},
-		Models:     &models.Service{Store: st, Sealer: sealer, Guard: modelGuard},
-		Guard:      guard,
-		Host:       host,
+		Store: st,
+		Registries: service.New(st, sealer, time.Now, service.WithProbeGuard(probeGuard),
+			service.WithK8sOperatorNamespaces(cfg.K8sOperatorNamespaceList())),
+		Sealer: sealer,
+		Driver: driver,
+		Judges: &judges.Runner{Driver: driver},
+		Models: &models.Service{Store: st, Sealer: sealer, Guard: modelGuard},
+		Guard:  guard,
+		Host:   host,
 		// An instrumented harness exports its spans here.
 		OTLPEndpoint: cfg.HarnessOTLPEndpoint,
 		// A code judge with a model binding calls its model here.

@@ -16,6 +16,7 @@ import (
 	"net/http"
 	"net/url"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -61,10 +62,17 @@ type Config struct {
 	// from (Kubeconfig's, else Token's; netguard's rules): the server the
 	// client talks to must be among them.
 	AllowedHosts []string
-	// Guard is what connections to a workspace's server dial through
-	// (SVC_PROBE_ALLOW); nil means probe.DefaultGuard. The control plane's
-	// own kubeconfig (the context path) is the operator's and not guarded.
+	// Guard is what every connection dials through (SVC_PROBE_ALLOW); nil
+	// means probe.DefaultGuard. The context path is guarded too: an
+	// operator who lets runtimes use the control plane's own cluster allows
+	// its API server's address in SVC_PROBE_ALLOW.
 	Guard *netguard.Guard
+	// OperatorNamespaces (SVC_K8S_OPERATOR_NAMESPACES) are the namespaces a
+	// runtime without credentials of its own (the context path: the control
+	// plane's kubeconfig or in-cluster identity) may use. Empty: the context
+	// path is off, since any member may register a runtime (spec §5.7) and
+	// would otherwise act as the control plane in a namespace of their choice.
+	OperatorNamespaces []string
 }
 
 // ProbeConfig is what Probe needs; it is the connection Config so the API
@@ -115,8 +123,36 @@ func NewClient(cfg Config) (*Client, error) {
 	case cfg.Token != "":
 		return nil, errors.New("authSecret is set without server; set server to the API server's https URL")
 	default:
-		return fromContext(cfg)
+		return fromOperatorContext(cfg)
 	}
+}
+
+// ErrNoOperatorContext says why a runtime with no credentials of its own
+// cannot use the control plane's: the operator has not opted in.
+var ErrNoOperatorContext = errors.New("the runtime names neither kubeconfigSecret nor server with authSecret, and the control plane's own cluster credentials are not offered to runtimes; " +
+	"store the cluster's kubeconfig as a workspace secret and name it in kubeconfigSecret, or an operator lists the namespaces runtimes may use with SVC_K8S_OPERATOR_NAMESPACES")
+
+// fromOperatorContext is the context path: the control plane's own
+// kubeconfig (or in-cluster identity), offered only in the namespaces the
+// operator listed, and dialled through the guard like every other path.
+func fromOperatorContext(cfg Config) (*Client, error) {
+	if len(cfg.OperatorNamespaces) == 0 {
+		return nil, ErrNoOperatorContext
+	}
+	c, err := fromContext(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if !slices.Contains(cfg.OperatorNamespaces, c.Namespace) {
+		return nil, fmt.Errorf("%s: namespace %q is not one the operator offers to runtimes (SVC_K8S_OPERATOR_NAMESPACES: %s); set namespace to one of them",
+			c.Auth, c.Namespace, strings.Join(cfg.OperatorNamespaces, ", "))
+	}
+	g := cfg.Guard
+	if g == nil {
+		g = probe.DefaultGuard()
+	}
+	c.REST.Dial = g.DialContext
+	return c, nil
 }
 
 // guarded finishes a client built from a workspace's credentials: it

@@ -152,17 +152,30 @@ func TestProbeAuthPrecedence(t *testing.T) {
 		},
 		{
 			name: "context from the control plane's kubeconfig",
-			cfg:  k8s.ProbeConfig{Context: "ops"},
+			cfg:  k8s.ProbeConfig{Context: "ops", OperatorNamespaces: []string{"default"}},
 			want: k8s.Result{Kind: "k8s", Reachable: true, Detail: "context ops; v1.36.4"},
 		},
 		{
 			name: "current context of the control plane's kubeconfig",
-			cfg:  k8s.ProbeConfig{},
+			cfg:  k8s.ProbeConfig{OperatorNamespaces: []string{"default"}},
 			want: k8s.Result{Kind: "k8s", Reachable: true, Detail: "context (current); v1.36.4"},
 		},
 		{
+			// Issue 30, finding 4: any member may register a runtime, so
+			// without the operator's opt-in a runtime with no credentials
+			// of its own never acts as the control plane.
+			name: "no credentials and no operator namespaces is refused",
+			cfg:  k8s.ProbeConfig{Context: "ops"},
+			want: k8s.Result{Kind: "k8s", Detail: k8s.ErrNoOperatorContext.Error()},
+		},
+		{
+			name: "a namespace the operator did not offer is refused",
+			cfg:  k8s.ProbeConfig{Context: "ops", Namespace: "kube-system", OperatorNamespaces: []string{"default"}},
+			want: k8s.Result{Kind: "k8s", Detail: `context ops: namespace "kube-system" is not one the operator offers to runtimes (SVC_K8S_OPERATOR_NAMESPACES: default); set namespace to one of them`},
+		},
+		{
 			name: "context that does not exist",
-			cfg:  k8s.ProbeConfig{Context: "nope"},
+			cfg:  k8s.ProbeConfig{Context: "nope", OperatorNamespaces: []string{"default"}},
 			want: k8s.Result{Kind: "k8s", Detail: `context nope: context "nope" does not exist`},
 		},
 		{

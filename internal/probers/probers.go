@@ -22,7 +22,7 @@ func Drivers() service.Probers {
 		},
 		K8s: func(ctx context.Context, c service.K8sProbe) (bool, string) {
 			r := k8s.Probe(ctx, k8s.ProbeConfig{Server: c.Server, Context: c.Context, Namespace: c.Namespace, Token: c.Token,
-				Kubeconfig: c.Kubeconfig, AllowedHosts: c.AllowedHosts, Guard: c.Guard})
+				Kubeconfig: c.Kubeconfig, AllowedHosts: c.AllowedHosts, Guard: c.Guard, OperatorNamespaces: c.OperatorNamespaces})
 			return r.Reachable, r.Detail
 		},
 		KubeconfigServer: k8s.KubeconfigServer,

@@ -24,7 +24,7 @@ func (s *Service) K8sConnection(ctx context.Context, workspace string, rt *regis
 	if rt == nil || rt.Kind != registry.RuntimeK8s {
 		return K8sProbe{}, "", derrors.Invalidf("not a k8s runtime")
 	}
-	c = K8sProbe{Server: rt.Server, Context: rt.Context, Namespace: rt.Namespace, Guard: s.probeGuard}
+	c = s.k8sBase(rt)
 	kc, hosts, miss, err := s.openSecret(ctx, workspace, "kubeconfigSecret", rt.KubeconfigSecret, "")
 	if err != nil || miss != "" {
 		return K8sProbe{}, miss, err

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"svc/netguard"
+	"svc/registry"
 )
 
 // Probers reach a remote runtime's cluster: Probe (POST /runtimes/probe)
@@ -34,6 +35,23 @@ type K8sProbe struct {
 	Kubeconfig                        []byte
 	AllowedHosts                      []string
 	Guard                             *netguard.Guard
+	// OperatorNamespaces are where a runtime without credentials of its
+	// own may use the control plane's (SVC_K8S_OPERATOR_NAMESPACES).
+	OperatorNamespaces []string
+}
+
+// WithK8sOperatorNamespaces offers the control plane's own cluster
+// credentials to k8s runtimes without credentials of their own, in these
+// namespaces only (SVC_K8S_OPERATOR_NAMESPACES). Without it such runtimes
+// are refused at probe and at dispatch.
+func WithK8sOperatorNamespaces(ns []string) Option {
+	return func(s *Service) { s.k8sOperatorNamespaces = ns }
+}
+
+// k8sBase is the part of a k8s runtime's connection that needs no secret.
+func (s *Service) k8sBase(rt *registry.RuntimeSpec) K8sProbe {
+	return K8sProbe{Server: rt.Server, Context: rt.Context, Namespace: rt.Namespace, Guard: s.probeGuard,
+		OperatorNamespaces: s.k8sOperatorNamespaces}
 }
 
 // WithProbers gives the service the runtime probers.

@@ -195,7 +195,7 @@ func (s *Service) Probe(ctx context.Context, p auth.Principal, raw []byte) (Prob
 		if s.probers.K8s == nil {
 			return ProbeResult{Kind: kind, Detail: noProber}, nil
 		}
-		cfg := K8sProbe{Server: rt.Server, Context: rt.Context, Namespace: rt.Namespace, Guard: s.probeGuard}
+		cfg := s.k8sBase(rt)
 		kc, hosts, miss, err := open("kubeconfigSecret", rt.KubeconfigSecret, "")
 		if err != nil || miss != "" {
 			return ProbeResult{Kind: kind, Detail: miss}, err

@@ -33,6 +33,8 @@ type Service struct {
 	now        func() time.Time
 	probeGuard *netguard.Guard // nil: the drivers' closed default
 	probers    Probers
+	// k8sOperatorNamespaces: SVC_K8S_OPERATOR_NAMESPACES.
+	k8sOperatorNamespaces []string
 }
 
 // Option adjusts a Service.
