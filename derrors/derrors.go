@@ -1,11 +1,22 @@
-// Package derrors holds the service's sentinel errors. Store and domain code
-// wrap them with %w and context; the API maps them to HTTP statuses with
-// errors.Is, never by message text.
+// Package derrors is the service's one error family (modelled on pkgsite's
+// internal/derrors):
+//
+//   - the kinds: a handful of sentinels (ErrNotFound, ErrInvalid, ...) that
+//     store and domain code wrap with %w and context. The API maps them to
+//     statuses with errors.Is in one table (api/errors.go), never by text,
+//     and a worker maps them to retryable or not (Permanent).
+//   - *Op, what Wrap adds: the call that failed ("Store.GetRun(ctx, ...)"),
+//     kept in Error() for the log and dropped by Message, so no client, record
+//     or step ever reads an internal call chain.
+//   - *Public, a refusal whose text and details are written for the client;
+//     domain errors that carry details or a retry delay say so through the
+//     ErrorDetails and RetryDelay methods, read by Details and RetryAfter.
 package derrors
 
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -41,13 +52,178 @@ var (
 	ErrUnsealable = errors.New("secret cannot be opened")
 )
 
-// Wrap adds context to *errp when it is non-nil, keeping the chain for errors.Is:
+// Wrap adds the failed operation to *errp when it is non-nil, keeping the
+// chain for errors.Is:
 //
 //	defer derrors.Wrap(&err, "Store.GetWorkspace(ctx, %q)", id)
+//
+// The operation is for the log: Message leaves it out.
 func Wrap(errp *error, format string, args ...any) {
 	if *errp != nil {
-		*errp = fmt.Errorf("%s: %w", fmt.Sprintf(format, args...), *errp)
+		*errp = &Op{Op: fmt.Sprintf(format, args...), Err: *errp}
 	}
+}
+
+// Op is an error with the internal operation it happened in, as Wrap makes
+// it. Error() reads "op: err" for the log; Message(op) is Message(op.Err).
+type Op struct {
+	Op  string // the call that failed: "Store.GetRun(ctx, \"ws\", \"r-1\")"
+	Err error
+}
+
+func (e *Op) Error() string { return e.Op + ": " + e.Err.Error() }
+
+// Unwrap returns the error the operation met.
+func (e *Op) Unwrap() error { return e.Err }
+
+// Message is the text of err for a person: err.Error() with every
+// operation that Wrap added removed, at any depth, and a Public's text as
+// written. The API's 4xx bodies, and every record and step error that
+// workflows and activities write, read it; the log keeps err.Error().
+//
+// An error wrapping one error (fmt.Errorf with one %w) reads as its own
+// text with the inner error's text replaced by the inner's Message; one
+// wrapping several (errors.Join, several %w) likewise for each; any other
+// error reads as its Error().
+func Message(err error) string {
+	if err == nil {
+		return ""
+	}
+	switch e := err.(type) {
+	case *Op:
+		return Message(e.Err)
+	case *Public:
+		return e.Msg
+	case interface{ Unwrap() error }:
+		inner := e.Unwrap()
+		if inner == nil {
+			return err.Error()
+		}
+		return replaceInner(err.Error(), []error{inner}, true)
+	case interface{ Unwrap() []error }:
+		return replaceInner(err.Error(), e.Unwrap(), false)
+	}
+	return err.Error()
+}
+
+// replaceInner rewrites text, the Error() of an error wrapping inners, with
+// each inner's text replaced by its Message: the last occurrence for a
+// single wrapped error (fmt puts %w last), else in order. A type that words
+// its own text without its cause's is left as it is.
+func replaceInner(text string, inners []error, last bool) string {
+	var b strings.Builder
+	pos := 0
+	for _, inner := range inners {
+		if inner == nil {
+			continue
+		}
+		it := inner.Error()
+		i := strings.Index(text[pos:], it)
+		if last {
+			i = strings.LastIndex(text[pos:], it)
+		}
+		if i < 0 {
+			continue
+		}
+		msg := Message(inner)
+		if msg == it {
+			continue
+		}
+		b.WriteString(text[pos : pos+i])
+		b.WriteString(msg)
+		pos += i + len(it)
+	}
+	if pos == 0 {
+		return text
+	}
+	b.WriteString(text[pos:])
+	return b.String()
+}
+
+// Permanent reports whether err is a refusal that trying again cannot
+// change: not found, invalid, forbidden, unauthenticated or too large, and
+// not also unavailable or rate limited (which a later attempt may pass).
+// A worker does not retry an activity that failed with one. A conflict is
+// not permanent: the store answers ErrConflict when another writer got
+// there first (a scorecard's version moved, a run inserted concurrently),
+// and the next attempt reads what it wrote.
+func Permanent(err error) bool {
+	if err == nil || errors.Is(err, ErrUnavailable) || errors.Is(err, ErrRateLimited) {
+		return false
+	}
+	for _, k := range []error{ErrNotFound, ErrInvalid, ErrForbidden, ErrUnauthenticated, ErrTooLarge} {
+		if errors.Is(err, k) {
+			return true
+		}
+	}
+	return false
+}
+
+// kindNames name the kinds where an error leaves the process without its
+// Go values: the type of a Temporal application error.
+var kindNames = []struct {
+	kind error
+	name string
+}{
+	{ErrInvalid, "Invalid"},
+	{ErrUnauthenticated, "Unauthenticated"},
+	{ErrBudgetExceeded, "BudgetExceeded"},
+	{ErrForbidden, "Forbidden"},
+	{ErrNotFound, "NotFound"},
+	{ErrConflict, "Conflict"},
+	{ErrTooLarge, "TooLarge"},
+	{ErrRateLimited, "RateLimited"},
+	{ErrUnavailable, "Unavailable"},
+}
+
+// KindName names the first kind err wraps ("NotFound", "Invalid", ...),
+// or "Internal" when it wraps none.
+func KindName(err error) string {
+	for _, k := range kindNames {
+		if errors.Is(err, k.kind) {
+			return k.name
+		}
+	}
+	return "Internal"
+}
+
+// Details returns the structured facts for the error body of the first
+// error in err's chain that carries any (an ErrorDetails method returning
+// a non-empty map), or nil.
+func Details(err error) map[string]any {
+	var found map[string]any
+	walk(err, func(e error) bool {
+		if d, ok := e.(interface{ ErrorDetails() map[string]any }); ok {
+			if m := d.ErrorDetails(); len(m) > 0 {
+				found = m
+				return true
+			}
+		}
+		return false
+	})
+	return found
+}
+
+// walk calls fn on err and every error it wraps, depth first, until fn
+// returns true.
+func walk(err error, fn func(error) bool) bool {
+	if err == nil {
+		return false
+	}
+	if fn(err) {
+		return true
+	}
+	switch e := err.(type) {
+	case interface{ Unwrap() error }:
+		return walk(e.Unwrap(), fn)
+	case interface{ Unwrap() []error }:
+		for _, inner := range e.Unwrap() {
+			if walk(inner, fn) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // Invalidf returns an ErrInvalid with a message that tells the caller what to fix.
@@ -73,16 +249,27 @@ func Forbiddenf(format string, args ...any) error {
 // Public is an error whose message is written for the client, shown even
 // when its status is a 5xx (whose text is otherwise replaced by a generic
 // one): "no orchestrator is configured; run svc dev" tells the caller and
-// the operator what to do, and leaks nothing.
+// the operator what to do, and leaks nothing. Details, when set, are the
+// structured facts of the error body; both must be safe to show the caller.
 type Public struct {
-	Kind error // the sentinel that decides the status
-	Msg  string
+	Kind    error // the sentinel that decides the status
+	Msg     string
+	Details map[string]any
 }
 
 func (e *Public) Error() string { return e.Msg }
 
 // Unwrap returns the sentinel.
 func (e *Public) Unwrap() error { return e.Kind }
+
+// ErrorDetails returns the details of the error body.
+func (e *Public) ErrorDetails() map[string]any { return e.Details }
+
+// Refusef returns a Public of kind with details and a formatted message:
+// a refusal written for the client.
+func Refusef(kind error, details map[string]any, format string, args ...any) *Public {
+	return &Public{Kind: kind, Msg: fmt.Sprintf(format, args...), Details: details}
+}
 
 // Unavailablef returns a Public ErrUnavailable with a formatted message.
 // It is the one way to write a 503 whose text the client reads; any other
@@ -98,13 +285,17 @@ func RateLimitedf(after time.Duration, format string, args ...any) error {
 }
 
 // RetryAfter returns when a rate-limited err says to try again, if it
-// says.
+// says: the first error in its chain with a RetryDelay method.
 func RetryAfter(err error) (time.Duration, bool) {
-	var r *retryAfter
-	if errors.As(err, &r) {
-		return r.after, true
-	}
-	return 0, false
+	var after time.Duration
+	ok := walk(err, func(e error) bool {
+		if r, ok := e.(interface{ RetryDelay() time.Duration }); ok {
+			after = r.RetryDelay()
+			return true
+		}
+		return false
+	})
+	return after, ok
 }
 
 // retryAfter is an error that says when to try again.
@@ -113,5 +304,6 @@ type retryAfter struct {
 	after time.Duration
 }
 
-func (e *retryAfter) Error() string { return e.err.Error() }
-func (e *retryAfter) Unwrap() error { return e.err }
+func (e *retryAfter) Error() string             { return e.err.Error() }
+func (e *retryAfter) Unwrap() error             { return e.err }
+func (e *retryAfter) RetryDelay() time.Duration { return e.after }
