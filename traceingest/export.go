@@ -47,6 +47,15 @@ func (e *ThrottledError) Error() string {
 // Unwrap makes a ThrottledError a derrors.ErrRateLimited.
 func (e *ThrottledError) Unwrap() error { return derrors.ErrRateLimited }
 
+// RetryDelay is when to try again: the API's Retry-After (derrors.RetryAfter).
+func (e *ThrottledError) RetryDelay() time.Duration { return e.RetryAfter }
+
+// ErrorDetails are the quota and what was asked, for the error body
+// (derrors.Details).
+func (e *ThrottledError) ErrorDetails() map[string]any {
+	return map[string]any{"quota": e.Quota, "used": e.Used, "asked": e.Asked}
+}
+
 // ThrottledEvent is the event type landed once per window when the door
 // refuses past the quota (spec §6).
 const ThrottledEvent = "trace.ingestion_throttled"
@@ -70,10 +79,10 @@ type group struct {
 // trajectory is already sealed). Past the workspace's hourly quota
 // nothing is stored and the error is a *ThrottledError.
 //
-// An svc.run_id that is no run of the workspace, or a run the caller may
-// not see (another member's personal run), is an external trajectory of
-// the caller's workspace: another workspace's run id behaves exactly as
-// an unknown id, so its existence never shows.
+// An svc.run_id that is no run of the workspace is an external trajectory
+// of the caller's workspace: another workspace's run id behaves exactly as
+// an unknown id, so its existence never shows. Spans for another member's
+// personal run are refused: they would widen its audience.
 func (s *Service) Export(ctx context.Context, p auth.Principal, req *coltracepb.ExportTraceServiceRequest) (*coltracepb.ExportTraceServiceResponse, error) {
 	spans, bad := traces.FlattenSpansCompact(req)
 	var problems []string
@@ -237,7 +246,14 @@ func (s *Service) classify(ctx context.Context, p auth.Principal, g *group) (tra
 	case err != nil:
 		return traces.SpanAttrMapping{}, err
 	case row.Audience != "" && row.Audience != p.Subject:
-		// Another member's personal run: as unknown (spec §2.2).
+		// Another member's personal run. Treated as an unknown id, its
+		// spans would join the run's own pending group as a
+		// workspace-visible external trajectory, exposing the owner's
+		// spans and mixing in forged ones (issue 30, finding 5): refused,
+		// so a group's audience never widens. Only the run's member (or
+		// its run-scoped token, which acts as that member) writes it.
+		g.refused = fmt.Sprintf("%d span(s) of svc.run_id %s: not a run you may send spans for (a personal run is written only with its member's credentials); send them under another svc.run_id", len(g.spans), g.id)
+		return traces.SpanAttrMapping{}, nil
 	default:
 		if eval.Status(row.Status).Terminal() {
 			g.refused = fmt.Sprintf("%d span(s) of run %s: the run has ended and its trajectory is sealed; spans must arrive before the run ends", len(g.spans), g.id)

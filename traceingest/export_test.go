@@ -70,7 +70,7 @@ func TestExportRoutesSpans(t *testing.T) {
 	}{
 		{"run_live", 0, false},
 		{"run_done", 1, false},  // late: the run has ended
-		{"run_bobs", 0, true},   // another member's personal run: as unknown
+		{"run_bobs", 1, false},  // another member's personal run: refused, never widened (issue 30, finding 5)
 		{"run_theirs", 0, true}, // another workspace's run: as unknown
 		{"never_seen", 0, true}, // unknown: external
 		{"bad id!", 1, false},   // not an id
@@ -210,5 +210,45 @@ func TestSweepSealsPastOnePage(t *testing.T) {
 	}
 	if groups, err := st.ListPendingGroups(t.Context(), time.Time{}, 0); err != nil || len(groups) != 0 {
 		t.Errorf("pending groups after the sweep = %d, %v; want none", len(groups), err)
+	}
+}
+
+// TestSpansForAnotherMembersPersonalRunAreRefused: bob's spans for his
+// personal run are his run's; alice's spans under the same svc.run_id are
+// refused, and bob's pending group stays his run's, never an external
+// (workspace-visible) trajectory (issue 30, finding 5).
+func TestSpansForAnotherMembersPersonalRunAreRefused(t *testing.T) {
+	st := sqlitetest.New(t)
+	svc := traceingest.New(traceingest.Options{Store: st, Now: func() time.Time { return t0 }})
+	storeRun(t, st, "acme", "run_bobs", eval.StatusRunning, "bob")
+	bob := auth.Principal{Subject: "bob", Workspace: "acme", Roles: []auth.Role{auth.RoleMember}}
+	alice := auth.Principal{Subject: "alice", Workspace: "acme", Roles: []auth.Role{auth.RoleMember}}
+
+	resp, err := svc.Export(t.Context(), bob, export("run_bobs", "bobs-own", 1))
+	if err != nil || resp.GetPartialSuccess().GetRejectedSpans() != 0 {
+		t.Fatalf("bob's export: %v %v, want accepted", resp, err)
+	}
+	resp, err = svc.Export(t.Context(), alice, export("run_bobs", "forged", 2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := resp.GetPartialSuccess().GetRejectedSpans(); got != 1 {
+		t.Fatalf("alice's export: rejected %d, want 1", got)
+	}
+	groups, err := st.ListPendingGroups(t.Context(), time.Time{}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, g := range groups {
+		if g.Group == "run_bobs" && g.External {
+			t.Errorf("bob's run's spans became an external (workspace-visible) group: %+v", g)
+		}
+	}
+	spans, err := st.ListPendingSpans(t.Context(), "acme", "run_bobs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(spans) != 1 {
+		t.Errorf("run_bobs holds %d pending span(s), want only bob's one", len(spans))
 	}
 }
