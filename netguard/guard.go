@@ -6,7 +6,9 @@
 // A Guard refuses loopback, private, link-local (cloud metadata), multicast
 // and reserved addresses unless an operator allow-lists them, both when a
 // URL is checked and again at connect time, so a name that re-resolves
-// to an internal address (DNS rebinding) is refused too.
+// to an internal address (DNS rebinding) is refused too. An IPv6 address
+// that carries an IPv4 address (IPv4-mapped, -compatible or -translated,
+// NAT64, 6to4, Teredo) is judged by the IPv4 address it carries.
 package netguard
 
 import (
@@ -161,17 +163,26 @@ func (g *Guard) hostAllowed(host string, port int) bool {
 	return false
 }
 
-// addrAllowed reports whether a prefix rule permits a on port. Both the
-// address and its unmapped IPv4 form are tried so "::ffff:10.0.0.1" and
-// "10.0.0.1" are one address to the allow list, as they are to the kernel.
+// addrAllowed reports whether a prefix rule permits a on port. The address,
+// its unmapped IPv4 form and, for an IPv6 form that carries one IPv4
+// address (NAT64, 6to4, IPv4-compatible or -translated), that IPv4 address
+// are tried, so "::ffff:10.0.0.1", "64:ff9b::10.0.0.1" and "10.0.0.1" are
+// one address to the allow list, as classify judges them as one. A Teredo
+// address carries two and is allowed only as written.
 func (g *Guard) addrAllowed(a netip.Addr, port int) bool {
 	a = a.WithZone("")
+	forms := []netip.Addr{a, a.Unmap()}
+	if e, ok := embeddedIPv4(a); ok && !e.teredo {
+		forms = append(forms, e.addrs[0])
+	}
 	for _, r := range g.prefixes {
 		if r.port != 0 && r.port != port {
 			continue
 		}
-		if r.prefix.Contains(a) || r.prefix.Contains(a.Unmap()) {
-			return true
+		for _, f := range forms {
+			if r.prefix.Contains(f) {
+				return true
+			}
 		}
 	}
 	return false
@@ -190,13 +201,92 @@ var blockedRanges = []struct {
 	{netip.MustParsePrefix("198.18.0.0/15"), "a benchmarking (reserved) address"},
 	{netip.MustParsePrefix("240.0.0.0/4"), "a reserved or broadcast address"},
 	{netip.MustParsePrefix("fec0::/10"), "a site-local (private) address"},
+	// What is left of ::/8 once the forms embedding an IPv4 address are
+	// read (embeddedIPv4): no public host lives there, and 64:ff9b:1::/48
+	// (local-use NAT64, RFC 8215) is in it, whose IPv4 address sits where
+	// the operator's prefix length puts it, so it cannot be located.
+	{netip.MustParsePrefix("64:ff9b:1::/48"), "a local-use NAT64 address (its embedded IPv4 address cannot be located)"},
+	{netip.MustParsePrefix("::/8"), "a reserved IPv6 address"},
 }
 
-// classify names why a is refused, or returns "" when a is public. IPv4-mapped
-// IPv6 is judged by its IPv4 address, since connecting to ::ffff:127.0.0.1
-// reaches 127.0.0.1.
+// IPv6 forms that carry an IPv4 address (RFC 4291 §2.5.5, RFC 6052,
+// RFC 3056, RFC 4380, RFC 2765). A connection to one reaches, or is
+// routed through, the IPv4 address it carries: a NAT64 gateway translates
+// 64:ff9b::7f00:1 to 127.0.0.1, a 6to4 relay tunnels 2002:0a00:1:: to
+// 10.0.0.1, and a host with the deprecated IPv4-compatible form configured
+// reaches ::127.0.0.1 on its own loopback.
+var (
+	mappedPrefix     = netip.MustParsePrefix("::ffff:0:0/96")
+	translatedPrefix = netip.MustParsePrefix("::ffff:0:0:0/96")
+	compatPrefix     = netip.MustParsePrefix("::/96")
+	nat64Prefix      = netip.MustParsePrefix("64:ff9b::/96")
+	sixToFourPrefix  = netip.MustParsePrefix("2002::/16")
+	teredoPrefix     = netip.MustParsePrefix("2001::/32")
+)
+
+// embedded is the IPv4 content of an IPv6 address: its form ("NAT64") and
+// the IPv4 addresses it carries (a Teredo address: server, then client).
+type embedded struct {
+	form   string
+	addrs  []netip.Addr
+	teredo bool
+}
+
+// embeddedIPv4 returns the IPv4 addresses a carries, when a is one of the
+// IPv6 forms above. :: and ::1 are themselves (unspecified, loopback), not
+// IPv4-compatible forms of 0.0.0.0 and 0.0.0.1.
+func embeddedIPv4(a netip.Addr) (embedded, bool) {
+	if !a.Is6() || a.IsUnspecified() || a.IsLoopback() {
+		return embedded{}, false
+	}
+	b := a.As16()
+	v4 := func(i int) netip.Addr { return netip.AddrFrom4([4]byte{b[i], b[i+1], b[i+2], b[i+3]}) }
+	switch {
+	case mappedPrefix.Contains(a):
+		return embedded{form: "IPv4-mapped", addrs: []netip.Addr{v4(12)}}, true
+	case translatedPrefix.Contains(a):
+		return embedded{form: "IPv4-translated", addrs: []netip.Addr{v4(12)}}, true
+	case compatPrefix.Contains(a):
+		return embedded{form: "IPv4-compatible", addrs: []netip.Addr{v4(12)}}, true
+	case nat64Prefix.Contains(a):
+		return embedded{form: "NAT64", addrs: []netip.Addr{v4(12)}}, true
+	case sixToFourPrefix.Contains(a):
+		return embedded{form: "6to4", addrs: []netip.Addr{v4(2)}}, true
+	case teredoPrefix.Contains(a):
+		// The server is bits 32-63; the client is the last 32 bits, inverted.
+		client := netip.AddrFrom4([4]byte{^b[12], ^b[13], ^b[14], ^b[15]})
+		return embedded{form: "Teredo", addrs: []netip.Addr{v4(4), client}, teredo: true}, true
+	}
+	return embedded{}, false
+}
+
+// classify names why a is refused, or returns "" when a is public. An IPv6
+// form that carries an IPv4 address is judged by that address (each of
+// them, for Teredo's server and client), since connecting to
+// ::ffff:127.0.0.1 reaches 127.0.0.1 and 64:ff9b::a00:1 reaches 10.0.0.1
+// through a NAT64 gateway.
 func classify(a netip.Addr) string {
-	a = a.WithZone("").Unmap()
+	a = a.WithZone("")
+	if e, ok := embeddedIPv4(a); ok {
+		for i, v4 := range e.addrs {
+			if kind := classify4or6(v4); kind != "" {
+				what := ""
+				if e.teredo {
+					what = []string{" server", " client"}[i]
+				}
+				if e.form == "IPv4-mapped" {
+					return kind // reads as the IPv4 address's own refusal
+				}
+				return fmt.Sprintf("a %s address whose IPv4%s address %s is %s", e.form, what, v4, kind)
+			}
+		}
+		return ""
+	}
+	return classify4or6(a)
+}
+
+// classify4or6 is classify for an address that carries no other.
+func classify4or6(a netip.Addr) string {
 	switch {
 	case !a.IsValid():
 		return "an invalid address"
@@ -402,14 +492,20 @@ func (g *Guard) DialContext(ctx context.Context, network, addr string) (net.Conn
 		return d.DialContext(ctx, network, addr)
 	}
 	d.Control = func(_, address string, _ syscall.RawConn) error {
-		ap, err := netip.ParseAddrPort(address)
-		if err != nil {
-			return derrors.Invalidf("%s target %q is not an IP address and port", g.names.Target, address)
-		}
-		if kind := classify(ap.Addr()); kind != "" && !g.addrAllowed(ap.Addr(), int(ap.Port())) {
-			return g.refusal(fmt.Sprintf("%s host %q connects to", g.names.Target, host), host, ap.Addr(), kind)
-		}
-		return nil
+		return g.checkConnect(host, address)
 	}
 	return d.DialContext(ctx, network, addr)
+}
+
+// checkConnect is the connect-time check of address ("ip:port", what the
+// dialer is about to connect to) for a dial of host.
+func (g *Guard) checkConnect(host, address string) error {
+	ap, err := netip.ParseAddrPort(address)
+	if err != nil {
+		return derrors.Invalidf("%s target %q is not an IP address and port", g.names.Target, address)
+	}
+	if kind := classify(ap.Addr()); kind != "" && !g.addrAllowed(ap.Addr(), int(ap.Port())) {
+		return g.refusal(fmt.Sprintf("%s host %q connects to", g.names.Target, host), host, ap.Addr(), kind)
+	}
+	return nil
 }
