@@ -26,7 +26,7 @@ func (a *Activities) gradeImported(ctx context.Context, run eval.Run, g grading)
 	if errors.Is(err, derrors.ErrNotFound) {
 		res, runErr := traces.BuildResult(run, traces.Dispatch{Harness: run.Harness}, traces.JobOutput{},
 			caseErr("the ingested trace of run %s is no longer in the trace ledger (retention may have deleted it); ingest it again", run.ID), a.Host)
-		res.Provenance.Attestation = eval.AttestationIngested
+		res.Provenance.MarkIngested()
 		return a.finish(context.WithoutCancel(ctx), run, res, runErr)
 	}
 	if err != nil {

@@ -144,7 +144,7 @@ func TestPulledRunIsFetchedSealedAndGraded(t *testing.T) {
 	}
 	got := finished(t, st, ws, run.ID)
 	res := got.Result
-	if res == nil || res.Provenance == nil || res.Provenance.Attestation != eval.AttestationIngested {
+	if res == nil || res.Provenance == nil || !res.Provenance.Ingested() || res.Provenance.Attestation != eval.AttestationSelfReported {
 		t.Fatalf("result %+v: want an ingested result", res)
 	}
 	if res.Evidence.FinalAnswer != "4" || len(res.Evidence.ToolCalls) != 1 || res.Usage.InputTokens != 812 {

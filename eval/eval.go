@@ -241,8 +241,13 @@ type Execution struct {
 // Provenance says who vouches for a result.
 type Provenance struct {
 	// Attestation is managed (compute this service provisioned) or
-	// self_reported (self-hosted runners).
-	Attestation   string `json:"attestation"`
+	// self_reported (a self-hosted runner ran it, or its submitter
+	// reported the trace): spec §2.2 names these two only.
+	Attestation string `json:"attestation"`
+	// Source is ingested for a result built from a trace this service
+	// did not run (posted to or pulled by the ingest routes); empty for
+	// a case a driver or a runner dispatched.
+	Source        string `json:"source,omitempty"`
 	Driver        string `json:"driver,omitempty"`
 	Worker        string `json:"worker,omitempty"` // host name of the worker that ran it
 	HarnessDigest string `json:"harnessDigest,omitempty"`

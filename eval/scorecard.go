@@ -294,15 +294,35 @@ type CaseMatcher struct {
 	Prefix string `json:"prefix,omitempty"`
 }
 
-// AttestationIngested is the provenance attestation of a case result built
-// from traces this service did not run (the ingest routes); beside managed
-// and self_reported. Such evidence reads partial (spec §2.7).
-const AttestationIngested = "ingested"
-
 // AttestationSelfReported is the provenance attestation of a case result
-// a self-hosted runner ran and reported (spec §2.2); AttestationManaged
-// that of compute this service provisioned.
+// whose compute this service did not see: a self-hosted runner ran it, or
+// its submitter reported the trace (ingested); AttestationManaged that of
+// compute this service provisioned (spec §2.2 names these two only).
 const (
 	AttestationSelfReported = "self_reported"
 	AttestationManaged      = "managed"
 )
+
+// SourceIngested is the provenance source of a case result built from a
+// trace this service did not run (the ingest routes, push or pull). Such
+// evidence reads partial (spec §2.7).
+const SourceIngested = "ingested"
+
+// legacyAttestationIngested is the attestation ingested results carried
+// before they were stamped self_reported with source ingested; stored
+// results may still read it.
+const legacyAttestationIngested = "ingested"
+
+// MarkIngested stamps p as the provenance of a trace this service did not
+// run: its submitter vouches for it (self_reported), and it came through
+// the ingest routes (source ingested).
+func (p *Provenance) MarkIngested() {
+	p.Attestation = AttestationSelfReported
+	p.Source = SourceIngested
+}
+
+// Ingested reports whether p is the provenance of an ingested trace,
+// including one stored before the source field existed.
+func (p *Provenance) Ingested() bool {
+	return p != nil && (p.Source == SourceIngested || p.Attestation == legacyAttestationIngested)
+}

@@ -190,7 +190,7 @@ func EvidenceStatusOf(r *eval.CaseResult, status eval.Status) eval.EvidenceStatu
 		es.Trace = EvidenceDeferred
 	case r == nil || (len(r.Trace) == 0 && (r.TraceRef == "" || r.EvidenceVersion < eval.EvidenceVersion)):
 		es.Trace = EvidenceMissing
-	case r.Provenance != nil && r.Provenance.Attestation == eval.AttestationIngested:
+	case r.Provenance.Ingested():
 		es.Trace = EvidencePartial
 	case r.EvidenceVersion >= eval.EvidenceVersion && r.TraceSealed:
 		es.Trace = EvidenceComplete

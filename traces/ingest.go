@@ -30,8 +30,9 @@ var DefaultIngestGraders = []registry.Grader{{ID: graders.KindToolCalls}, {ID: g
 // against each other: the trace-only graders (tool_calls, usd, span) are
 // re-derived from the events, the answer graders read the trace's final
 // answer (its last assistant message) and exit_code reads 0 (there is no
-// process; a trace that was delivered counts as one that ended). The
-// provenance attestation is ingested, so the evidence reads partial.
+// process; a trace that was delivered counts as one that ended). Its
+// submitter vouches for it: provenance attestation self_reported, source
+// ingested, so the evidence reads partial.
 func IngestResult(run eval.Run, p Dispatch, events []eval.TraceEvent) *eval.CaseResult {
 	var c registry.EvalCase
 	if run.Case != nil {
@@ -44,7 +45,7 @@ func IngestResult(run eval.Run, p Dispatch, events []eval.TraceEvent) *eval.Case
 		Harness:         p.Harness.String(),
 		CaseID:          run.CaseID,
 		EvidenceVersion: eval.EvidenceVersion,
-		Provenance:      &eval.Provenance{Attestation: eval.AttestationIngested, CaseDigest: p.CaseDigest, HarnessDigest: p.HarnessDigest},
+		Provenance:      &eval.Provenance{Attestation: eval.AttestationSelfReported, Source: eval.SourceIngested, CaseDigest: p.CaseDigest, HarnessDigest: p.HarnessDigest},
 		Trace:           events,
 	}
 	ev, u := eval.Extract(events, "")

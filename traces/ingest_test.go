@@ -20,7 +20,7 @@ func TestIngestResult(t *testing.T) {
 		{Kind: eval.EventMessage, Role: "assistant", Content: "right"},
 	}
 	r := IngestResult(run, Dispatch{Harness: registry.Ref{ID: "h", Version: "1.0.0"}}, events)
-	if r.Provenance == nil || r.Provenance.Attestation != eval.AttestationIngested || r.Harness != "h@1.0.0" || r.Process != nil || r.Execution != nil {
+	if r.Provenance == nil || !r.Provenance.Ingested() || r.Provenance.Attestation != eval.AttestationSelfReported || r.Harness != "h@1.0.0" || r.Process != nil || r.Execution != nil {
 		t.Errorf("result = provenance %+v, harness %s, process %+v, execution %+v; want ingested, h@1.0.0, no process or execution", r.Provenance, r.Harness, r.Process, r.Execution)
 	}
 	got := map[string]bool{}
