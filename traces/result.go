@@ -42,6 +42,10 @@ type JobOutput struct {
 	// Trace is the content of the file named by SVC_TRACE_FILE (TraceEvent
 	// JSON lines), up to the driver's cap.
 	Trace []byte
+	// TraceRefused, when set, says why the driver did not read the trace
+	// file (a symbolic link, a FIFO, a file the job did not write):
+	// the result's trace then holds a TRACE_REFUSED error event saying so.
+	TraceRefused string
 	// TimedOut is set when the job's timeout ended it; Cancelled when its
 	// caller did.
 	TimedOut  bool
@@ -56,6 +60,11 @@ type JobOutput struct {
 	// recording it (a self-hosted runner's, as the runner reported it).
 	Host string
 }
+
+// CodeTraceRefused is the code of the error event a result's trace holds
+// when the driver refused to read the job's trace file
+// (JobOutput.TraceRefused).
+const CodeTraceRefused = "TRACE_REFUSED"
 
 // BuildResult turns what the job left into the CaseResult of spec §2.7
 // and, when the run failed, its error envelope. problem is a dispatch
@@ -86,6 +95,9 @@ func BuildResult(run eval.Run, p Dispatch, res JobOutput, problem error, host st
 	}
 
 	r.Trace = ParseTrace(res.Trace)
+	if res.TraceRefused != "" {
+		r.Trace = append(r.Trace, eval.TraceEvent{Kind: eval.EventError, Code: CodeTraceRefused, Message: clip(res.TraceRefused, 500)})
+	}
 	answer := strings.TrimSpace(res.Stdout)
 	var runErr *eval.Error
 	switch {

@@ -123,3 +123,14 @@ func TestBuildResultNamesTheRunnerHost(t *testing.T) {
 		t.Errorf("provenance.worker = %q, want worker-1", got)
 	}
 }
+
+// TestBuildResultSaysTheTraceFileWasRefused: a trace file the driver
+// refused to read (issue 30) leaves an error event saying why.
+func TestBuildResultSaysTheTraceFileWasRefused(t *testing.T) {
+	run := eval.Run{ID: "run_1", CaseID: "c"}
+	why := "the driver did not read the trace file (SVC_TRACE_FILE): it is a symbolic link"
+	r, _ := BuildResult(run, Dispatch{}, JobOutput{Driver: "local", Stdout: "ok", TraceRefused: why}, nil, "w1")
+	if len(r.Trace) != 1 || r.Trace[0].Kind != eval.EventError || r.Trace[0].Code != CodeTraceRefused || r.Trace[0].Message != why {
+		t.Errorf("trace = %+v, want one %s error event saying %q", r.Trace, CodeTraceRefused, why)
+	}
+}

@@ -17,7 +17,9 @@ import (
 	"svc/config"
 	"svc/derrors"
 	"svc/drivers"
+	"svc/eval"
 	"svc/runners"
+	"svc/traces"
 )
 
 // envRunnerKey holds a runner's key: a secret, so better there (or in
@@ -303,11 +305,23 @@ func (l *runnerLoop) runJob(ctx context.Context, n int, lease *runners.Lease) {
 		StdoutTail: res.StdoutTail, StderrTail: res.StderrTail, Trace: clipBytes(string(res.Trace), maxPosted),
 		TimedOut: res.TimedOut, Cancelled: res.Cancelled, OS: res.OS, Host: l.host,
 	}
+	if res.TraceRefused != "" {
+		// The result's wire format has no field for it: the refusal
+		// travels as the error event the service would add itself.
+		out.Trace = refusedTraceLine(res.TraceRefused)
+	}
 	if err != nil {
 		out = runners.Result{ExitCode: -1, Error: err.Error(), Invalid: errors.Is(err, derrors.ErrInvalid), Host: l.host}
 	}
 	out = runners.MaskResult(masked, out, maxPosted, maxPosted, drivers.TailBytes)
 	l.post(ctx, log, lease, out)
+}
+
+// refusedTraceLine is the trace line that says why the local driver did
+// not read a job's trace file (traces.CodeTraceRefused).
+func refusedTraceLine(why string) string {
+	b, _ := json.Marshal(eval.TraceEvent{Kind: eval.EventError, Code: traces.CodeTraceRefused, Message: why})
+	return string(b) + "\n"
 }
 
 // secretValues are the values of a job's secrets, for the output's mask.

@@ -41,7 +41,11 @@
 // kills the tree itself.
 //
 // In both isolated modes the work area is the only writable place of the
-// host's disk, and the network is the host's unless Isolation.NoNetwork.
+// host's disk. The network is the host's, or with Isolation.Network a
+// namespace of the job server's (or of each job, under a supervisor per
+// job) that reaches the outside through slirp4netns and of the host's
+// loopback only the forwarded addresses (network_linux.go), or with
+// Isolation.NoNetwork an empty namespace per job.
 //
 // Attempts of one run id are serialised by a lock file beside the areas;
 // a later attempt kills the earlier one: through the job server when it
@@ -62,7 +66,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"io"
 	"log/slog"
 	"math"
 	"os"
@@ -132,6 +135,10 @@ type Isolation struct {
 	Hide []string
 	// NoNetwork gives each job an empty network namespace.
 	NoNetwork bool
+	// Network, unless NoNetwork, gives jobs the isolated network: the
+	// outside, and of the host's loopback only Network.Forward. Nil
+	// leaves them the host's network.
+	Network *Network
 }
 
 // UIDRange is a range of uids, First to Last inclusive, that no user or
@@ -173,6 +180,7 @@ type Driver struct {
 	isolate      *Isolation
 	off          string
 	srv          jobServer     // the job server, with Isolate.UIDs
+	net          netState      // the isolated network's plan, with Isolate.Network
 	slots        chan struct{} // MaxConcurrent's tokens; nil when unbounded
 }
 
@@ -336,14 +344,4 @@ func fileMode(content string) os.FileMode {
 		return 0o755
 	}
 	return 0o644
-}
-
-// readCapped returns up to max bytes of the file at path.
-func readCapped(path string, max int64) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	return io.ReadAll(io.LimitReader(f, max))
 }

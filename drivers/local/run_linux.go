@@ -81,6 +81,7 @@ func (d *Driver) run(ctx context.Context, j drivers.Job) (drivers.Result, error)
 		return drivers.Result{}, err
 	}
 	var res drivers.Result
+	owner := d.jobOwner()
 	if d.pooled() {
 		sp, err := d.server()
 		if err != nil {
@@ -89,6 +90,7 @@ func (d *Driver) run(ctx context.Context, j drivers.Job) (drivers.Result, error)
 		if lease, err = d.leaseUID(); err != nil {
 			return drivers.Result{}, err
 		}
+		owner = lease.uid
 		if err := chownArea(l, len(j.Files) == 0 && l.dir == l.work, lease.uid, lease.uid); err != nil {
 			return drivers.Result{}, fmt.Errorf("local driver: handing the work area to the job's uid: %w", err)
 		}
@@ -129,11 +131,39 @@ func (d *Driver) run(ctx context.Context, j drivers.Job) (drivers.Result, error)
 			return drivers.Result{}, err
 		}
 	}
-	// The harness may have removed its trace file: that is no trace.
-	if res.Trace, err = readCapped(l.trace, drivers.MaxOutput); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		d.log.Warn("local driver: reading the trace file", "run", j.RunID, "err", err)
-	}
+	d.readTrace(&res, j.RunID, l, owner)
 	return res, nil
+}
+
+// readTrace reads the trace file a finished job left into res (see
+// readBack): a file the job removed is no trace; one that is not a regular
+// file of owner's is refused, and res.TraceRefused says why.
+func (d *Driver) readTrace(res *drivers.Result, runID string, l layout, owner int) {
+	b, refused, err := readBack(l.trace, owner, drivers.MaxOutput, readBackTimeout)
+	switch {
+	case errors.Is(err, errNoFile):
+	case err != nil:
+		d.log.Warn("local driver: reading the trace file", "run", runID, "err", err)
+	case refused != "":
+		res.TraceRefused = "the driver did not read the trace file (" + drivers.EnvTraceFile + "): " + refused +
+			"; it reads back only a regular file that the job wrote itself"
+		d.log.Warn("local driver: refused the trace file", "run", runID, "why", refused)
+	default:
+		res.Trace = b
+	}
+}
+
+// jobOwner is the uid that owns what a job writes, as the host sees it,
+// for every mode but the job server's (whose jobs have a uid each).
+func (d *Driver) jobOwner() int {
+	switch {
+	case d.isolate == nil:
+		return os.Geteuid()
+	case d.isolate.UID < 0:
+		// Root of a user namespace mapped to the service's user.
+		return os.Getuid()
+	}
+	return d.isolate.UID
 }
 
 // acquire takes the lock of run runID, so two attempts of one run (in this

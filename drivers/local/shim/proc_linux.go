@@ -4,9 +4,12 @@ package shim
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"strconv"
+	"syscall"
 )
 
 // Proc is one line of the process table, from /proc/<pid>/stat.
@@ -93,14 +96,36 @@ func HasEnv(pid int, kv string) bool {
 // WriteRecord records a running attempt: the harness's process group
 // (0 when the job has a PID namespace of its own) and its shim's pid as
 // the driver's host sees it.
+// The record is in the job's work area, which the job may have changed:
+// it is never written through a symbolic link, nor opened in a way that
+// would wait on a FIFO.
 func WriteRecord(path string, pgid, shim int) error {
-	return os.WriteFile(path, fmt.Appendf(nil, "%d %d\n", pgid, shim), 0o600)
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0o600)
+	if err != nil {
+		return err
+	}
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		_ = f.Close()
+		return fmt.Errorf("%s is not a regular file", path)
+	}
+	_, err = fmt.Fprintf(f, "%d %d\n", pgid, shim)
+	return errors.Join(err, f.Close())
 }
 
 // ReadRecord reads what WriteRecord wrote; ok is false when there is no
-// usable record.
+// usable record (and when what is at path is not a regular file: a job
+// that left a FIFO or a symbolic link there must not block or redirect the
+// next attempt's read).
 func ReadRecord(path string) (pgid, shim int, ok bool) {
-	b, err := os.ReadFile(path)
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return 0, 0, false
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		return 0, 0, false
+	}
+	b, err := io.ReadAll(io.LimitReader(f, 64))
 	if err != nil {
 		return 0, 0, false
 	}
