@@ -5,6 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
+	"time"
+
+	"go.temporal.io/sdk/activity"
 
 	"svc/auth"
 	"svc/eval"
@@ -38,72 +42,172 @@ type FinishScoreInput struct {
 
 // FinishScorecard ends a batch: it rebuilds the per-case table from the
 // child runs, computes the summary, appends scoring revision 1 (for a
-// scorecard that finished), writes the terminal status with the final
-// progress and the publication plan, and notifies the creator
-// (scorecard_completed or scorecard_failed; a cancelled batch notifies no
-// one).
+// scorecard that finished), stores the revision's analysis, writes the
+// terminal status with the final progress and the publication plan, and
+// notifies the creator (scorecard_completed or scorecard_failed; a
+// cancelled batch notifies no one).
+//
+// The analysis is stored (offloaded) before the status is written, so a
+// batch never reads succeeded with an analysisRef that leads nowhere. An
+// offload that still fails after offloadAttempts attempts ends the batch
+// failed in phase offload, and a terminal record that cannot be written
+// after persistAttempts attempts is written as failed in phase persist
+// (spec §2.3): in both the cases' results, summary and progress are kept.
 func (a *Activities) FinishScorecard(ctx context.Context, in FinishInput) error {
 	t, err := a.tally(ctx, in.ScorecardRef)
 	if err != nil {
 		return err
 	}
 	heartbeat(ctx)
-	var final eval.Scorecard
-	changed := false
-	final, err = a.update(ctx, in.ScorecardRef, func(sc *eval.Scorecard) error {
-		if eval.ScorecardTerminal(sc.Status) && sc.Status != eval.ScorecardCancelled && sc.Status != eval.ScorecardSuperseded {
-			return errStop // finished by an earlier attempt
-		}
-		sc.Summary = scoring.Summarize(t.rows)
-		sc.RunIDs = t.runIDs
-		now := a.now()
-		sc.FinishedAt = &now
-		// The final counts and pace, so lists show them without counting.
-		sc.Progress = records.CountProgress(sc.Progress.Total, t.counts, now)
-		switch {
-		case sc.Status == eval.ScorecardCancelled || sc.Status == eval.ScorecardSuperseded:
-			// Stopped through the API: the status is already written.
-		case in.Cancelled:
-			sc.Status = eval.ScorecardCancelled
-		case in.Phase != "":
-			sc.Status = eval.ScorecardFailed
-			sc.Error = &eval.Error{Code: "BATCH_FAILED", Phase: in.Phase, Message: clip(in.Message, 2000)}
-		case t.dispatchFailed != "":
-			// Not one case reached its harness (a command that does not
-			// exist, a harness that cannot be resolved): the batch
-			// measured nothing, and says why.
-			sc.Status = eval.ScorecardFailed
-			sc.Error = &eval.Error{Code: "BATCH_FAILED", Phase: eval.PhaseDispatch,
-				Message: clip(fmt.Sprintf("no case could be dispatched (%d of %d case runs): %s", t.counts.Total, sc.Progress.Total, t.dispatchFailed), 2000)}
-		default:
-			sc.Status = eval.ScorecardSucceeded
-			if sc.Kind == eval.KindScorecard && len(sc.Scoring) == 0 {
-				sc.Scoring = append(sc.Scoring, eval.ScoringRevision{
-					Revision: 1, Kind: "initial", Judges: sealedJudges(sc), ScorePlaneDigest: scoring.ScorePlaneDigest(t.rows),
-					AnalysisRef: records.AnalysisRef(sc.ID, 1), CreatedAt: now, CreatedBy: sc.CreatedBy,
-				})
-				sc.AnalysisRef = records.AnalysisRef(sc.ID, 1)
-			}
-		}
-		sc.Publication = &eval.Publication{State: "published", Artifacts: []string{}, Exports: []string{}}
-		if sc.AnalysisRef != "" {
-			sc.Publication.Artifacts = append(sc.Publication.Artifacts, sc.AnalysisRef)
-		}
-		changed = true
-		return nil
-	})
-	if err != nil && !errors.Is(err, errStop) {
+	cur, _, err := records.LoadScorecard(ctx, a.Store, in.Workspace, in.ScorecardID)
+	if err != nil {
 		return err
 	}
-	if !changed {
+	if finishedBefore(cur) {
+		// An earlier attempt wrote the status, after it stored the
+		// analysis (or ended the batch in phase offload).
+		if err := a.freezeAnalysis(ctx, cur, t.rows); err != nil {
+			if !lastTry(ctx, offloadAttempts) {
+				return err
+			}
+			a.logger().Error("storing a finished batch's analysis", append(activityAttrs(ctx), "workspace", in.Workspace, "scorecard", in.ScorecardID, "error", err)...)
+		}
+		return a.announce(ctx, cur)
+	}
+	now := a.finishTime(ctx, in.ScorecardRef, cur)
+	// The revision this finish appends, if any, is stored first.
+	var failure *eval.Error
+	planned := cur
+	planned.Scoring = slices.Clone(cur.Scoring)
+	settle(&planned, in, t, now, nil)
+	if err := a.freezeAnalysis(ctx, planned, t.rows); err != nil {
+		if !lastTry(ctx, offloadAttempts) {
+			return fmt.Errorf("offloading the analysis of batch %s: %w", in.ScorecardID, err)
+		}
+		a.logger().Error("a batch's analysis could not be stored; the batch ends failed in phase offload",
+			append(activityAttrs(ctx), "workspace", in.Workspace, "scorecard", in.ScorecardID, "error", err)...)
+		failure = &eval.Error{Code: "BATCH_FAILED", Phase: eval.PhaseOffload,
+			Message: fmt.Sprintf("every case ran, but the batch's analysis (scoring revision 1) could not be stored after %d attempts, "+
+				"so no scoring revision was appended; the per-case results and the summary are kept, and the worker's log has the store's error", offloadAttempts)}
+	}
+	final, err := a.update(ctx, in.ScorecardRef, func(sc *eval.Scorecard) error {
+		if finishedBefore(*sc) {
+			return errStop
+		}
+		settle(sc, in, t, now, failure)
+		return nil
+	})
+	switch {
+	case errors.Is(err, errStop):
 		if final, _, err = records.LoadScorecard(ctx, a.Store, in.Workspace, in.ScorecardID); err != nil {
 			return err
 		}
-	}
-	if err := a.freezeAnalysis(ctx, final, t.rows); err != nil {
-		return err
+	case err != nil:
+		if !lastTry(ctx, persistAttempts) {
+			return err
+		}
+		a.logger().Error("a batch's final record could not be written; writing it failed in phase persist",
+			append(activityAttrs(ctx), "workspace", in.Workspace, "scorecard", in.ScorecardID, "error", err)...)
+		var ferr error
+		final, ferr = a.update(ctx, in.ScorecardRef, func(sc *eval.Scorecard) error {
+			if finishedBefore(*sc) {
+				return errStop
+			}
+			settle(sc, in, t, now, &eval.Error{Code: "BATCH_FAILED", Phase: eval.PhasePersist,
+				Message: fmt.Sprintf("every case ran, but the batch's final record could not be written after %d attempts; "+
+					"the per-case results are kept in its child runs, and the worker's log has the store's error", persistAttempts)})
+			return nil
+		})
+		switch {
+		case errors.Is(ferr, errStop):
+			if final, _, err = records.LoadScorecard(ctx, a.Store, in.Workspace, in.ScorecardID); err != nil {
+				return err
+			}
+		case ferr != nil:
+			// Not even the failure can be written: retried until it lands.
+			return err
+		}
 	}
 	return a.announce(ctx, final)
+}
+
+// Attempts of a batch's finish after which an analysis that cannot be
+// stored, or a final record that cannot be written, ends the batch failed
+// (phase offload, phase persist) rather than being retried for ever. With
+// finishOptions' backoff the last one starts about 15 s after the first.
+const (
+	offloadAttempts = 5
+	persistAttempts = 5
+)
+
+// lastTry reports whether this attempt of the activity is the n-th or a
+// later one (always, outside an activity: there is no retry to wait for).
+func lastTry(ctx context.Context, n int32) bool {
+	return !activity.IsActivity(ctx) || activity.GetInfo(ctx).Attempt >= n
+}
+
+// finishedBefore reports whether an earlier finish wrote sc's terminal
+// status (a batch stopped through the API is still to be finished).
+func finishedBefore(sc eval.Scorecard) bool {
+	return eval.ScorecardTerminal(sc.Status) && sc.Status != eval.ScorecardCancelled && sc.Status != eval.ScorecardSuperseded
+}
+
+// finishTime is when the batch finishes, to the store's microsecond. A
+// retried finish whose earlier attempt stored the analysis but could not
+// write the record takes that analysis's time, so the revision it appends
+// is the one frozen (its bundle, built again, has the same digest).
+func (a *Activities) finishTime(ctx context.Context, ref ScorecardRef, sc eval.Scorecard) time.Time {
+	now := a.now().UTC().Truncate(time.Microsecond)
+	if len(sc.Scoring) > 0 || !activity.IsActivity(ctx) || activity.GetInfo(ctx).Attempt == 1 {
+		return now
+	}
+	if prior, err := a.Store.GetAnalysis(ctx, ref.Workspace, ref.ScorecardID, 1); err == nil {
+		return prior.CreatedAt.UTC()
+	}
+	return now
+}
+
+// settle writes a batch's end into sc: the summary, the children, the
+// final progress, the terminal status (with failure, when given, as the
+// batch's error and no scoring revision), and the publication plan.
+func settle(sc *eval.Scorecard, in FinishInput, t batchTally, now time.Time, failure *eval.Error) {
+	sc.Summary = scoring.Summarize(t.rows)
+	sc.RunIDs = t.runIDs
+	sc.FinishedAt = &now
+	// The final counts and pace, so lists show them without counting.
+	sc.Progress = records.CountProgress(sc.Progress.Total, t.counts, now)
+	switch {
+	case sc.Status == eval.ScorecardCancelled || sc.Status == eval.ScorecardSuperseded:
+		// Stopped through the API: the status is already written.
+	case in.Cancelled:
+		sc.Status = eval.ScorecardCancelled
+	case in.Phase != "":
+		sc.Status = eval.ScorecardFailed
+		sc.Error = &eval.Error{Code: "BATCH_FAILED", Phase: in.Phase, Message: clip(in.Message, 2000)}
+	case t.dispatchFailed != "":
+		// Not one case reached its harness (a command that does not
+		// exist, a harness that cannot be resolved): the batch
+		// measured nothing, and says why.
+		sc.Status = eval.ScorecardFailed
+		sc.Error = &eval.Error{Code: "BATCH_FAILED", Phase: eval.PhaseDispatch,
+			Message: clip(fmt.Sprintf("no case could be dispatched (%d of %d case runs): %s", t.counts.Total, sc.Progress.Total, t.dispatchFailed), 2000)}
+	case failure != nil:
+		sc.Status = eval.ScorecardFailed
+		sc.Error = failure
+	default:
+		sc.Status = eval.ScorecardSucceeded
+		if sc.Kind == eval.KindScorecard && len(sc.Scoring) == 0 {
+			sc.Scoring = append(sc.Scoring, eval.ScoringRevision{
+				Revision: 1, Kind: "initial", Judges: sealedJudges(sc), ScorePlaneDigest: scoring.ScorePlaneDigest(t.rows),
+				AnalysisRef: records.AnalysisRef(sc.ID, 1), CreatedAt: now, CreatedBy: sc.CreatedBy,
+			})
+			sc.AnalysisRef = records.AnalysisRef(sc.ID, 1)
+		}
+	}
+	sc.Publication = &eval.Publication{State: "published", Artifacts: []string{}, Exports: []string{}}
+	if sc.AnalysisRef != "" {
+		sc.Publication.Artifacts = append(sc.Publication.Artifacts, sc.AnalysisRef)
+	}
 }
 
 // tally reads the batch's record for its verdict policy (which never

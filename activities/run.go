@@ -264,7 +264,7 @@ func (a *Activities) dispatchFrom(ctx context.Context, run eval.Run, g grading, 
 	}
 	status, err := a.finish(context.WithoutCancel(ctx), run, result, runErr, tail...)
 	if err != nil {
-		return status, err
+		return status, a.persistFailed(ctx, run, err)
 	}
 	a.afterSeal(context.WithoutCancel(ctx), run, result, spans)
 	return status, nil

@@ -87,6 +87,9 @@ func ScorecardWorkflow(ctx workflow.Context, in flows.ScorecardInput) error {
 						phase = "judges"
 					}
 					failure = &activities.FinishInput{Phase: phase, Message: "case " + item.CaseID + ": " + err.Error()}
+					if pf := persistFailure(err); pf != nil {
+						failure = pf
+					}
 				}
 			})
 		}
@@ -256,6 +259,9 @@ func runChunks(ctx, caseCtx, short workflow.Context, in flows.ScorecardInput, re
 						phase = "judges"
 					}
 					failure = &activities.FinishInput{Phase: phase, Message: fmt.Sprintf("cases from %s (%d items): %v", first, len(chunk.Items), err)}
+					if pf := persistFailure(err); pf != nil {
+						failure = pf
+					}
 				}
 			})
 		}
@@ -282,6 +288,17 @@ func workerGone(err error) bool {
 	}
 	var te *temporal.TimeoutError
 	return errors.As(err, &te) && te.TimeoutType() == enumspb.TIMEOUT_TYPE_HEARTBEAT
+}
+
+// persistFailure is the batch's failure when a case activity's last
+// attempt ran its case but could not record the result (phase persist,
+// spec §2.3), saying so in the activity's words; nil for any other error.
+func persistFailure(err error) *activities.FinishInput {
+	var ae *temporal.ApplicationError
+	if !errors.As(err, &ae) || ae.Type() != activities.PersistPhaseError {
+		return nil
+	}
+	return &activities.FinishInput{Phase: "persist", Message: ae.Message()}
 }
 
 // phaseJudges is the error type startItem gives a judging failure, so the
