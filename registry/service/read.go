@@ -171,7 +171,9 @@ func (s *Service) DeleteDatasetVersion(ctx context.Context, p auth.Principal, id
 		return err
 	}
 	if err := registry.ValidateVersion(version); err != nil {
-		return derrors.Invalidf("deleting needs an exact version, not %q: %v", version, err)
+		// `latest` or a tag names no version that can be deleted: the
+		// spec answers 404 (no such exact version), saying what to send.
+		return derrors.NotFoundf("dataset %s has no version %q to delete: deleting needs an exact version (for example 1.0.0), not latest or a tag", id, version)
 	}
 	return s.transact(ctx, func(tx store.Tx) error {
 		if _, err := ownEntity(newAccess(ctx, tx, p), registry.Dataset, id); err != nil {
