@@ -1,6 +1,7 @@
 package registry
 
 import (
+	"path"
 	"reflect"
 	"sort"
 	"strings"
@@ -212,8 +213,12 @@ func (c *HarnessConfig) validate(p *problems, at string) {
 			p.add(index(field(at, "command"), 0), "the program must not be empty")
 		}
 		checkEnv(p, at, c.Env, c.SecretEnv)
-		if c.WorkDir != "" && hasControl(c.WorkDir) {
+		switch {
+		case c.WorkDir == "":
+		case hasControl(c.WorkDir):
 			p.add(field(at, "workDir"), "must not contain control characters")
+		case !insideWorkDir(c.WorkDir):
+			p.add(field(at, "workDir"), "%q must be a relative path inside the job's work directory, such as \"src\" (no leading '/', no '..' that leaves it, no '\\'): every runtime runs the harness in <work directory>/<workDir>", clip(c.WorkDir))
 		}
 		if c.Image != "" {
 			checkImage(p, field(at, "image"), c.Image)
@@ -450,4 +455,12 @@ func (h *HarnessSpec) SecretNames() []string {
 	}
 	sort.Strings(names)
 	return names
+}
+
+// insideWorkDir reports whether a harness's workDir names a directory below
+// the job's work directory: what every driver accepts at dispatch
+// (drivers.IsLocalPath, which this package cannot import).
+func insideWorkDir(p string) bool {
+	c := path.Clean(p)
+	return !strings.HasPrefix(p, "/") && c != "." && c != ".." && !strings.HasPrefix(c, "../") && !strings.ContainsRune(p, '\\')
 }
