@@ -41,9 +41,8 @@ func (a *Activities) announce(ctx context.Context, sc eval.Scorecard) error {
 		if pr, ok := sc.Summary["casePass"]; ok && pr.PassRate != nil {
 			body += fmt.Sprintf(" Pass rate %.1f%% over %d cases.", *pr.PassRate*100, pr.Count)
 		}
-		link, _ := json.Marshal(map[string]string{"scorecardId": sc.ID, "resourceType": "scorecard", "resourceId": sc.ID})
 		_, _, err := tx.AddNotification(ctx, store.Notification{ID: kind + ":" + sc.ID, Workspace: sc.Tenant, Recipient: sc.CreatedBy,
-			Kind: kind, Title: fmt.Sprintf("Scorecard %s %s", sc.ID, verb), Body: clip(body, 500), Link: link})
+			Kind: kind, Title: fmt.Sprintf("Scorecard %s %s", sc.ID, verb), Body: clip(body, 500), Link: eval.LinkTo(eval.ResourceScorecard, sc.ID).JSON()})
 		return err
 	})
 }

@@ -757,7 +757,7 @@ func (a *Activities) FinalizeRun(ctx context.Context, ref RunRef) error {
 		} else if run.Result != nil && !run.Result.Pass {
 			body += " Some scores did not pass."
 		}
-		link, _ := json.Marshal(map[string]string{"runId": run.ID, "resourceType": "run", "resourceId": run.ID})
+		link := eval.LinkTo(eval.ResourceRun, run.ID).JSON()
 		_, _, err := tx.AddNotification(ctx, store.Notification{
 			ID: kind + ":" + run.ID, Workspace: run.Tenant, Recipient: run.CreatedBy, Kind: kind,
 			Title: fmt.Sprintf("Run %s %s", run.CaseID, verb), Body: clip(body, 500), Link: link,

@@ -5,6 +5,7 @@ import (
 
 	"svc/auth"
 	"svc/derrors"
+	"svc/eval"
 	"svc/records"
 	"svc/store"
 )
@@ -13,14 +14,31 @@ import (
 const MaxNotificationPage = 200
 
 // Notifications returns the caller's own feed in their workspace.
-func (s *Service) Notifications(ctx context.Context, p auth.Principal, unreadOnly bool, limit int) ([]store.Notification, error) {
+func (s *Service) Notifications(ctx context.Context, p auth.Principal, unreadOnly bool, limit int) ([]Notification, error) {
 	switch {
 	case limit == 0:
 		limit = 50
 	case limit < 0 || limit > MaxNotificationPage:
 		return nil, derrors.Invalidf("limit must be between 1 and %d, not %d", MaxNotificationPage, limit)
 	}
-	return s.o.Store.ListNotifications(ctx, p.Workspace, p.Subject, unreadOnly, limit)
+	list, err := s.o.Store.ListNotifications(ctx, p.Workspace, p.Subject, unreadOnly, limit)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Notification, len(list))
+	for i, n := range list {
+		out[i] = Notification{Notification: n, Href: eval.LinkHref(n.Link)}
+	}
+	return out, nil
+}
+
+// Notification is a notification as its recipient reads it: the stored
+// one and, resolved from its link, the web view address of what it is
+// about (eval.NotificationLink.Href), so that every reader (the web view,
+// the CLI, an agent) opens the same page.
+type Notification struct {
+	store.Notification
+	Href string `json:"href,omitempty"`
 }
 
 // ReadRequest is the body of POST /notifications/read: ids, or all.

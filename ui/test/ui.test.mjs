@@ -195,6 +195,24 @@ await step('notifications', async () => {
   await page.click('#read-all');
   await page.locator('#notifications li', { hasText: 'unread' }).first().waitFor({ state: 'detached' });
   expect((await page.locator('#unread').innerText()) === '', 'the unread count stays after marking all read');
+  // Open follows the link the service resolved (spec §6): a scorecard's
+  // notification leads to its page.
+  await page.locator('#notifications li', { hasText: baseline }).first().locator('a', { hasText: 'Open' }).click();
+  await page.locator('h1', { hasText: baseline }).waitFor();
+  expect(new URL(page.url()).hash === `#/scorecards/${baseline}`, `Open led to ${page.url()}, want #/scorecards/${baseline}`);
+});
+
+await step('notification-links', async () => {
+  // Every resource type a link may name has a page: a runtime's is a
+  // registry page, a conversation's the workspace root, and a resource
+  // svc does not keep (an issue, say) a page that names it.
+  await hash('#/runtimes');
+  await page.locator('h1', { hasText: 'Runtimes' }).waitFor();
+  await hash('#/?conversation=c_1');
+  await page.locator('h1', { hasText: 'Scorecards' }).waitFor();
+  await hash('#/issues/ISS-7');
+  await page.locator('#resource-id', { hasText: 'ISS-7' }).waitFor();
+  await page.locator('#elsewhere').waitFor();
 });
 
 await step('cross-tenant', async () => {

@@ -6,6 +6,9 @@ import { add, h, clear, announce } from './dom.js';
 
 const routes = [
   ['/signin', () => import('./pages/signin.js'), 'signin', true],
+  // The workspace root: where a notification about a conversation leads
+  // (#/?conversation=c_1).
+  ['/', () => import('./pages/scorecards.js'), 'scorecards'],
   ['/scorecards', () => import('./pages/scorecards.js'), 'scorecards'],
   ['/scorecards/:id', () => import('./pages/scorecard.js'), 'scorecards'],
   ['/scorecards/:id/cases/:caseId', () => import('./pages/case.js'), 'scorecards'],
@@ -18,7 +21,17 @@ const routes = [
   ['/harnesses/:id', () => import('./pages/registries.js'), 'harnesses'],
   ['/judges', () => import('./pages/registries.js'), 'judges'],
   ['/judges/:id', () => import('./pages/registries.js'), 'judges'],
+  ['/runtimes', () => import('./pages/registries.js'), 'runtimes'],
+  ['/runtimes/:id', () => import('./pages/registries.js'), 'runtimes'],
   ['/notifications', () => import('./pages/notifications.js'), 'notifications'],
+  // Resources of the tools around svc that a notification may name (spec
+  // §6): the page says what it is and that svc does not keep it.
+  ['/views/:id', () => import('./pages/elsewhere.js'), 'notifications'],
+  ['/schedules/:id', () => import('./pages/elsewhere.js'), 'notifications'],
+  ['/issues/:id', () => import('./pages/elsewhere.js'), 'notifications'],
+  ['/cycles/:id', () => import('./pages/elsewhere.js'), 'notifications'],
+  ['/projects/:id', () => import('./pages/elsewhere.js'), 'notifications'],
+  ['/initiatives/:id', () => import('./pages/elsewhere.js'), 'notifications'],
 ];
 
 function match(path) {
@@ -33,7 +46,7 @@ function match(path) {
         try { params[want[i].slice(1)] = decodeURIComponent(parts[i]); } catch { ok = false; }
       } else if (want[i] !== parts[i]) ok = false;
     }
-    if (ok) return { load, nav, params, pub, kind: pattern.split('/')[1] };
+    if (ok) return { load, nav, params, pub, kind: pattern.split('/')[1] || 'scorecards' };
   }
   return null;
 }

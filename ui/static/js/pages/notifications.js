@@ -17,7 +17,9 @@ export async function render(main, ctx) {
     clear(list);
     if (!items.length) add(list, h('li', { class: 'muted' }, 'No notifications.'));
     for (const n of items) {
-      const link = linkOf(n.link);
+      // The service resolves each link (eval.NotificationLink.Href), so
+      // the web view, the CLI and agents open the same page.
+      const link = n.href || '';
       const read = h('button', { type: 'button', class: 'small', hidden: !!n.readAt }, 'Mark read');
       read.addEventListener('click', async () => { await post('/notifications/read', { ids: [n.id] }); load(); });
       add(list, h('li', { class: 'panel' },
@@ -32,16 +34,4 @@ export async function render(main, ctx) {
   all.addEventListener('click', async () => { await post('/notifications/read', { all: true }); load(); });
   await load();
   ctx.every(25000, async () => { await load(); return true; });
-}
-
-function linkOf(l) {
-  if (!l) return '';
-  if (l.scorecardId) return `#/scorecards/${enc(l.scorecardId)}`;
-  if (l.runId) return `#/runs/${enc(l.runId)}`;
-  if (l.resourceType === 'scorecard' && l.resourceId) return `#/scorecards/${enc(l.resourceId)}`;
-  if (l.resourceType === 'run' && l.resourceId) return `#/runs/${enc(l.resourceId)}`;
-  if (['dataset', 'harness', 'judge'].includes(l.resourceType) && l.resourceId) {
-    return `#/${l.resourceType === 'harness' ? 'harnesses' : `${l.resourceType}s`}/${enc(l.resourceId)}`;
-  }
-  return '';
 }

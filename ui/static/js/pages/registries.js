@@ -1,11 +1,11 @@
 // Registries: datasets (versions, a paged case browser, version diff),
-// harnesses (versions, version diff) and judges (versions, spec).
+// harnesses (versions, version diff), judges and runtimes (versions, spec).
 import { add, h, clear, when, enc, table } from '../dom.js';
 import { call, get, ApiError } from '../api.js';
 import { go, notFound } from '../app.js';
 
-const TITLES = { datasets: 'Datasets', harnesses: 'Harnesses', judges: 'Judges' };
-const NOUN = { datasets: 'Dataset', harnesses: 'Harness', judges: 'Judge' };
+const TITLES = { datasets: 'Datasets', harnesses: 'Harnesses', judges: 'Judges', runtimes: 'Runtimes' };
+const NOUN = { datasets: 'Dataset', harnesses: 'Harness', judges: 'Judge', runtimes: 'Runtime' };
 
 export async function render(main, ctx) {
   const kind = ctx.kind;
@@ -48,10 +48,11 @@ async function detail(main, ctx, kind, id) {
         v === version ? h('strong', { class: 'mono' }, `${v} (shown)`) : h('a', { class: 'mono', href: `#/${kind}/${enc(id)}?version=${enc(v)}` }, v),
         ((e.versionTags || {})[v] || []).join(', ') || '—', when((e.versionDates || {})[v])]), 'Versions'));
 
-  if (versions.length > 1) add(main, versionDiff(ctx, kind, id, versions));
+  // Datasets and harnesses have a diff route; judges and runtimes do not.
+  if (versions.length > 1 && (kind === 'datasets' || kind === 'harnesses')) add(main, versionDiff(ctx, kind, id, versions));
   if (kind === 'datasets') return caseBrowser(main, ctx, id, version);
-  if (kind === 'judges') {
-    const spec = await get(`/judges/${enc(id)}/versions/${enc(version)}`, { signal: ctx.signal });
+  if (kind === 'judges' || kind === 'runtimes') {
+    const spec = await get(`/${kind}/${enc(id)}/versions/${enc(version)}`, { signal: ctx.signal });
     add(main, h('h2', {}, `Spec of ${version}`), h('pre', { class: 'mono' }, JSON.stringify(spec, null, 2)));
   }
   if (kind === 'harnesses') {
