@@ -133,18 +133,6 @@ func (h harnessModel) end(ctx context.Context, a *Activities) models.ProxyUsage 
 	return u
 }
 
-// addModelUsage adds what the attempt's proxied model calls cost to the
-// run's usage.costUsd (what settles into the workspace's spend).
-func addModelUsage(result *eval.CaseResult, u models.ProxyUsage) {
-	if result == nil || u.Calls == 0 || u.CostUSD == 0 {
-		return
-	}
-	if result.Usage == nil {
-		result.Usage = &eval.Usage{}
-	}
-	result.Usage.CostUSD += u.CostUSD
-}
-
 // recordModelAccess appends EventHarnessModelAccess for this attempt of
 // run: the binding, whether the job was given a token, and why not.
 func (a *Activities) recordModelAccess(ctx context.Context, run eval.Run, plan Plan, granted bool, reason string) error {

@@ -98,10 +98,16 @@ func TestHarnessModelAccess(t *testing.T) {
 	if _, err := ms.OpenProxyToken(ctx, tok); !errors.Is(err, derrors.ErrUnauthenticated) {
 		t.Errorf("the token opens after the attempt: %v", err)
 	}
-	result := &eval.CaseResult{Usage: &eval.Usage{CostUSD: 0.25}}
-	addModelUsage(result, u)
+	// The metered cost joins the trace's in usage.costUsd before grading,
+	// so a usd grader sees both (0.75 is over a max of 0.5).
+	caseWithBudget := registry.EvalCase{ID: "c", Graders: []registry.Grader{{ID: "budget", Params: map[string]any{"kind": "usd", "max": 0.5}}}}
+	result, _ := traces.BuildResult(eval.Run{CaseID: "c", Case: &caseWithBudget}, traces.Dispatch{ModelCostUSD: u.CostUSD},
+		traces.JobOutput{Trace: []byte(`{"kind":"llm_call","costUsd":0.25}` + "\n")}, nil, "")
 	if result.Usage.CostUSD != 0.75 {
 		t.Errorf("usage.costUsd = %v, want the trace's 0.25 plus the proxied 0.5", result.Usage.CostUSD)
+	}
+	if s := result.Scores[0]; s.Value != 0.75 || s.Pass == nil || *s.Pass {
+		t.Errorf("usd score = %+v, want 0.75 over its max", s)
 	}
 
 	// A worker that knows no address for jobs cannot give access.

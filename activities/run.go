@@ -256,8 +256,10 @@ func (a *Activities) dispatchFrom(ctx context.Context, run eval.Run, g grading, 
 		}
 		out.Trace, spans = withSpans, found
 	}
+	// The proxy's metered cost is in the usage before the graders run,
+	// so a usd grader sees it beside the trace's own.
+	plan.ModelCostUSD = modelUsage.CostUSD
 	result, runErr := traces.BuildResult(run, plan.Dispatch, out, perr, a.Host)
-	addModelUsage(result, modelUsage)
 	if plan.placement.selfReported && result.Provenance != nil {
 		// A self-hosted runner ran it: the service did not see the compute.
 		result.Provenance.Attestation = eval.AttestationSelfReported

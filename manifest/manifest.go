@@ -16,15 +16,18 @@ import (
 
 	"svc/derrors"
 	"svc/eval"
+	"svc/graders"
 	"svc/registry"
 	"svc/scoring"
 )
 
 // IdentityVersion is the seal generation this package writes. A new way of
 // computing any digest is a new number; an old number keeps its meaning.
-// Version 2 seals a judge's resolved closure (JudgeClosure); version 1
-// sealed the names only (legacyClosure).
-const IdentityVersion = 2
+// Version 3 seals the answer grader a case without graders is graded with
+// when it has an expected answer (caseGradingDoc); version 2 seals a
+// judge's resolved closure (JudgeClosure); version 1 sealed the names only
+// (legacyClosure).
+const IdentityVersion = 3
 
 // Unresolved is the closure value of a dependency that could not be
 // resolved at seal time.
@@ -94,7 +97,7 @@ func Seal(in Input, now time.Time) (m eval.Manifest, err error) {
 	if doc := harnessModelDoc(in.Harness, in.HarnessModel); doc != nil {
 		m.HarnessModel = registry.Digest(doc)
 	}
-	plan, err := planDoc(in)
+	plan, err := planDoc(in, IdentityVersion)
 	if err != nil {
 		return eval.Manifest{}, err
 	}
@@ -102,7 +105,7 @@ func Seal(in Input, now time.Time) (m eval.Manifest, err error) {
 	if in.Graders == nil {
 		m.GradingCases = make(map[string]string, len(in.Cases))
 		for _, c := range in.Cases {
-			doc, err := gradersDoc(c.Graders)
+			doc, err := caseGradingDoc(c, IdentityVersion)
 			if err != nil {
 				return eval.Manifest{}, fmt.Errorf("case %q graders: %w", c.ID, err)
 			}
@@ -193,10 +196,27 @@ func gradersDoc(gs []registry.Grader) ([]byte, error) {
 	return registry.CanonicalJSON(gs)
 }
 
-// planDoc is the grading plan: {"graders": [...]} for a batch-level
-// override, else {"cases": {caseId: digest of its graders}}. The two shapes
-// differ so that neither can stand for the other.
-func planDoc(in Input) ([]byte, error) {
+// caseGradingDoc is what grades case c, as seal generation identity
+// seals it: the canonical JSON of its graders ([] for none), except that
+// from version 3 a case without graders whose expected answer is compared
+// by a default answer grader (graders.AnswerDefault) seals
+// {"answerDefault": grader}. An object cannot stand for a declared list,
+// and a case without graders or expected seals [] in every generation,
+// meaning the measurement defaults of where it runs, which never changed.
+func caseGradingDoc(c registry.EvalCase, identity int) ([]byte, error) {
+	if identity >= 3 && len(c.Graders) == 0 {
+		if g, ok := graders.AnswerDefault(c); ok {
+			return registry.CanonicalJSON(map[string]registry.Grader{"answerDefault": g})
+		}
+	}
+	return gradersDoc(c.Graders)
+}
+
+// planDoc is the grading plan as seal generation identity seals it:
+// {"graders": [...]} for a batch-level override, else {"cases": {caseId:
+// digest of caseGradingDoc}}. The two shapes differ so that neither can
+// stand for the other.
+func planDoc(in Input, identity int) ([]byte, error) {
 	if in.Graders != nil {
 		gs, err := gradersDoc(in.Graders)
 		if err != nil {
@@ -209,7 +229,7 @@ func planDoc(in Input) ([]byte, error) {
 		if _, dup := perCase[c.ID]; dup {
 			continue // the first of a duplicated id, as everywhere here
 		}
-		doc, err := gradersDoc(c.Graders)
+		doc, err := caseGradingDoc(c, identity)
 		if err != nil {
 			return nil, fmt.Errorf("case %q graders: %w", c.ID, err)
 		}

@@ -91,7 +91,7 @@ func Verify(m eval.Manifest, current Input) Verification {
 	}
 
 	plan := currentDoc{}
-	plan.doc, plan.err = planDoc(current)
+	plan.doc, plan.err = planDoc(current, c.identity)
 	if r, ok := c.result("grading", m.GradingPlan, plan, ""); ok {
 		if r.Status == FacetDrifted {
 			switch {
@@ -111,7 +111,7 @@ func Verify(m eval.Manifest, current Input) Verification {
 		for _, id := range union(m.GradingCases, currentIDs) {
 			doc := currentDoc{}
 			if cs, ok := byID[id]; ok {
-				doc.doc, doc.err = gradersDoc(cs.Graders)
+				doc.doc, doc.err = caseGradingDoc(cs, c.identity)
 			}
 			c.check("grading:"+id, m.GradingCases[id], doc, "the case is no longer in the dataset")
 		}

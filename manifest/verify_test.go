@@ -1,6 +1,7 @@
 package manifest
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -168,7 +169,7 @@ func TestVerify(t *testing.T) {
 				}
 				return out
 			}(),
-			wantDetail: map[string]string{"policy": "identity version 3 is newer"},
+			wantDetail: map[string]string{"policy": fmt.Sprintf("identity version %d is newer", IdentityVersion+1)},
 		},
 		{
 			name: "identity version 0 reads as 1, its judges sealed with names only",

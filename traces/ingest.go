@@ -21,7 +21,9 @@ func Imported(run eval.Run) bool {
 
 // DefaultIngestGraders grade an ingested trace whose case declares no
 // graders (each trace of a `_traces` batch): measurements of its tool
-// calls and cost, without a verdict, since nothing says what passing is.
+// calls and cost, without a verdict, since nothing says what passing is;
+// a case with an expected answer adds the answer grader that compares it
+// (graders.ForCase).
 var DefaultIngestGraders = []registry.Grader{{ID: graders.KindToolCalls}, {ID: graders.KindUSD}}
 
 // IngestResult is the CaseResult of spec §2.7 for a trace this service
@@ -51,13 +53,7 @@ func IngestResult(run eval.Run, p Dispatch, events []eval.TraceEvent) *eval.Case
 	ev, u := eval.Extract(events, "")
 	r.Evidence, r.Usage = &ev, &u
 	r.Snapshot = &eval.Snapshot{Kind: "prompt", Prompt: taskText(c.Task), Output: ev.FinalAnswer}
-	gs := c.Graders
-	if p.Graders != nil {
-		gs = p.Graders
-	}
-	if len(gs) == 0 {
-		gs = DefaultIngestGraders
-	}
+	gs := graders.ForCase(c, p.Graders, DefaultIngestGraders)
 	r.Scores = []eval.Score{}
 	if !p.Ungraded {
 		r.Scores = graders.Grade(gs, graders.Input{Case: c, FinalAnswer: ev.FinalAnswer, Trace: events, Usage: u})

@@ -26,6 +26,11 @@ type Dispatch struct {
 	// grades nothing (an experiment's cases carry no scores).
 	Graders  []registry.Grader
 	Ungraded bool
+	// ModelCostUSD is what the attempt's calls through the model proxy
+	// cost, as the service metered them (the job does not report it). It
+	// is added to the trace's cost in the result's usage.costUsd before
+	// the graders run, so a usd grader sees it.
+	ModelCostUSD float64
 }
 
 // JobOutput is what a finished job left, as a driver reports it
@@ -118,17 +123,13 @@ func BuildResult(run eval.Run, p Dispatch, res JobOutput, problem error, host st
 
 	ev, u := eval.Extract(r.Trace, answer)
 	u.DurationMs = res.Duration.Milliseconds()
+	u.CostUSD += p.ModelCostUSD
 	r.Evidence, r.Usage = &ev, &u
 	r.Snapshot = &eval.Snapshot{Kind: "prompt", Prompt: taskText(c.Task), Output: ev.FinalAnswer}
 
-	gs := c.Graders
-	if p.Graders != nil {
-		gs = p.Graders
-	}
-	if len(gs) == 0 {
-		// Every result carries a verdict: with no graders, the exit code is it.
-		gs = []registry.Grader{{ID: "exit_code"}}
-	}
+	// Every result carries a verdict: with no graders, the exit code is
+	// it, and an expected answer is compared (graders.ForCase).
+	gs := graders.ForCase(c, p.Graders, DefaultRunGraders)
 	r.Scores = []eval.Score{}
 	if !p.Ungraded {
 		r.Scores = graders.Grade(gs, graders.Input{
@@ -156,6 +157,10 @@ func BuildResult(run eval.Run, p Dispatch, res JobOutput, problem error, host st
 	r.Pass = runErr == nil && allPass(r.Scores)
 	return r, runErr
 }
+
+// DefaultRunGraders grade a run whose case declares no graders, before
+// the answer grader its expected answer adds (graders.ForCase).
+var DefaultRunGraders = []registry.Grader{{ID: graders.KindExitCode}}
 
 // failScore is the pass:false score that says why a case failed.
 func failScore(id, reason string) eval.Score {

@@ -134,3 +134,73 @@ func TestBuildResultSaysTheTraceFileWasRefused(t *testing.T) {
 		t.Errorf("trace = %+v, want one %s error event saying %q", r.Trace, CodeTraceRefused, why)
 	}
 }
+
+// TestBuildResultGradesMeteredCost: what the model proxy metered for the
+// attempt is in usage.costUsd, beside the trace's cost, before the usd
+// grader reads it: a run that cost more than its max fails.
+func TestBuildResultGradesMeteredCost(t *testing.T) {
+	c := &registry.EvalCase{ID: "c", Graders: []registry.Grader{
+		{ID: "tight", Params: map[string]any{"kind": "usd", "max": 0.000001}},
+		{ID: "loose", Params: map[string]any{"kind": "usd", "max": 0.01}},
+	}}
+	run := eval.Run{ID: "run_1", CaseID: "c", Case: c}
+	job := JobOutput{Stdout: "ok", Trace: []byte(`{"kind":"llm_call","costUsd":0.000001}`)}
+	r, _ := BuildResult(run, Dispatch{ModelCostUSD: 0.000009}, job, nil, "")
+	if got := r.Usage.CostUSD; got < 0.0000099 || got > 0.0000101 {
+		t.Errorf("usage.costUsd = %v, want the trace's 0.000001 plus the metered 0.000009", got)
+	}
+	if s := r.Scores[0]; s.Pass == nil || *s.Pass || !strings.Contains(s.Detail, "over the max") {
+		t.Errorf("tight usd score %+v, want a failure over the max", s)
+	}
+	if s := r.Scores[1]; s.Pass == nil || !*s.Pass {
+		t.Errorf("loose usd score %+v, want a pass", s)
+	}
+	if r.Pass {
+		t.Error("the run passed although its metered cost is over a max")
+	}
+}
+
+// TestBuildResultComparesExpected: a case with an expected answer and no
+// graders is graded by its exit code and the default exact grader, so a
+// wrong answer fails, naming both answers.
+func TestBuildResultComparesExpected(t *testing.T) {
+	c := &registry.EvalCase{ID: "c", Task: "What is 17 * 23?", Expected: "391"}
+	run := eval.Run{ID: "run_1", CaseID: "c", Case: c}
+	for _, tt := range []struct {
+		stdout string
+		pass   bool
+		detail string
+	}{
+		{"391\n", true, ""},
+		{"392\n", false, `expected "391", got "392"`},
+	} {
+		r, _ := BuildResult(run, Dispatch{}, JobOutput{Stdout: tt.stdout}, nil, "")
+		var ids []string
+		for _, s := range r.Scores {
+			ids = append(ids, s.GraderID)
+		}
+		if strings.Join(ids, ",") != "exit_code,exact" || r.Pass != tt.pass || r.Scores[1].Detail != tt.detail {
+			t.Errorf("answer %q: pass %v scores %+v, want exit_code and exact, pass %v, detail %q", tt.stdout, r.Pass, r.Scores, tt.pass, tt.detail)
+		}
+	}
+	// A batch's graders override replaces the defaults.
+	r, _ := BuildResult(run, Dispatch{Graders: []registry.Grader{{ID: "exit_code"}}}, JobOutput{Stdout: "392"}, nil, "")
+	if len(r.Scores) != 1 || !r.Pass {
+		t.Errorf("with an override: pass %v scores %+v, want the override alone", r.Pass, r.Scores)
+	}
+}
+
+// TestIngestResultComparesExpected: an ingested trace whose case has an
+// expected answer and no graders is measured and its answer compared.
+func TestIngestResultComparesExpected(t *testing.T) {
+	run := eval.Run{CaseID: "q", Case: &registry.EvalCase{ID: "q", Expected: "right"}}
+	events := []eval.TraceEvent{{Kind: eval.EventMessage, Role: "assistant", Content: "wrong"}}
+	r := IngestResult(run, Dispatch{}, events)
+	var ids []string
+	for _, s := range r.Scores {
+		ids = append(ids, s.GraderID)
+	}
+	if strings.Join(ids, ",") != "tool_calls,usd,exact" || r.Pass {
+		t.Errorf("scores %+v pass %v, want tool_calls, usd and a failing exact", r.Scores, r.Pass)
+	}
+}

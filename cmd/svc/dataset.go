@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 
+	"svc/graders"
 	"svc/registry"
 )
 
@@ -28,8 +29,10 @@ push registers the cases of FILE as a dataset version (POST /datasets). FILE is
           task (or input, prompt), expected (or target), tags and graders (separated
           by ; or ,; a graders cell may also be a JSON array), timeoutSec, image;
           task.<name> and expected.<name> columns build an object member by member.
---type json|jsonl|csv overrides the extension (FILE - reads stdin). The id defaults
-to the file's name without extension. Pushing the same content again is harmless
+--type json|jsonl|csv overrides the extension (FILE - reads stdin). A case with an
+expected answer and no graders is graded by exit_code and the default answer
+grader, exact (json_match for an object or list); push names such cases. The id
+defaults to the file's name without extension. Pushing the same content again is harmless
 (the version is unchanged); other content under a registered version is refused.
 --dry-run validates without registering (POST /datasets/validate).
 
@@ -87,13 +90,76 @@ func runDatasetPush(ctx context.Context, x *cli, args []string) (int, error) {
 	if err != nil {
 		return 0, err
 	}
+	// Where the defaults grade a case, say so: on stdout beside the
+	// registration line, on stderr when stdout is the service's JSON.
+	note := x.stdout
+	if *asJSON {
+		note = x.stderr
+	}
 	if *dryRun {
-		return validateSpec(ctx, x, c, "/datasets", doc, *asJSON)
+		code, err := validateSpec(ctx, x, c, "/datasets", doc, *asJSON)
+		if err == nil {
+			writeDefaultGrading(note, doc)
+		}
+		return code, err
 	}
 	if _, err := registerSpec(ctx, x, c, "/datasets", "dataset", doc, *asJSON); err != nil {
 		return 0, err
 	}
+	writeDefaultGrading(note, doc)
 	return exitOK, nil
+}
+
+// writeDefaultGrading says which default graders grade the cases of doc
+// that declare none (graders.ForCase): those with an expected answer get
+// an answer grader besides exit_code, so a push never leaves answers
+// uncompared without saying how they are compared.
+func writeDefaultGrading(w io.Writer, doc map[string]any) {
+	cases, _ := doc["cases"].([]any)
+	byKind := map[string][]string{}
+	var kinds []string
+	for i, raw := range cases {
+		m, ok := raw.(map[string]any)
+		if !ok {
+			continue
+		}
+		if gs, _ := m["graders"].([]any); len(gs) > 0 {
+			continue
+		}
+		g, ok := graders.AnswerDefault(registry.EvalCase{Expected: m["expected"]})
+		if !ok {
+			continue
+		}
+		id := fmt.Sprint(m["id"])
+		if m["id"] == nil {
+			id = fmt.Sprintf("#%d", i+1)
+		}
+		if byKind[g.ID] == nil {
+			kinds = append(kinds, g.ID)
+		}
+		byKind[g.ID] = append(byKind[g.ID], id)
+	}
+	for _, k := range kinds {
+		ids := byKind[k]
+		how := "the answer, trimmed, must equal expected"
+		if k == graders.KindJSONMatch {
+			how = "the answer's JSON must match expected"
+		}
+		has := "cases have"
+		if len(ids) == 1 {
+			has = "case has"
+		}
+		fmt.Fprintf(w, "%d %s an expected answer and no graders%s: each is graded by exit_code and the default %s grader (%s; its score is %q); give a graders column, --grader or graders in the file to choose others\n",
+			len(ids), has, sample(ids), k, how, k)
+	}
+}
+
+// sample lists up to three ids, for a note: " (a, b, c and 4 more)".
+func sample(ids []string) string {
+	if len(ids) <= 3 {
+		return " (" + strings.Join(ids, ", ") + ")"
+	}
+	return fmt.Sprintf(" (%s and %d more)", strings.Join(ids[:3], ", "), len(ids)-3)
 }
 
 // completeDataset sets the flags over what the file says, defaults the id
