@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"net"
 	"net/http"
 	"strconv"
@@ -166,10 +167,7 @@ func (p *panicError) Error() string { return fmt.Sprintf("panic: %v", p.value) }
 // text of an unforeseen error into the body.
 func errorResponse(err error, c echo.Context) (int, ErrorInfo) {
 	info := ErrorInfo{RequestID: requestIDOf(c)}
-	var detailed *DetailedError
-	if errors.As(err, &detailed) {
-		info.Details = detailed.Details
-	}
+	detailed := errorDetails(err, &info)
 
 	status, code := sentinelStatus(err)
 	info.Code = code
@@ -193,6 +191,20 @@ func errorResponse(err error, c echo.Context) (int, ErrorInfo) {
 
 	info.Message = publicMessage(err, status, detailed, info.Message)
 	return status, info
+}
+
+// errorDetails sets info's details from err: a DetailedError's, else
+// those of the first error in the chain that carries any (a
+// derrors.Public's, a refused spec's problems, a conflict's digests, ...).
+// It returns the DetailedError, if any.
+func errorDetails(err error, info *ErrorInfo) *DetailedError {
+	var detailed *DetailedError
+	if errors.As(err, &detailed) && detailed.Details != nil {
+		info.Details = detailed.Details
+		return detailed
+	}
+	info.Details = derrors.Details(err)
+	return detailed
 }
 
 // sentinelFor is the sentinel that maps to status, or nil when none does.
@@ -223,7 +235,9 @@ const unavailableMessage = "a dependency of the service is unavailable; retry la
 // status. A 5xx shows only a derrors.Public's text (derrors.Unavailablef),
 // else a generic one: its other text is never shown. A 4xx shows a message
 // written for the client when there is one (a DetailedError's, a
-// derrors.Public's, preset), else err's text.
+// derrors.Public's, preset), else derrors.Message(err): err's text without
+// the internal operations derrors.Wrap added (the log has them, under the
+// request id).
 func publicMessage(err error, status int, detailed *DetailedError, preset string) string {
 	var public *derrors.Public
 	switch {
@@ -238,7 +252,7 @@ func publicMessage(err error, status int, detailed *DetailedError, preset string
 	case preset != "":
 		return preset
 	}
-	return err.Error()
+	return derrors.Message(err)
 }
 
 // echoMessage words echo's own errors (the router's 404 and 405, its
@@ -281,6 +295,16 @@ func (s *Server) handleError(err error, c echo.Context) {
 		return
 	}
 	status, info := errorResponse(err, c)
+	if status < 500 && info.Message != err.Error() {
+		// The client read the message; the chain it was made from (the
+		// store calls, the wrapped causes) is for the operator.
+		s.logger.LogAttrs(ctx, slog.LevelInfo, "request refused",
+			slog.String("request_id", info.RequestID),
+			slog.String("method", c.Request().Method),
+			slog.String("route", s.routeLabel(c)),
+			slog.Int("status", status),
+			slog.String("error", err.Error()))
+	}
 	if status >= 500 {
 		attrs := []slog.Attr{
 			slog.String("request_id", info.RequestID),
@@ -296,7 +320,7 @@ func (s *Server) handleError(err error, c echo.Context) {
 		s.logger.LogAttrs(ctx, slog.LevelError, "request failed", attrs...)
 	}
 	if after, ok := derrors.RetryAfter(err); ok && status == http.StatusTooManyRequests && c.Response().Header().Get("Retry-After") == "" {
-		c.Response().Header().Set("Retry-After", strconv.Itoa(max(1, int(after.Seconds()))))
+		c.Response().Header().Set("Retry-After", strconv.Itoa(max(1, int(math.Ceil(after.Seconds())))))
 	}
 	if status == http.StatusUnauthorized && c.Response().Header().Get(echo.HeaderWWWAuthenticate) == "" {
 		// RFC 9110 §11.6.1: a 401 must say which scheme would work.

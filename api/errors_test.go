@@ -46,7 +46,13 @@ func TestErrorMapping(t *testing.T) {
 			403, api.CodeForbidden, "viewers may not submit runs", nil, [2]string{}},
 		{"not found", derrors.NotFoundf("run %q", "r-1"),
 			404, api.CodeNotFound, `run "r-1"`, nil, [2]string{}},
-		{"conflict wrapped twice", fmt.Errorf("Store.CreateDataset: %w", derrors.Conflictf("dataset d@1.0.0 exists with other content")),
+		// The store's operations stay in the log: the client reads what
+		// was not found, not which call looked.
+		{"not found wrapped by the store and a service", fmt.Errorf("reading the batch: %w", storeErr(derrors.NotFoundf("trace source %q", "lf"), `Store.GetTraceSource(ctx, "default", "lf")`)),
+			404, api.CodeNotFound, `reading the batch: not found: trace source "lf"`, nil, [2]string{}},
+		{"a refusal with details", storeErr(derrors.Refusef(derrors.ErrConflict, map[string]any{"id": "t1"}, "team t1 already exists"), "Service.CreateTeam(ctx)"),
+			409, api.CodeConflict, "team t1 already exists", map[string]any{"id": "t1"}, [2]string{}},
+		{"conflict wrapped twice", storeErr(derrors.Conflictf("dataset d@1.0.0 exists with other content"), `Store.CreateDataset(ctx, "d")`),
 			409, api.CodeConflict, "exists with other content", nil, [2]string{}},
 		{"too large", fmt.Errorf("%w: the trace has more than 10000 events", derrors.ErrTooLarge),
 			413, api.CodePayloadTooLarge, "10000 events", nil, [2]string{}},
@@ -113,6 +119,15 @@ func TestErrorMapping(t *testing.T) {
 			if strings.Contains(string(res.Body), internalText) {
 				t.Errorf("body leaks the internal error: %s", res.Body)
 			}
+			if strings.Contains(info.Message, "(ctx") || strings.Contains(info.Message, "Store.") {
+				t.Errorf("message %q shows an internal call chain", info.Message)
+			}
+			if tt.wantStatus < 500 && tt.err.Error() != info.Message {
+				// What the client did not read is logged, under its id.
+				logs.Find(t, "with the chain and request id", func(rec map[string]any) bool {
+					return rec["msg"] == "request refused" && rec["request_id"] == info.RequestID && rec["error"] == tt.err.Error()
+				})
+			}
 			if tt.wantStatus >= 500 {
 				// The operator gets what the client does not: the error
 				// itself, under the id the client quotes.
@@ -123,6 +138,12 @@ func TestErrorMapping(t *testing.T) {
 			}
 		})
 	}
+}
+
+// storeErr is err as a store method's deferred derrors.Wrap leaves it.
+func storeErr(err error, op string) error {
+	derrors.Wrap(&err, "%s", op)
+	return err
 }
 
 func TestUnknownRoute(t *testing.T) {

@@ -1,7 +1,6 @@
 package api
 
 import (
-	"errors"
 	"net/http"
 	"net/url"
 	"strings"
@@ -39,17 +38,6 @@ func checkTeamID(id string) error { return identity.CheckTeamID(id) }
 // identityService is the service behind the identity routes (keys,
 // members, invites, teams, workspaces), built in NewServer.
 func (s *Server) identityService() *identity.Service { return s.identity }
-
-// identityError gives a refusal of the identity service its place in the
-// one error shape: its message and details as written, the status of its
-// sentinel. Other errors pass through unchanged.
-func identityError(err error) error {
-	var ie *identity.Error
-	if errors.As(err, &ie) {
-		return &DetailedError{Err: err, Message: ie.Msg, Details: ie.Details}
-	}
-	return err
-}
 
 // maxParamLen bounds a path parameter: ids and subjects are far shorter.
 const maxParamLen = 512

@@ -32,7 +32,7 @@ func (s *Server) createInvite(c echo.Context) error {
 	}
 	inv, err := s.identityService().CreateInvite(c.Request().Context(), principal(c), req)
 	if err != nil {
-		return identityError(err)
+		return err
 	}
 	return c.JSON(http.StatusCreated, inv)
 }
@@ -40,7 +40,7 @@ func (s *Server) createInvite(c echo.Context) error {
 func (s *Server) listInvites(c echo.Context) error {
 	invs, err := s.identityService().ListInvites(c.Request().Context(), principal(c))
 	if err != nil {
-		return identityError(err)
+		return err
 	}
 	return c.JSON(http.StatusOK, invs)
 }
@@ -51,7 +51,7 @@ func (s *Server) revokeInvite(c echo.Context) error {
 		return err
 	}
 	if err := s.identityService().RevokeInvite(c.Request().Context(), principal(c), id); err != nil {
-		return identityError(err)
+		return err
 	}
 	return c.NoContent(http.StatusNoContent)
 }
@@ -70,7 +70,7 @@ func (s *Server) acceptInvite(c echo.Context) error {
 	}
 	out, err := s.identityService().AcceptInvite(c.Request().Context(), p, req)
 	if err != nil {
-		return identityError(err)
+		return err
 	}
 	return c.JSON(http.StatusOK, out)
 }

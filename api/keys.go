@@ -32,7 +32,7 @@ func (s *Server) createKey(c echo.Context) error {
 	}
 	k, err := s.identityService().CreateKey(c.Request().Context(), principal(c), req)
 	if err != nil {
-		return identityError(err)
+		return err
 	}
 	return c.JSON(http.StatusCreated, k)
 }
@@ -40,7 +40,7 @@ func (s *Server) createKey(c echo.Context) error {
 func (s *Server) listKeys(c echo.Context) error {
 	keys, err := s.identityService().ListKeys(c.Request().Context(), principal(c))
 	if err != nil {
-		return identityError(err)
+		return err
 	}
 	return c.JSON(http.StatusOK, keys)
 }
@@ -52,7 +52,7 @@ func (s *Server) deleteKey(c echo.Context) error {
 		return err
 	}
 	if err := s.identityService().RevokeKey(c.Request().Context(), principal(c), id); err != nil {
-		return identityError(err)
+		return err
 	}
 	return c.NoContent(http.StatusNoContent)
 }
@@ -64,7 +64,7 @@ func (s *Server) createTenantKey(c echo.Context) error {
 	}
 	k, err := s.identityService().CreateTenantKey(c.Request().Context(), req)
 	if err != nil {
-		return identityError(err)
+		return err
 	}
 	return c.JSON(http.StatusCreated, k)
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -350,10 +349,7 @@ func toolCallID(req *mcp.CallToolRequest) string {
 // they refuse before the route is called.
 func toolErrorInfo(err error) (int, ErrorInfo) {
 	var info ErrorInfo
-	var detailed *DetailedError
-	if errors.As(err, &detailed) {
-		info.Details = detailed.Details
-	}
+	detailed := errorDetails(err, &info)
 	status, code := sentinelStatus(err)
 	if status == 0 {
 		status, code = http.StatusInternalServerError, CodeInternal

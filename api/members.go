@@ -28,7 +28,7 @@ func (s *Server) memberRoutes() []Route {
 func (s *Server) listMembers(c echo.Context) error {
 	ms, err := s.identityService().ListMembers(c.Request().Context(), principal(c))
 	if err != nil {
-		return identityError(err)
+		return err
 	}
 	return listJSON(c, ms)
 }
@@ -40,7 +40,7 @@ func (s *Server) getMember(c echo.Context) error {
 	}
 	m, err := s.identityService().GetMember(c.Request().Context(), principal(c), subject)
 	if err != nil {
-		return identityError(err)
+		return err
 	}
 	return c.JSON(http.StatusOK, m)
 }
@@ -55,7 +55,7 @@ func (s *Server) patchMember(c echo.Context) error {
 		return err
 	}
 	if err := s.identityService().ChangeMemberRole(c.Request().Context(), principal(c), subject, req); err != nil {
-		return identityError(err)
+		return err
 	}
 	return c.NoContent(http.StatusNoContent)
 }
@@ -67,7 +67,7 @@ func (s *Server) deleteMember(c echo.Context) error {
 		return err
 	}
 	if err := s.identityService().RemoveMember(c.Request().Context(), principal(c), subject); err != nil {
-		return identityError(err)
+		return err
 	}
 	return c.NoContent(http.StatusNoContent)
 }

@@ -108,21 +108,6 @@ func rawSpec(c echo.Context) ([]byte, error) {
 	return readBody(c.Request())
 }
 
-// registryError adds structured details to the refusals a client acts on:
-// the problems of an invalid spec, and both digests of a conflict.
-func registryError(err error) error {
-	var ve *registry.ValidationError
-	var ce *service.ConflictError
-	switch {
-	case errors.As(err, &ce):
-		return &DetailedError{Err: err, Message: ce.Error(), Details: map[string]any{
-			"id": ce.ID, "version": ce.Version, "storedDigest": ce.StoredDigest, "digest": ce.Digest}}
-	case errors.As(err, &ve):
-		return WithDetails(err, map[string]any{"problems": ve.Problems})
-	}
-	return err
-}
-
 // register answers 201 with the new version, or 200 when the identical
 // content was already registered.
 func (s *Server) register(r registryResource) echo.HandlerFunc {
@@ -133,7 +118,7 @@ func (s *Server) register(r registryResource) echo.HandlerFunc {
 		}
 		if r.kind == registry.Dataset {
 			if err := checkDatasetGraders(body); err != nil {
-				return registryError(err)
+				return err
 			}
 		}
 		var origin []byte
@@ -142,7 +127,7 @@ func (s *Server) register(r registryResource) echo.HandlerFunc {
 		}
 		v, err := s.registries.Register(c.Request().Context(), principal(c), r.kind, body, origin)
 		if err != nil {
-			return registryError(err)
+			return err
 		}
 		status := http.StatusOK
 		if v.Created {
@@ -419,7 +404,7 @@ func (s *Server) probeRuntime(c echo.Context) error {
 	}
 	res, err := s.registries.Probe(c.Request().Context(), principal(c), body)
 	if err != nil {
-		return registryError(err)
+		return err
 	}
 	return c.JSON(http.StatusOK, res)
 }

@@ -132,7 +132,7 @@ func (s *Server) createRunnerKey(c echo.Context) error {
 	}
 	k, err := s.identityService().CreateRunnerKey(c.Request().Context(), principal(c), req)
 	if err != nil {
-		return identityError(err)
+		return err
 	}
 	return c.JSON(http.StatusCreated, k)
 }

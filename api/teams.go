@@ -40,7 +40,7 @@ func (s *Server) createTeam(c echo.Context) error {
 	}
 	t, err := s.identityService().CreateTeam(c.Request().Context(), principal(c), req)
 	if err != nil {
-		return identityError(err)
+		return err
 	}
 	return c.JSON(http.StatusCreated, t)
 }
@@ -48,7 +48,7 @@ func (s *Server) createTeam(c echo.Context) error {
 func (s *Server) listTeams(c echo.Context) error {
 	teams, err := s.identityService().ListTeams(c.Request().Context(), principal(c))
 	if err != nil {
-		return identityError(err)
+		return err
 	}
 	return c.JSON(http.StatusOK, teams)
 }
@@ -60,7 +60,7 @@ func (s *Server) getTeam(c echo.Context) error {
 	}
 	t, err := s.identityService().GetTeam(c.Request().Context(), principal(c), id)
 	if err != nil {
-		return identityError(err)
+		return err
 	}
 	return c.JSON(http.StatusOK, t)
 }
@@ -76,7 +76,7 @@ func (s *Server) patchTeam(c echo.Context) error {
 	}
 	t, err := s.identityService().UpdateTeam(c.Request().Context(), principal(c), id, req)
 	if err != nil {
-		return identityError(err)
+		return err
 	}
 	return c.JSON(http.StatusOK, t)
 }
@@ -87,7 +87,7 @@ func (s *Server) deleteTeam(c echo.Context) error {
 		return err
 	}
 	if err := s.identityService().DeleteTeam(c.Request().Context(), principal(c), id); err != nil {
-		return identityError(err)
+		return err
 	}
 	return c.NoContent(http.StatusNoContent)
 }
@@ -99,7 +99,7 @@ func (s *Server) listTeamMembers(c echo.Context) error {
 	}
 	ms, err := s.identityService().ListTeamMembers(c.Request().Context(), principal(c), id)
 	if err != nil {
-		return identityError(err)
+		return err
 	}
 	return listJSON(c, ms)
 }
@@ -110,7 +110,7 @@ func (s *Server) putTeamMember(c echo.Context) error {
 		return err
 	}
 	if err := s.identityService().AddTeamMember(c.Request().Context(), principal(c), id, subject); err != nil {
-		return identityError(err)
+		return err
 	}
 	return c.NoContent(http.StatusNoContent)
 }
@@ -122,7 +122,7 @@ func (s *Server) deleteTeamMember(c echo.Context) error {
 		return err
 	}
 	if err := s.identityService().RemoveTeamMember(c.Request().Context(), principal(c), id, subject); err != nil {
-		return identityError(err)
+		return err
 	}
 	return c.NoContent(http.StatusNoContent)
 }

@@ -3,9 +3,7 @@ package api
 import (
 	"bytes"
 	"errors"
-	"math"
 	"net/http"
-	"strconv"
 	"strings"
 
 	"github.com/labstack/echo/v4"
@@ -76,13 +74,9 @@ func (s *Server) exportTraces(c echo.Context) error {
 	if err := checkRunTokenSpans(req.Context(), export); err != nil {
 		return err
 	}
+	// A refusal past the quota (*traceingest.ThrottledError) carries its
+	// Retry-After and details to the one error mapping.
 	resp, err := s.traceIngest.Export(req.Context(), principal(c), export)
-	var throttled *traceingest.ThrottledError
-	if errors.As(err, &throttled) {
-		c.Response().Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(throttled.RetryAfter.Seconds()))))
-		return publicError(derrors.ErrRateLimited, map[string]any{"quota": throttled.Quota, "used": throttled.Used, "asked": throttled.Asked},
-			"%s", throttled.Error())
-	}
 	if err != nil {
 		return err
 	}

@@ -24,7 +24,7 @@ func (s *Server) workspaceRoutes() []Route {
 func (s *Server) listWorkspaces(c echo.Context) error {
 	ws, err := s.identityService().ListWorkspaces(c.Request().Context(), principal(c))
 	if err != nil {
-		return identityError(err)
+		return err
 	}
 	return c.JSON(http.StatusOK, ws)
 }
@@ -42,7 +42,7 @@ func (s *Server) createWorkspace(c echo.Context) error {
 	}
 	w, err := s.identityService().CreateWorkspace(c.Request().Context(), p, req)
 	if err != nil {
-		return identityError(err)
+		return err
 	}
 	return c.JSON(http.StatusCreated, w)
 }

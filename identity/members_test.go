@@ -139,7 +139,7 @@ func TestGetMember(t *testing.T) {
 	}
 	_, err = e.svc.GetMember(t.Context(), p, "olga")
 	wantErr(t, err, derrors.ErrNotFound, map[string]any{"subject": "olga"})
-	var ie *identity.Error
+	var ie *derrors.Public
 	if errors.As(err, &ie) && ie.Msg != `"olga" is not a member of this workspace; GET /members lists them` {
 		t.Errorf("message = %q", ie.Msg)
 	}

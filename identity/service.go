@@ -12,7 +12,6 @@ import (
 	"context"
 	"crypto/rand"
 	"errors"
-	"fmt"
 	"strings"
 	"time"
 
@@ -40,25 +39,12 @@ func New(o Options) *Service {
 	return &Service{o: o}
 }
 
-// Error is a refusal written for the client: Msg is the text it reads,
-// Details the structured facts of the error body, and Kind the derrors
-// sentinel that decides the status. The API shows Msg and Details as they
-// are, so both must be safe to show the caller.
-type Error struct {
-	Kind    error
-	Msg     string
-	Details map[string]any
-}
-
-// Error returns "<sentinel>: <message>", for logs.
-func (e *Error) Error() string { return fmt.Sprintf("%v: %s", e.Kind, e.Msg) }
-
-// Unwrap returns the sentinel, so errors.Is(err, derrors.ErrNotFound) holds.
-func (e *Error) Unwrap() error { return e.Kind }
-
-// refusal builds an *Error of kind with details and a formatted message.
-func refusal(kind error, details map[string]any, format string, args ...any) *Error {
-	return &Error{Kind: kind, Msg: fmt.Sprintf(format, args...), Details: details}
+// refusal is a refusal written for the client, in the one error family: a
+// *derrors.Public whose Kind (a derrors sentinel) decides the status and
+// whose message and details the API shows as they are, so both must be
+// safe to show the caller.
+func refusal(kind error, details map[string]any, format string, args ...any) *derrors.Public {
+	return derrors.Refusef(kind, details, format, args...)
 }
 
 // clip keeps client-supplied text short enough for a message (as the API

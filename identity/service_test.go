@@ -71,7 +71,7 @@ func (e *env) roles(t *testing.T, ws string) map[string]string {
 }
 
 // wantErr checks err against the sentinel want (nil for success); when
-// details is not nil, err must also be an *identity.Error carrying them.
+// details is not nil, err must also be a *derrors.Public carrying them.
 func wantErr(t *testing.T, err, want error, details map[string]any) {
 	t.Helper()
 	if want == nil {
@@ -86,15 +86,15 @@ func wantErr(t *testing.T, err, want error, details map[string]any) {
 	if details == nil {
 		return
 	}
-	var ie *identity.Error
+	var ie *derrors.Public
 	if !errors.As(err, &ie) {
-		t.Fatalf("err = %v (%T), want an *identity.Error", err, err)
+		t.Fatalf("err = %v (%T), want a *derrors.Public", err, err)
 	}
 	if diff := cmp.Diff(details, ie.Details); diff != "" {
 		t.Errorf("details (-want +got):\n%s", diff)
 	}
 	if ie.Msg == "" {
-		t.Error("an *identity.Error without a message for the client")
+		t.Error("a refusal without a message for the client")
 	}
 }
 

@@ -70,6 +70,11 @@ func (e *ValidationError) Error() string {
 // Unwrap makes errors.Is(err, derrors.ErrInvalid) hold.
 func (e *ValidationError) Unwrap() error { return derrors.ErrInvalid }
 
+// ErrorDetails lists the problems for the error body (derrors.Details).
+func (e *ValidationError) ErrorDetails() map[string]any {
+	return map[string]any{"problems": e.Problems}
+}
+
 // problems collects the refusals of one check run.
 type problems struct {
 	list      []Problem

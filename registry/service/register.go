@@ -38,6 +38,12 @@ func (e *ConflictError) Error() string {
 // Unwrap makes errors.Is(err, derrors.ErrConflict) hold.
 func (e *ConflictError) Unwrap() error { return derrors.ErrConflict }
 
+// ErrorDetails names both digests for the error body (derrors.Details), so
+// a client can tell which copy it holds.
+func (e *ConflictError) ErrorDetails() map[string]any {
+	return map[string]any{"id": e.ID, "version": e.Version, "storedDigest": e.StoredDigest, "digest": e.Digest}
+}
+
 // Register stores the spec raw of kind as a new version in the caller's
 // workspace (spec §4.3). It returns Created false when the same content was
 // already registered (idempotent; a deleted version is revived), and a
