@@ -67,6 +67,9 @@ func (a *Activities) runHarnessJudge(ctx context.Context, who auth.Principal, j 
 	run, err := a.loadRun(ctx, RunRef{Workspace: source.Tenant, RunID: id})
 	if errors.Is(err, derrors.ErrNotFound) {
 		run = HarnessJudgeRun(id, source.Tenant, who.Subject, ref, runtime, j.ID, rendered.Prompt, a.now())
+		// Its task is the rendered prompt: the source's case, so the
+		// source's audience (issue 30, finding 6).
+		run.AudienceTeam = source.AudienceTeam
 		row, rerr := records.Row(run)
 		if rerr != nil {
 			return nil, rerr

@@ -190,7 +190,7 @@ func (a *Activities) createChild(ctx context.Context, sc eval.Scorecard, item Ca
 		ID: id, Tenant: sc.Tenant, Harness: sc.Harness, CaseID: item.CaseID, Status: eval.StatusQueued,
 		CreatedAt: now, UpdatedAt: now, Kind: eval.KindEval, Trigger: eval.TriggerScorecard,
 		CreatedBy: sc.CreatedBy, Origin: &eval.Origin{Source: "scorecard"},
-		ParentScorecardID: sc.ID, Trial: item.Trial, Canonical: &canonical, Runtime: sc.Runtime, Case: &c,
+		ParentScorecardID: sc.ID, Trial: item.Trial, Canonical: &canonical, Runtime: sc.Runtime, Case: &c, AudienceTeam: sc.AudienceTeam,
 	}
 	if running {
 		run.Status, run.Attempts, run.StartedAt = eval.StatusRunning, 1, &now

@@ -328,7 +328,11 @@ func (s *Server) tryCodeJudge(c echo.Context, j *registry.JudgeSpec, canon json.
 	if ref != nil {
 		rec.Ref = ref.String()
 	}
-	run, err := s.runs.SubmitJudgeTry(ctx, p, runs.JudgeTryRequest{Judge: j, Ref: ref, Record: rec, Runtime: runtime}, originSource(c))
+	tr := runs.JudgeTryRequest{Judge: j, Ref: ref, Record: rec, Runtime: runtime}
+	if ev.Run != nil {
+		tr.AudienceTeam = ev.Run.AudienceTeam
+	}
+	run, err := s.runs.SubmitJudgeTry(ctx, p, tr, originSource(c))
 	if err != nil {
 		return err
 	}

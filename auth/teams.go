@@ -15,6 +15,10 @@ import (
 // reachesEveryTeam is true for admins and machine credentials (spec §5.8).
 func reachesEveryTeam(p Principal) bool { return p.IsAdmin() || p.IsMachine() }
 
+// ReachesEveryTeam reports whether p reads and writes every team's assets:
+// admins and machine credentials (spec §5.8).
+func ReachesEveryTeam(p Principal) bool { return reachesEveryTeam(p) }
+
 // CanWriteTeamAsset allows a write to an asset of assetTeam: a workspace-owned
 // asset (empty team) is writable per role, a team's asset only by its members,
 // admins and machine credentials. Another team's asset is 403.

@@ -7,6 +7,8 @@ package eval
 
 import (
 	"encoding/json"
+	"slices"
+	"strings"
 	"time"
 
 	"svc/registry"
@@ -66,9 +68,14 @@ type Run struct {
 	Trigger   string  `json:"trigger,omitempty"`
 	CreatedBy string  `json:"createdBy,omitempty"`
 	Origin    *Origin `json:"origin,omitempty"`
-	Lifetime  string  `json:"lifetime,omitempty"` // "session" for sandboxes
-	Class     string  `json:"class,omitempty"`    // "interactive" for playground cases
-	Group     string  `json:"group,omitempty"`    // links a playground case to its session
+	// AudienceTeam is the private team whose dataset or harness the run was
+	// made from (a batch's children inherit their batch's): only that
+	// team's members, admins and machine credentials read it; to anyone
+	// else it is absent (404). Empty: the run is not a private team's.
+	AudienceTeam string `json:"audienceTeam,omitempty"`
+	Lifetime     string `json:"lifetime,omitempty"` // "session" for sandboxes
+	Class        string `json:"class,omitempty"`    // "interactive" for playground cases
+	Group        string `json:"group,omitempty"`    // links a playground case to its session
 
 	// ParentScorecardID is set on a scorecard's child runs, with the trial
 	// it is and whether it is the canonical run of its (case, trial).
@@ -148,18 +155,40 @@ func (r *Run) Personal() bool {
 	return personal && r.Member() != ""
 }
 
-// Audience is the subject a run is restricted to, or "" when the whole
-// workspace may read it. The store indexes it; reads filter on it.
+// Audience is who may read a run: the subject a personal run is
+// restricted to, else the TeamAudience of its AudienceTeam, else "" when
+// the whole workspace may. The store indexes it; reads filter on it.
 func (r *Run) Audience() string {
-	if r.Personal() {
+	switch {
+	case r.Personal():
 		return r.Member()
+	case r.AudienceTeam != "":
+		return TeamAudience(r.AudienceTeam)
 	}
 	return ""
 }
 
-// Visible reports whether subject may read a run with the given audience.
-// There is no admin bypass: a refusal is a 404 to the caller.
+// teamAudiencePrefix marks an audience that is a private team, not a subject.
+const teamAudiencePrefix = "team:"
+
+// TeamAudience is the audience of work made from private team's asset.
+func TeamAudience(team string) string { return teamAudiencePrefix + team }
+
+// IsTeamAudience reports whether audience is a TeamAudience.
+func IsTeamAudience(audience string) bool { return strings.HasPrefix(audience, teamAudiencePrefix) }
+
+// Visible reports whether subject may read a run with the given audience,
+// reading no team's: a personal audience is its member's alone, with no
+// admin bypass (a refusal is a 404 to the caller). VisibleTo also reads
+// the teams the reader may.
 func Visible(audience, subject string) bool { return audience == "" || audience == subject }
+
+// VisibleTo reports whether subject, who may read the team audiences
+// teams (TeamAudience values: the private teams it is in, or all of them
+// for admins and machine credentials), may read an audience.
+func VisibleTo(audience, subject string, teams []string) bool {
+	return Visible(audience, subject) || (IsTeamAudience(audience) && slices.Contains(teams, audience))
+}
 
 // CaseResult is the per-case result of spec §2.7.
 type CaseResult struct {

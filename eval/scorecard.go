@@ -63,8 +63,12 @@ type Scorecard struct {
 	Error     *Error    `json:"error,omitempty"`
 	Steps     []Step    `json:"steps,omitempty"`
 	CreatedBy string    `json:"createdBy,omitempty"`
-	CreatedAt time.Time `json:"createdAt"`
-	UpdatedAt time.Time `json:"updatedAt"`
+	// AudienceTeam is the private team whose dataset or harness the batch
+	// was made from: only that team's members, admins and machine
+	// credentials read the batch and its child runs (404 to others).
+	AudienceTeam string    `json:"audienceTeam,omitempty"`
+	CreatedAt    time.Time `json:"createdAt"`
+	UpdatedAt    time.Time `json:"updatedAt"`
 	// FinishedAt is set with the terminal status.
 	FinishedAt *time.Time `json:"finishedAt,omitempty"`
 	RunIDs     []string   `json:"runIds,omitempty"`

@@ -29,7 +29,7 @@ func ListChildren(ctx context.Context, st store.Tx, ws, scorecardID string) ([]e
 // (a DecodeCache's, for reads that repeat).
 func ListChildrenWith(ctx context.Context, st store.Tx, ws, scorecardID string, decode func(store.Run) (eval.Run, error)) ([]eval.Run, error) {
 	var out []eval.Run
-	f := store.RunFilter{Workspace: ws, ScorecardID: scorecardID, Viewer: SystemViewer, Limit: 1000}
+	f := store.RunFilter{Workspace: ws, ScorecardID: scorecardID, Viewer: SystemViewer, AnyTeam: true, Limit: 1000}
 	for {
 		rows, err := st.ListRuns(ctx, f)
 		if err != nil {
@@ -61,12 +61,16 @@ func sortRuns(rs []eval.Run) {
 
 // SystemViewer is the subject a batch's reads list its children as: a
 // child run restricted to another member is not the batch's to count,
-// show or judge.
+// show or judge. A private team's batch's children (team audiences) are
+// the batch's: the reader of the batch was checked against its team.
 const SystemViewer = "svc:system"
 
 // Counted reports whether a stored child run counts in its batch: the
-// canonical run of its (case, trial), visible to SystemViewer.
-func Counted(r store.Run) bool { return r.Canonical && eval.Visible(r.Audience, SystemViewer) }
+// canonical run of its (case, trial), visible to SystemViewer, which
+// reads every team's.
+func Counted(r store.Run) bool {
+	return r.Canonical && (eval.Visible(r.Audience, SystemViewer) || eval.IsTeamAudience(r.Audience))
+}
 
 // EachChild calls fn with each counted child run of a batch whose id is
 // after after, in run-id order, reading the store by keyset pages of page

@@ -26,6 +26,9 @@ type JudgeTryRequest struct {
 	// source case's placement; "" is the deployment's local runtime,
 	// which only a source case that ran there may choose.
 	Runtime string
+	// AudienceTeam is the source run's (eval.Run.AudienceTeam): the try's
+	// input holds the source's case, so its readers are the source's.
+	AudienceTeam string
 }
 
 // SubmitJudgeTry admits, records and starts a code-judge try: a first-class
@@ -78,6 +81,8 @@ func (s *Service) SubmitJudgeTry(ctx context.Context, p auth.Principal, req Judg
 		Origin:    &eval.Origin{Source: source},
 		Runtime:   req.Runtime,
 		Case:      &c,
+
+		AudienceTeam: req.AudienceTeam,
 	}
 	row, err := records.Row(run)
 	if err != nil {

@@ -35,10 +35,38 @@ func (s *Service) Get(ctx context.Context, p auth.Principal, id string) (eval.Ru
 
 func (s *Service) getRow(ctx context.Context, p auth.Principal, id string) (store.Run, error) {
 	row, err := s.o.Store.GetRun(ctx, p.Workspace, id)
-	if errors.Is(err, derrors.ErrNotFound) || (err == nil && !eval.Visible(row.Audience, p.Subject)) {
+	if errors.Is(err, derrors.ErrNotFound) {
 		return store.Run{}, notFound(id)
 	}
-	return row, err
+	if err != nil {
+		return store.Run{}, err
+	}
+	if ok, err := s.visible(ctx, p, row.Audience); err != nil {
+		return store.Run{}, err
+	} else if !ok {
+		return store.Run{}, notFound(id)
+	}
+	return row, nil
+}
+
+// teams are the private teams' audiences p reads (records.TeamAudiences).
+func (s *Service) teams(ctx context.Context, p auth.Principal) ([]string, error) {
+	return records.TeamAudiences(ctx, s.o.Store, p.Workspace, p.Subject, auth.ReachesEveryTeam(p))
+}
+
+// visible reports whether p may read a record of audience: workspace-wide,
+// p's own personal one (no admin bypass), or a private team's p reads
+// (admins and machine credentials read every team's). Teams are read only
+// for a team's record.
+func (s *Service) visible(ctx context.Context, p auth.Principal, audience string) (bool, error) {
+	if !eval.IsTeamAudience(audience) {
+		return eval.Visible(audience, p.Subject), nil
+	}
+	teams, err := s.teams(ctx, p)
+	if err != nil {
+		return false, err
+	}
+	return eval.VisibleTo(audience, p.Subject, teams), nil
 }
 
 // ListQuery is the query of GET /runs.
@@ -66,8 +94,12 @@ func (s *Service) List(ctx context.Context, p auth.Principal, q ListQuery) ([]ev
 	if err != nil {
 		return nil, "", err
 	}
+	teams, err := s.teams(ctx, p)
+	if err != nil {
+		return nil, "", err
+	}
 	rows, err := s.o.Store.ListRuns(ctx, store.RunFilter{
-		Workspace: p.Workspace, Viewer: p.Subject, ScorecardID: q.ScorecardID,
+		Workspace: p.Workspace, Viewer: p.Subject, Teams: teams, ScorecardID: q.ScorecardID,
 		IncludeChildren: q.All, BeforeTime: t, BeforeID: id, Limit: limit + 1,
 	})
 	if err != nil {
@@ -225,7 +257,13 @@ func (s *Service) Trajectory(ctx context.Context, p auth.Principal, runID string
 // member's personal one is 404.
 func (s *Service) GetTrajectory(ctx context.Context, p auth.Principal, runID string) (TrajectoryView, error) {
 	t, err := s.o.Store.GetTrajectory(ctx, p.Workspace, runID)
-	if errors.Is(err, derrors.ErrNotFound) || (err == nil && !eval.Visible(t.Audience, p.Subject)) {
+	if err == nil {
+		var ok bool
+		if ok, err = s.visible(ctx, p, t.Audience); err == nil && !ok {
+			err = derrors.ErrNotFound
+		}
+	}
+	if errors.Is(err, derrors.ErrNotFound) {
 		return TrajectoryView{}, derrors.NotFoundf("no trajectory %q in this workspace; GET /trajectories lists them", runID)
 	}
 	if err != nil {
@@ -261,7 +299,11 @@ func (s *Service) ListTrajectories(ctx context.Context, p auth.Principal, cursor
 	if err != nil {
 		return nil, "", err
 	}
-	ts, err := s.o.Store.ListTrajectories(ctx, store.TrajectoryFilter{Workspace: p.Workspace, Viewer: p.Subject, BeforeTime: t, BeforeID: id, Limit: limit + 1})
+	teams, err := s.teams(ctx, p)
+	if err != nil {
+		return nil, "", err
+	}
+	ts, err := s.o.Store.ListTrajectories(ctx, store.TrajectoryFilter{Workspace: p.Workspace, Viewer: p.Subject, Teams: teams, BeforeTime: t, BeforeID: id, Limit: limit + 1})
 	if err != nil {
 		return nil, "", err
 	}

@@ -326,7 +326,7 @@ func sealIngested(ctx context.Context, tx store.Tx, sc eval.Scorecard, cases []r
 			ID: records.ChildRunID(sc.Tenant, sc.ID, c.ID, 0), Tenant: sc.Tenant, Harness: sc.Harness, CaseID: c.ID,
 			Status: eval.StatusQueued, CreatedAt: sc.CreatedAt, UpdatedAt: sc.CreatedAt, Kind: eval.KindEval,
 			Trigger: eval.TriggerScorecard, CreatedBy: sc.CreatedBy, Origin: &eval.Origin{Source: traces.SourceImport},
-			ParentScorecardID: sc.ID, Canonical: &canonical, Case: &c,
+			ParentScorecardID: sc.ID, Canonical: &canonical, Case: &c, AudienceTeam: sc.AudienceTeam,
 		}
 		events, digest, err := traces.SealEvents(byCase[c.ID])
 		if err != nil {

@@ -123,6 +123,13 @@ func (s *Service) IngestPull(ctx context.Context, p auth.Principal, req PullRequ
 		return eval.Scorecard{}, err
 	}
 	base := pull.Plan{Viewer: p.Subject}
+	if req.Source.Name == pull.NameSVC {
+		teams, err := records.TeamAudiences(ctx, s.o.Store, p.Workspace, p.Subject, auth.ReachesEveryTeam(p))
+		if err != nil {
+			return eval.Scorecard{}, err
+		}
+		base.ViewerTeams = teams
+	}
 	switch src := req.Source; {
 	case src.Name == pull.NameSVC:
 		base.Name = pull.NameSVC
@@ -220,7 +227,7 @@ func createPulled(ctx context.Context, tx store.Tx, sc eval.Scorecard, cases []r
 			ID: records.ChildRunID(sc.Tenant, sc.ID, c.ID, 0), Tenant: sc.Tenant, Harness: sc.Harness, CaseID: c.ID,
 			Status: eval.StatusQueued, CreatedAt: sc.CreatedAt, UpdatedAt: sc.CreatedAt, Kind: eval.KindEval,
 			Trigger: eval.TriggerScorecard, CreatedBy: sc.CreatedBy, Origin: &eval.Origin{Source: pull.OriginSource},
-			ParentScorecardID: sc.ID, Canonical: &canonical, Case: &c,
+			ParentScorecardID: sc.ID, Canonical: &canonical, Case: &c, AudienceTeam: sc.AudienceTeam,
 		}
 		plan := base
 		plan.RunID = byCase[c.ID]

@@ -25,6 +25,7 @@ func (s *Service) Query(ctx context.Context, p auth.Principal, req query.Request
 		return query.Result{}, err
 	}
 	var batches []eval.Scorecard
+	visible := s.audienceChecker(ctx, p)
 	f := store.ScorecardFilter{Workspace: p.Workspace, Limit: 500}
 	for len(batches) < MaxQueryBatches {
 		rows, err := s.o.Store.ListScorecards(ctx, f)
@@ -37,6 +38,11 @@ func (s *Service) Query(ctx context.Context, p auth.Principal, req query.Request
 				return query.Result{}, fmt.Errorf("stored scorecard %s does not decode: %w", r.ID, err)
 			}
 			sc.CreatedAt, sc.UpdatedAt = r.CreatedAt, r.UpdatedAt
+			if err := visible(sc); errors.Is(err, derrors.ErrNotFound) {
+				continue // another team's private batch
+			} else if err != nil {
+				return query.Result{}, err
+			}
 			batches = append(batches, summaryView(sc))
 		}
 		if len(rows) < f.Limit {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -26,6 +27,9 @@ func notFound(id string) error {
 
 func (s *Service) load(ctx context.Context, p auth.Principal, id string) (eval.Scorecard, store.Scorecard, error) {
 	sc, row, err := records.LoadScorecard(ctx, s.o.Store, p.Workspace, id)
+	if err == nil {
+		err = s.checkAudience(ctx, p, sc)
+	}
 	if errors.Is(err, derrors.ErrNotFound) {
 		return eval.Scorecard{}, store.Scorecard{}, notFound(id)
 	}
@@ -36,10 +40,49 @@ func (s *Service) load(ctx context.Context, p auth.Principal, id string) (eval.S
 // for the reads that check or show the per-case manifest digests.
 func (s *Service) loadFull(ctx context.Context, p auth.Principal, id string) (eval.Scorecard, store.Scorecard, error) {
 	sc, row, err := records.LoadScorecardFull(ctx, s.o.Store, p.Workspace, id)
+	if err == nil {
+		err = s.checkAudience(ctx, p, sc)
+	}
 	if errors.Is(err, derrors.ErrNotFound) {
 		return eval.Scorecard{}, store.Scorecard{}, notFound(id)
 	}
 	return sc, row, err
+}
+
+// teams are the private teams' audiences p reads (records.TeamAudiences).
+func (s *Service) teams(ctx context.Context, p auth.Principal) ([]string, error) {
+	return records.TeamAudiences(ctx, s.o.Store, p.Workspace, p.Subject, auth.ReachesEveryTeam(p))
+}
+
+// checkAudience is nil when p may read sc: a batch made from a private
+// team's asset (AudienceTeam) is the team's, its members', admins' and
+// machine credentials'; to anyone else it is absent (404, wrapping
+// derrors.ErrNotFound), as its child runs are (issue 30, finding 6).
+func (s *Service) checkAudience(ctx context.Context, p auth.Principal, sc eval.Scorecard) error {
+	return s.audienceChecker(ctx, p)(sc)
+}
+
+// audienceChecker is checkAudience for many batches: p's teams are read
+// once, at the first private team's batch.
+func (s *Service) audienceChecker(ctx context.Context, p auth.Principal) func(eval.Scorecard) error {
+	var teams []string
+	loaded := false
+	return func(sc eval.Scorecard) error {
+		if sc.AudienceTeam == "" {
+			return nil
+		}
+		if !loaded {
+			t, err := s.teams(ctx, p)
+			if err != nil {
+				return err
+			}
+			teams, loaded = t, true
+		}
+		if !slices.Contains(teams, eval.TeamAudience(sc.AudienceTeam)) {
+			return notFound(sc.ID)
+		}
+		return nil
+	}
 }
 
 // summaryView is a batch as lists show it: no per-case table, no
@@ -103,7 +146,13 @@ func (s *Service) progressOf(sc *eval.Scorecard, c store.RunCounts) {
 // cache and with other reads: callers must not modify it.
 func (s *Service) Get(ctx context.Context, p auth.Principal, id string) (eval.Scorecard, error) {
 	sc, _, err := s.detail(ctx, p.Workspace, id, false)
-	return sc, err
+	if err == nil {
+		err = s.checkAudience(ctx, p, sc)
+	}
+	if err != nil {
+		return eval.Scorecard{}, err
+	}
+	return sc, nil
 }
 
 // GetJSON is Get encoded as GET /scorecards/:id answers it: the bytes
@@ -114,8 +163,14 @@ func (s *Service) Get(ctx context.Context, p auth.Principal, id string) (eval.Sc
 // of JSON, which takes longer to encode than to read. The pieces are
 // shared: the caller must not modify them.
 func (s *Service) GetJSON(ctx context.Context, p auth.Principal, id string) (net.Buffers, error) {
-	_, doc, err := s.detail(ctx, p.Workspace, id, true)
-	return doc, err
+	sc, doc, err := s.detail(ctx, p.Workspace, id, true)
+	if err == nil {
+		err = s.checkAudience(ctx, p, sc)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return doc, nil
 }
 
 // Summary is the light read of a batch (GET /scorecards/:id?view=summary)
@@ -214,9 +269,17 @@ func (s *Service) List(ctx context.Context, p auth.Principal, q ListQuery) ([]ev
 		next = base64.RawURLEncoding.EncodeToString([]byte(strconv.FormatInt(last.CreatedAt.UnixNano(), 10) + "|" + last.ID))
 	}
 	out := make([]eval.Scorecard, 0, len(rows))
+	visible := s.audienceChecker(ctx, p)
 	for _, r := range rows {
 		sc, _, err := records.LoadScorecard(ctx, s.o.Store, r.Workspace, r.ID)
 		if err != nil {
+			return nil, "", err
+		}
+		if err := visible(sc); errors.Is(err, derrors.ErrNotFound) {
+			// Another team's private batch: left out (the page may hold
+			// fewer than limit; the cursor goes on from the last row read).
+			continue
+		} else if err != nil {
 			return nil, "", err
 		}
 		if !eval.ScorecardTerminal(sc.Status) {

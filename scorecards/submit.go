@@ -349,6 +349,12 @@ func (s *Service) record(ctx context.Context, p auth.Principal, pl plan, source 
 	if pl.harnessRef != nil {
 		sc.Harness = *pl.harnessRef
 	}
+	// A batch made from a private team's dataset (else harness) is that
+	// team's to read, with its child runs: they show the cases' tasks and
+	// expected answers (issue 30, finding 6).
+	if sc.AudienceTeam = pl.dataset.PrivateTeam; sc.AudienceTeam == "" {
+		sc.AudienceTeam = pl.harness.PrivateTeam
+	}
 	row, err := records.ScorecardRow(sc, 0)
 	if err != nil {
 		return eval.Scorecard{}, err

@@ -40,6 +40,11 @@ type RunFilter struct {
 	// Viewer is the caller: runs whose Audience is another subject are left
 	// out. Required.
 	Viewer string
+	// Teams are the private teams' audiences (eval.TeamAudience) Viewer
+	// may read; runs of other teams are left out. AnyTeam keeps every
+	// team's (the service's own reads of a batch's children).
+	Teams   []string
+	AnyTeam bool
 	// ScorecardID lists that scorecard's children only.
 	ScorecardID string
 	// IncludeChildren also lists scorecard children when ScorecardID is
@@ -216,6 +221,9 @@ type Trajectory struct {
 type TrajectoryFilter struct {
 	Workspace string
 	Viewer    string // trajectories with another subject's Audience are left out
+	// Teams are the private teams' audiences (eval.TeamAudience) Viewer
+	// may read; other teams' trajectories are left out.
+	Teams []string
 	// Cursor: only trajectories strictly older than (BeforeTime, BeforeID).
 	BeforeTime time.Time
 	BeforeID   string

@@ -245,13 +245,16 @@ func (s *Service) classify(ctx context.Context, p auth.Principal, g *group) (tra
 	case errors.Is(err, derrors.ErrNotFound):
 	case err != nil:
 		return traces.SpanAttrMapping{}, err
-	case row.Audience != "" && row.Audience != p.Subject:
+	case row.Audience != "" && row.Audience != p.Subject && !s.readsTeam(ctx, p, row.Audience, &err):
 		// Another member's personal run. Treated as an unknown id, its
 		// spans would join the run's own pending group as a
 		// workspace-visible external trajectory, exposing the owner's
 		// spans and mixing in forged ones (issue 30, finding 5): refused,
 		// so a group's audience never widens. Only the run's member (or
 		// its run-scoped token, which acts as that member) writes it.
+		if err != nil {
+			return traces.SpanAttrMapping{}, err
+		}
 		g.refused = fmt.Sprintf("%d span(s) of svc.run_id %s: not a run you may send spans for (a personal run is written only with its member's credentials); send them under another svc.run_id", len(g.spans), g.id)
 		return traces.SpanAttrMapping{}, nil
 	default:
@@ -272,6 +275,21 @@ func (s *Service) classify(ctx context.Context, p auth.Principal, g *group) (tra
 		return traces.SpanAttrMapping{}, err
 	}
 	return traces.SpanAttrMapping{}, nil
+}
+
+// readsTeam reports whether p may write spans for a run of a private
+// team's audience: its members, admins and machine credentials, as they
+// read it. A failed read of the teams answers no and sets *errp.
+func (s *Service) readsTeam(ctx context.Context, p auth.Principal, audience string, errp *error) bool {
+	if !eval.IsTeamAudience(audience) {
+		return false
+	}
+	teams, err := records.TeamAudiences(ctx, s.o.Store, p.Workspace, p.Subject, auth.ReachesEveryTeam(p))
+	if err != nil {
+		*errp = err
+		return false
+	}
+	return slices.Contains(teams, audience)
 }
 
 // store keeps pending under the workspace's quota, in one transaction

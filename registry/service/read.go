@@ -181,7 +181,7 @@ func (s *Service) DeleteDatasetVersion(ctx context.Context, p auth.Principal, id
 		}
 		v, err := tx.GetVersion(ctx, string(registry.Dataset), p.Workspace, id, version)
 		if errors.Is(err, derrors.ErrNotFound) {
-			return derrors.NotFoundf("no live version %s@%s of dataset in this workspace", id, version)
+			return derrors.NotFoundf("dataset %s has no live version %q in this workspace to delete (deleting needs an exact version, not a tag or latest)", id, version)
 		}
 		if err != nil {
 			return err
@@ -372,6 +372,9 @@ type Resolved struct {
 	// Spec is the typed spec; a harness instance is already resolved
 	// against its template into the self-contained harness it stands for.
 	Spec registry.Spec
+	// PrivateTeam is the entity's team when that team is private: what is
+	// made from the entity (a batch, its runs) is that team's to read.
+	PrivateTeam string
 }
 
 // Ref is the resolved reference id@version.
@@ -400,6 +403,14 @@ func (s *Service) Resolve(ctx context.Context, p auth.Principal, kind registry.K
 			}
 		}
 		out = Resolved{Owner: r.version.Owner, Version: r.version.Version, Digest: r.version.Digest, Spec: spec}
+		if t := r.entity.TeamID; t != "" && r.entity.Owner != registry.SharedOwner {
+			if err := a.load(); err != nil {
+				return err
+			}
+			if a.private[t] {
+				out.PrivateTeam = t
+			}
+		}
 		return nil
 	})
 	return out, err

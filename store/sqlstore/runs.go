@@ -31,6 +31,21 @@ func (a *sqlArgs) add(v any) string {
 	return fmt.Sprintf("$%d", len(*a))
 }
 
+// audienceIn is the condition that a row's audience is one viewer may
+// read: workspace-visible (''), viewer's own, one of teams (private team
+// audiences, eval.TeamAudience), or, with anyTeam, every team's. The
+// common case, no team, keeps the literal the indexes were planned with.
+func audienceIn(args *sqlArgs, viewer string, teams []string, anyTeam bool) string {
+	c := `(audience = '' OR audience = ` + args.add(viewer)
+	if anyTeam {
+		c += ` OR audience LIKE 'team:%'`
+	}
+	for _, t := range teams {
+		c += ` OR audience = ` + args.add(t)
+	}
+	return c + `)`
+}
+
 // olderThan is the cursor condition (timeCol, idCol) < (t, id), spelled
 // out rather than as a row-value comparison so that both databases
 // range-scan the (workspace, timeCol, idCol) index on timeCol.
@@ -209,8 +224,11 @@ func (o ops) ListRuns(ctx context.Context, f store.RunFilter) (_ []store.Run, er
 	if err != nil {
 		return nil, err
 	}
-	args := sqlArgs{f.Workspace, f.Viewer}
-	q := `SELECT ` + runColumns + ` FROM runs WHERE workspace = $1 AND (audience = '' OR audience = $2)`
+	if err := checkText(f.Teams...); err != nil {
+		return nil, err
+	}
+	args := sqlArgs{f.Workspace}
+	q := `SELECT ` + runColumns + ` FROM runs WHERE workspace = $1 AND ` + audienceIn(&args, f.Viewer, f.Teams, f.AnyTeam)
 	switch {
 	case f.ScorecardID != "":
 		// The literal repeats the predicate of the partial

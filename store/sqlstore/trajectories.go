@@ -219,8 +219,11 @@ func (o ops) ListTrajectories(ctx context.Context, f store.TrajectoryFilter) (_ 
 		return nil, err
 	}
 	// events is not selected: a page of metas must not read every payload.
-	args := sqlArgs{f.Workspace, f.Viewer}
-	q := `SELECT ` + trajectoryColumns + ` FROM trajectories WHERE workspace = $1 AND (audience = '' OR audience = $2)`
+	if err := checkText(f.Teams...); err != nil {
+		return nil, err
+	}
+	args := sqlArgs{f.Workspace}
+	q := `SELECT ` + trajectoryColumns + ` FROM trajectories WHERE workspace = $1 AND ` + audienceIn(&args, f.Viewer, f.Teams, false)
 	if !f.BeforeTime.IsZero() {
 		q += olderThan("sealed_at", "run_id", args.add(o.d.TimeArg(normTime(f.BeforeTime))), args.add(f.BeforeID))
 	}

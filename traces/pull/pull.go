@@ -460,6 +460,9 @@ type Plan struct {
 	RunID string `json:"runId"`
 	// Viewer is the submitter: a ledger read sees what they may see.
 	Viewer string `json:"viewer,omitempty"`
+	// ViewerTeams are the private teams' audiences the submitter reads
+	// (eval.TeamAudience): a ledger read sees their trajectories too.
+	ViewerTeams []string `json:"viewerTeams,omitempty"`
 }
 
 // Ledger reports whether the plan reads the owned trace ledger.
