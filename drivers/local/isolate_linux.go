@@ -73,7 +73,7 @@ func (d *Driver) shimCommand(runID string, iso *shim.Isolation) *exec.Cmd {
 		// this signal when the service dies, ends the whole job.
 		sys.Pdeathsig = syscall.SIGKILL
 		sys.Cloneflags = syscall.CLONE_NEWPID | syscall.CLONE_NEWNS
-		if d.isolate.NoNetwork {
+		if d.isolate.NoNetwork || d.netIsolated() {
 			sys.Cloneflags |= syscall.CLONE_NEWNET
 		}
 		if iso.UserNS {
@@ -115,7 +115,7 @@ func (d *Driver) isolation(l layout) *shim.Isolation {
 			hide = append(hide, dir)
 		}
 	}
-	return &shim.Isolation{
+	iso := &shim.Isolation{
 		Hide:       hide,
 		Area:       l.area,
 		PrivateTmp: true,
@@ -123,6 +123,9 @@ func (d *Driver) isolation(l layout) *shim.Isolation {
 		GID:        d.isolate.GID,
 		UserNS:     d.isolate.UID < 0,
 	}
+	// An error here is the network's plan's, which prepareJobNet returns.
+	_ = d.netIsolation(iso)
+	return iso
 }
 
 // gid is the group jobs run as, -1 when they keep the service's.

@@ -41,7 +41,11 @@
 // kills the tree itself.
 //
 // In both isolated modes the work area is the only writable place of the
-// host's disk, and the network is the host's unless Isolation.NoNetwork.
+// host's disk. The network is the host's, or with Isolation.Network a
+// namespace of the job server's (or of each job, under a supervisor per
+// job) that reaches the outside through slirp4netns and of the host's
+// loopback only the forwarded addresses (network_linux.go), or with
+// Isolation.NoNetwork an empty namespace per job.
 //
 // Attempts of one run id are serialised by a lock file beside the areas;
 // a later attempt kills the earlier one: through the job server when it
@@ -131,6 +135,10 @@ type Isolation struct {
 	Hide []string
 	// NoNetwork gives each job an empty network namespace.
 	NoNetwork bool
+	// Network, unless NoNetwork, gives jobs the isolated network: the
+	// outside, and of the host's loopback only Network.Forward. Nil
+	// leaves them the host's network.
+	Network *Network
 }
 
 // UIDRange is a range of uids, First to Last inclusive, that no user or
@@ -172,6 +180,7 @@ type Driver struct {
 	isolate      *Isolation
 	off          string
 	srv          jobServer     // the job server, with Isolate.UIDs
+	net          netState      // the isolated network's plan, with Isolate.Network
 	slots        chan struct{} // MaxConcurrent's tokens; nil when unbounded
 }
 

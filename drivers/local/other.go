@@ -43,6 +43,9 @@ func (d *Driver) Check(context.Context) error {
 // jobServer is the Linux job server; there is none here.
 type jobServer struct{}
 
+// netState is the Linux isolated network's; there is none here.
+type netState struct{}
+
 // Close has nothing to stop here.
 func (d *Driver) Close() error { return nil }
 

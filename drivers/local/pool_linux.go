@@ -83,11 +83,18 @@ type serverProc struct {
 	mu     sync.Mutex
 	jobs   map[uint64]chan shim.Event
 
-	ready   chan shim.Event // the server's first word: ready or why not
-	exited  chan struct{}   // closed when the process has been waited for
-	exitErr error           // set before exited is closed
-	dead    chan struct{}   // closed after exited, once every event is read
-	deadErr error           // set before dead is closed
+	ready   chan readyMsg // the server's first word: ready or why not
+	exited  chan struct{} // closed when the process has been waited for
+	exitErr error         // set before exited is closed
+	dead    chan struct{} // closed after exited, once every event is read
+	deadErr error         // set before dead is closed
+}
+
+// readyMsg is the server's first event and the descriptors that came
+// with it (the isolated network's listening sockets).
+type readyMsg struct {
+	ev  shim.Event
+	fds []int
 }
 
 // pooled reports whether jobs run on the job server.
@@ -187,9 +194,13 @@ func (d *Driver) startServer() (*serverProc, error) {
 		log:    d.log,
 		iso:    d.serverIsolation(),
 		jobs:   map[uint64]chan shim.Event{},
-		ready:  make(chan shim.Event, 1),
+		ready:  make(chan readyMsg, 1),
 		exited: make(chan struct{}),
 		dead:   make(chan struct{}),
+	}
+	if err := d.netIsolation(sp.iso); err != nil {
+		_ = conn.Close()
+		return nil, err
 	}
 	exited, err := startHeld(cmd)
 	if err != nil {
@@ -207,6 +218,16 @@ func (d *Driver) startServer() (*serverProc, error) {
 	sp.proc, sp.pid = cmd.Process, cmd.Process.Pid
 	sp.startTime, _ = procStartTime(sp.pid)
 	go sp.read()
+	if d.netIsolated() {
+		// The server's namespace connected to the outside before it
+		// starts any job; gone with the server.
+		sl, err := d.startSlirp(sp.pid, false)
+		if err != nil {
+			sp.kill()
+			return nil, err
+		}
+		go func() { <-sp.exited; sl.stop() }()
+	}
 
 	cfg, err := json.Marshal(shim.Config{
 		KillGrace: d.killGrace,
@@ -223,10 +244,21 @@ func (d *Driver) startServer() (*serverProc, error) {
 	timer := time.NewTimer(serverStartTimeout)
 	defer timer.Stop()
 	select {
-	case ev := <-sp.ready:
-		if ev.Error != "" || !ev.Ready {
+	case m := <-sp.ready:
+		if ev := m.ev; ev.Error != "" || !ev.Ready {
+			closeFDs(m.fds)
 			sp.kill()
 			return nil, fmt.Errorf("local driver: %s", cmp.Or(ev.Error, "the job server did not start"))
+		}
+		if len(sp.iso.Listen) > 0 {
+			r, err := startRelay(m.fds, d.net.dial, d.log)
+			if err != nil {
+				sp.kill()
+				return nil, err
+			}
+			go func() { <-sp.exited; r.close() }()
+		} else {
+			closeFDs(m.fds)
 		}
 		return sp, nil
 	case <-sp.dead:
@@ -247,6 +279,11 @@ func (d *Driver) serverCommand(socket *os.File) *exec.Cmd {
 			d.log.Warn("local driver: " + ShimName + " not found beside the service or on PATH; the job server is the service re-executed, which costs more memory and start-up time (make build installs it)")
 		})
 	}
+	flags := uintptr(syscall.CLONE_NEWPID | syscall.CLONE_NEWNS)
+	if d.netIsolated() {
+		// The jobs' network namespace, one for all of them.
+		flags |= syscall.CLONE_NEWNET
+	}
 	return &exec.Cmd{
 		Path: path,
 		Args: []string{shim.ServerArg0},
@@ -263,7 +300,7 @@ func (d *Driver) serverCommand(socket *os.File) *exec.Cmd {
 		SysProcAttr: &syscall.SysProcAttr{
 			Setsid:     true,
 			Pdeathsig:  syscall.SIGKILL,
-			Cloneflags: syscall.CLONE_NEWPID | syscall.CLONE_NEWNS,
+			Cloneflags: flags,
 		},
 	}
 }
@@ -392,35 +429,34 @@ func (sp *serverProc) kill() { _ = sp.proc.Kill() }
 // then makes sure it is and closes dead.
 func (sp *serverProc) read() {
 	buf := make([]byte, 64<<10)
-	oob := make([]byte, syscall.CmsgSpace(4*shim.MaxFDs))
+	oob := make([]byte, syscall.CmsgSpace(4*max(shim.MaxFDs, shim.MaxListen)))
 	var rerr error
 	for {
 		n, oobn, flags, _, err := sp.conn.ReadMsgUnix(buf, oob)
+		var fds []int
 		if oobn > 0 {
-			// The server sends no descriptors; never keep one.
-			if msgs, err := syscall.ParseSocketControlMessage(oob[:oobn]); err == nil {
-				for _, m := range msgs {
-					if fds, err := syscall.ParseUnixRights(&m); err == nil {
-						for _, fd := range fds {
-							_ = syscall.Close(fd)
-						}
-					}
-				}
-			}
+			fds = parseFDs(oob[:oobn])
 		}
 		if err == nil && n == 0 {
 			err = io.EOF
 		}
 		if err != nil {
+			closeFDs(fds)
 			rerr = err
 			break
 		}
 		var ev shim.Event
 		if flags&syscall.MSG_TRUNC != 0 || json.Unmarshal(buf[:n], &ev) != nil {
+			closeFDs(fds)
 			sp.log.Error("local driver: a malformed message from the job server", "pid", sp.pid, "bytes", n)
 			continue
 		}
-		sp.dispatch(ev)
+		if ev.ID != 0 || !ev.Ready || ev.Listening != len(fds) {
+			// Only the Ready event carries descriptors: its listeners.
+			closeFDs(fds)
+			fds = nil
+		}
+		sp.dispatch(ev, fds)
 	}
 	sp.kill()
 	<-sp.exited
@@ -436,12 +472,14 @@ func (sp *serverProc) read() {
 	close(sp.dead)
 }
 
-// dispatch hands ev to the job it is about.
-func (sp *serverProc) dispatch(ev shim.Event) {
+// dispatch hands ev to the job it is about, or the server's own event,
+// with the descriptors that came with it, to startServer.
+func (sp *serverProc) dispatch(ev shim.Event, fds []int) {
 	if ev.ID == 0 {
 		select {
-		case sp.ready <- ev:
+		case sp.ready <- readyMsg{ev: ev, fds: fds}:
 		default:
+			closeFDs(fds)
 			if ev.Error != "" {
 				sp.log.Error("local driver: the job server", "pid", sp.pid, "err", ev.Error)
 			}

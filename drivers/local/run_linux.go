@@ -413,11 +413,24 @@ func (d *Driver) supervise(ctx context.Context, j drivers.Job, l layout, cfg shi
 	cmd := d.shimCommand(j.RunID, cfg.Isolate)
 	cmd.Stdout, cmd.Stderr = outW, errW
 	cmd.ExtraFiles = []*os.File{ctrlR, statW}
+	jn, err := d.prepareJobNet(cmd, cfg.Isolate)
+	if err != nil {
+		closeFiles(ctrlR, statW, outW, errW)
+		return drivers.Result{}, err
+	}
+	defer jn.close()
 	begin := time.Now()
 	exited, err := startHeld(cmd)
 	closeFiles(ctrlR, statW, outW, errW)
+	jn.started()
 	if err != nil {
 		return drivers.Result{}, fmt.Errorf("local driver: starting the job supervisor: %w", err)
+	}
+	if err := jn.connect(cmd.Process.Pid); err != nil {
+		// The supervisor waits for its job: EOF makes it give up.
+		_ = ctrlW.Close()
+		<-exited
+		return drivers.Result{}, err
 	}
 	if cfg.Isolate != nil && l.record != "" {
 		// The shim is the init of the job's PID namespace: killing it

@@ -30,6 +30,12 @@ func isolate(iso *Isolation) error {
 	if err := syscall.Mount("", "/", "", syscall.MS_REC|syscall.MS_PRIVATE, ""); err != nil {
 		return fmt.Errorf("making the mounts private: %w", err)
 	}
+	if iso.ResolvConf != "" {
+		// First: the file is in the driver's root, hidden below.
+		if err := bindResolvConf(iso.ResolvConf); err != nil {
+			return err
+		}
+	}
 	// Held before anything covers it, to bind it back afterwards.
 	areaFD := -1
 	if iso.Area != "" {

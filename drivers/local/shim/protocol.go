@@ -107,6 +107,9 @@ type Event struct {
 	ID    uint64 `json:"id,omitempty"`
 	Ready bool   `json:"ready,omitempty"`
 	Error string `json:"error,omitempty"`
+	// Listening, with Ready, is how many listening sockets (one per
+	// Isolation.Listen address, in order) come with the message.
+	Listening int `json:"listening,omitempty"`
 	Status
 }
 
@@ -140,6 +143,17 @@ type Isolation struct {
 	// before 5.8): a job server's jobs share its PID namespace, and each
 	// sees only the processes of its own uid.
 	HidePid bool `json:"hidePid,omitempty"`
+	// Listen, for a shim the driver started in a network namespace of its
+	// own (the isolated network), are loopback addresses ("127.0.0.1:8080",
+	// "[::1]:8080") where the shim listens, before any job starts, and
+	// whose listening sockets it hands to the driver: on ListenFD when it
+	// supervises one job, with its Ready event when it is a job server.
+	// The driver relays what arrives to the same address on the host.
+	Listen []string `json:"listen,omitempty"`
+	// ResolvConf, when set, is a file mounted read-only over
+	// /etc/resolv.conf: the host's names a resolver on its loopback, which
+	// the isolated network does not reach.
+	ResolvConf string `json:"resolvConf,omitempty"`
 }
 
 // Status is one report from the shim: first Pgid (or StartError), then,

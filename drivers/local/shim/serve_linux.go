@@ -165,9 +165,17 @@ func serve(sock int) int {
 			return 2
 		}
 	}
+	// The isolated network's listening sockets, made before any job
+	// could take their ports, go to the driver with the Ready event.
+	listeners, err := listenAll(cfg.Isolate.Listen)
+	if err != nil {
+		s.fail("the job server could not listen for the jobs' way to the service: " + err.Error())
+		return 2
+	}
 	go s.killer()
 	go s.reaper()
-	s.send(Event{Ready: true})
+	s.sendFDs(Event{Ready: true, Listening: len(listeners)}, listeners)
+	closeFDs(listeners)
 	s.readLoop()
 	// The service is gone, or let the server go: so is every job. Exiting
 	// would do it too (the kernel kills a PID namespace with its init).
@@ -198,6 +206,25 @@ func (s *server) send(ev Event) {
 	s.sendMu.Lock()
 	defer s.sendMu.Unlock()
 	_ = sendMsg(s.sock, b)
+}
+
+// sendFDs writes ev to the driver with the descriptors fds.
+func (s *server) sendFDs(ev Event, fds []int) {
+	b, err := json.Marshal(ev)
+	if err != nil {
+		return
+	}
+	var oob []byte
+	if len(fds) > 0 {
+		oob = syscall.UnixRights(fds...)
+	}
+	s.sendMu.Lock()
+	defer s.sendMu.Unlock()
+	for {
+		if err := syscall.Sendmsg(s.sock, b, oob, nil, syscall.MSG_NOSIGNAL); err != syscall.EINTR {
+			return
+		}
+	}
 }
 
 // readLoop handles the driver's requests until EOF.

@@ -93,6 +93,20 @@ func Main() int {
 		if err := isolate(cfg.Isolate); err != nil {
 			return startErr("the job supervisor could not isolate the job: ", err)
 		}
+		if len(cfg.Isolate.Listen) > 0 {
+			// Before the harness starts: its connections to the service
+			// wait in the backlog until the driver accepts them.
+			// ListenFD is there (the driver passes it with Listen set).
+			fds, err := listenAll(cfg.Isolate.Listen)
+			if err == nil {
+				err = sendListeners(ListenFD, fds)
+			}
+			closeFDs(fds)
+			_ = syscall.Close(ListenFD)
+			if err != nil {
+				return startErr("the job supervisor could not listen for the job's way to the service: ", err)
+			}
+		}
 	} else if _, _, e := syscall.RawSyscall(syscall.SYS_PRCTL, prSetChildSubreaper, 1, 0); e != 0 {
 		return startErr("the job supervisor cannot become a child subreaper: ", e)
 	}
