@@ -286,7 +286,17 @@ type caseProblem struct{ msg string }
 
 func (e *caseProblem) Error() string { return e.msg }
 
-func caseErr(format string, args ...any) error { return &caseProblem{fmt.Sprintf(format, args...)} }
+// caseErr is a caseProblem whose message is the run's error message: an
+// error among args reads as its derrors.Message, so no internal call chain
+// ("Store.GetVersion(ctx, ...)") reaches the record.
+func caseErr(format string, args ...any) error {
+	for i, a := range args {
+		if err, ok := a.(error); ok {
+			args[i] = derrors.Message(err)
+		}
+	}
+	return &caseProblem{fmt.Sprintf(format, args...)}
+}
 
 func isCaseProblem(err error) bool {
 	var cp *caseProblem
@@ -529,7 +539,7 @@ func (a *Activities) runJob(ctx context.Context, ref RunRef, pl placement, job d
 			case errors.Is(o.err, derrors.ErrInvalid):
 				// A job that can never run (command not found, a file
 				// escaping the work dir) fails the case, not the activity.
-				return o.res, tail, caseErr("the harness could not be started: %s", mask.String(o.err.Error()))
+				return o.res, tail, caseErr("the harness could not be started: %s", mask.String(derrors.Message(o.err)))
 			case o.err != nil:
 				return o.res, tail, fmt.Errorf("running the job of run %s: %w", ref.RunID, o.err)
 			}

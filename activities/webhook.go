@@ -9,6 +9,7 @@ import (
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 
+	"svc/derrors"
 	"svc/records"
 	"svc/store"
 	"svc/webhooks"
@@ -41,7 +42,7 @@ func (a *Activities) DeliverWebhook(ctx context.Context, ref RunRef) error {
 	record := func(status int, derr error) error {
 		d := store.WebhookDelivery{Workspace: run.Tenant, MessageID: msgID, RunID: run.ID, URL: run.WebhookURL, Attempt: attempt, Status: status, At: a.now()}
 		if derr != nil {
-			d.Error = clip(derr.Error(), 500)
+			d.Error = clip(derrors.Message(derr), 500)
 		}
 		return a.Store.AddWebhookDelivery(context.WithoutCancel(ctx), d)
 	}
@@ -49,7 +50,7 @@ func (a *Activities) DeliverWebhook(ctx context.Context, ref RunRef) error {
 		if rerr := record(0, err); rerr != nil {
 			return rerr
 		}
-		return temporal.NewNonRetryableApplicationError("webhook destination refused: "+err.Error(), ErrTypeWebhookRefused, nil)
+		return temporal.NewNonRetryableApplicationError("webhook destination refused: "+derrors.Message(err), ErrTypeWebhookRefused, nil)
 	}
 	var secret records.WebhookSecret
 	if err := a.Store.Transact(ctx, func(tx store.Tx) (err error) {

@@ -9,6 +9,7 @@ package orchestration
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -37,6 +38,9 @@ type ClientOptions struct {
 	// Setting names where HostPort came from, for error messages;
 	// "TEMPORAL_ADDRESS" when empty (svc dev says "embedded Temporal").
 	Setting string
+	// TLS, when set, makes the connection TLS (TLSSettings.Config, or the
+	// embedded server's devserver.Server.ClientTLS); nil is plain gRPC.
+	TLS *tls.Config
 }
 
 func (o ClientOptions) setting() string {
@@ -80,9 +84,12 @@ func Dial(ctx context.Context, o ClientOptions) (client.Client, error) {
 		Namespace:    o.Namespace,
 		Logger:       tlog.NewStructuredLogger(o.Logger),
 		Interceptors: []interceptor.ClientInterceptor{tracing},
+		ConnectionOptions: client.ConnectionOptions{
+			TLS: o.TLS,
+		},
 	})
 	if err != nil {
-		return nil, fmt.Errorf("%s=%s: cannot reach Temporal: %w: %w", o.setting(), o.HostPort, derrors.ErrUnavailable, err)
+		return nil, fmt.Errorf("%s=%s: cannot reach Temporal: %w: %w%s", o.setting(), o.HostPort, derrors.ErrUnavailable, err, tlsHint(o))
 	}
 	_, err = c.WorkflowService().DescribeNamespace(ctx, &workflowservice.DescribeNamespaceRequest{Namespace: o.Namespace})
 	if err != nil {
@@ -92,9 +99,22 @@ func Dial(ctx context.Context, o ClientOptions) (client.Client, error) {
 			return nil, fmt.Errorf("SVC_TEMPORAL_NAMESPACE=%s: %w: namespace does not exist on %s (register it with `temporal operator namespace create`)",
 				o.Namespace, derrors.ErrNotFound, o.HostPort)
 		}
-		return nil, fmt.Errorf("%s=%s: cannot describe namespace %q: %w: %w", o.setting(), o.HostPort, o.Namespace, derrors.ErrUnavailable, err)
+		return nil, fmt.Errorf("%s=%s: cannot describe namespace %q: %w: %w%s", o.setting(), o.HostPort, o.Namespace, derrors.ErrUnavailable, err, tlsHint(o))
 	}
 	return c, nil
+}
+
+// tlsHint is said after a failed dial: without TLS, that the frontend may
+// require it (a TLS listener drops a plain client with a bare "connection
+// closed"); with it, which settings hold the certificates.
+func tlsHint(o ClientOptions) string {
+	if o.Setting != "" && o.Setting != "TEMPORAL_ADDRESS" {
+		return ""
+	}
+	if o.TLS == nil {
+		return " (if the frontend requires TLS, set TEMPORAL_TLS_CA, and TEMPORAL_TLS_CERT with TEMPORAL_TLS_KEY for mutual TLS)"
+	}
+	return " (check TEMPORAL_TLS_CA, TEMPORAL_TLS_CERT, TEMPORAL_TLS_KEY and TEMPORAL_TLS_SERVER_NAME)"
 }
 
 // stickyTimeout is how long a workflow task waits on a worker's sticky
@@ -102,11 +122,13 @@ func Dial(ctx context.Context, o ClientOptions) (client.Client, error) {
 const stickyTimeout = 2 * time.Second
 
 // NewWorker returns an unstarted worker polling taskQueue, with reg's
-// workflows and activities registered. The tracing interceptor comes from
-// the client made by Dial: the SDK applies a client's interceptors to its
-// workers, and setting it here as well would record every span twice.
+// workflows and activities registered, and activity errors put in their one
+// form (ActivityErrors). The tracing interceptor comes from the client made
+// by Dial: the SDK applies a client's interceptors to its workers, and
+// setting it here as well would record every span twice.
 func NewWorker(c client.Client, taskQueue string, reg func(worker.Registry), opts WorkerOptions) worker.Worker {
 	w := worker.New(c, taskQueue, worker.Options{
+		Interceptors:                       []interceptor.WorkerInterceptor{ActivityErrors()},
 		MaxConcurrentActivityExecutionSize: opts.MaxConcurrentActivities,
 		WorkerStopTimeout:                  opts.StopTimeout,
 		// A worker that died (a SIGKILLed svc dev) leaves its workflows'

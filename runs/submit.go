@@ -193,7 +193,7 @@ func (s *Service) failStart(ctx context.Context, run eval.Run, startErr error) e
 }
 
 func oneLine(err error) string {
-	s := err.Error()
+	s := derrors.Message(err)
 	if i := strings.IndexByte(s, '\n'); i >= 0 {
 		s = s[:i]
 	}

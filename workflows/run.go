@@ -27,7 +27,7 @@ func RunWorkflow(ctx workflow.Context, in flows.RunInput) (flows.RunOutput, erro
 	after, _ := workflow.NewDisconnectedContext(ctx)
 	short := workflow.WithActivityOptions(after, runRecordOptions)
 	if err != nil {
-		f := activities.FailInput{RunRef: ref, Code: "INTERNAL", Message: "the run could not be dispatched: " + err.Error()}
+		f := activities.FailInput{RunRef: ref, Code: "INTERNAL", Message: "the run could not be dispatched: " + failureMessage(err)}
 		var cancelled *temporal.CanceledError
 		if errors.As(err, &cancelled) || ctx.Err() != nil {
 			f.Code, f.Message = "CANCELLED", "the run was cancelled"

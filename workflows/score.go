@@ -65,7 +65,7 @@ func ScoreWorkflow(ctx workflow.Context, in flows.ScoreInput) error {
 	case ctx.Err() != nil:
 		fin.Aborted, fin.Message = true, "the scoring pass was cancelled"
 	case failure != nil:
-		fin.Aborted, fin.Message = true, failure.Error()
+		fin.Aborted, fin.Message = true, failureMessage(failure)
 	case in.After != "":
 		// More cases than one run may judge: continue with the rest.
 		return workflow.NewContinueAsNewError(ctx, ScoreWorkflow, in)

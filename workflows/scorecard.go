@@ -33,7 +33,7 @@ func ScorecardWorkflow(ctx workflow.Context, in flows.ScorecardInput) error {
 	short := workflow.WithActivityOptions(ctx, batchRecordOptions)
 	if !in.Started {
 		if err := workflow.ExecuteActivity(short, a.StartScorecard, ref).Get(ctx, nil); err != nil {
-			return finishScorecard(ctx, ref, activities.FinishInput{Phase: "dispatch", Message: err.Error()})
+			return finishScorecard(ctx, ref, activities.FinishInput{Phase: "dispatch", Message: failureMessage(err)})
 		}
 		in.Started = true
 	}
@@ -86,7 +86,7 @@ func ScorecardWorkflow(ctx workflow.Context, in flows.ScorecardInput) error {
 					if errors.As(err, &ae) && ae.Type() == phaseJudges {
 						phase = "judges"
 					}
-					failure = &activities.FinishInput{Phase: phase, Message: "case " + item.CaseID + ": " + err.Error()}
+					failure = &activities.FinishInput{Phase: phase, Message: "case " + item.CaseID + ": " + failureMessage(err)}
 					if pf := persistFailure(err); pf != nil {
 						failure = pf
 					}
@@ -258,7 +258,7 @@ func runChunks(ctx, caseCtx, short workflow.Context, in flows.ScorecardInput, re
 					if errors.As(err, &ae) && ae.Type() == activities.JudgesPhaseError {
 						phase = "judges"
 					}
-					failure = &activities.FinishInput{Phase: phase, Message: fmt.Sprintf("cases from %s (%d items): %v", first, len(chunk.Items), err)}
+					failure = &activities.FinishInput{Phase: phase, Message: fmt.Sprintf("cases from %s (%d items): %s", first, len(chunk.Items), failureMessage(err))}
 					if pf := persistFailure(err); pf != nil {
 						failure = pf
 					}
@@ -347,7 +347,7 @@ func (p *casePager) id(ctx, short workflow.Context, caseIdx int) (string, *activ
 		if err != nil || len(page) == 0 {
 			msg := "the batch's case selection could not be read"
 			if err != nil {
-				msg += ": " + err.Error()
+				msg += ": " + failureMessage(err)
 			}
 			return "", &activities.FinishInput{Phase: "dispatch", Message: msg}
 		}
