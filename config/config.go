@@ -75,8 +75,12 @@ type Config struct {
 	LocalIsolation string
 	// LocalUser is the user local jobs run as ("" picks svc-job as root).
 	LocalUser string
-	// LocalNetwork is host or none.
+	// LocalNetwork is auto, isolated, host or none: what local jobs reach
+	// on the network (docs/runtimes.md).
 	LocalNetwork string
+	// LocalNetworkAllow lists host loopback addresses (host:port) that
+	// jobs in the isolated network reach besides the API.
+	LocalNetworkAllow string
 	// LocalUIDs is the pool of uids local jobs run as ("first-last"; ""
 	// for the driver's default).
 	LocalUIDs string
@@ -231,8 +235,10 @@ var Settings = []Setting{
 		set: oneOf(func(c *Config) *string { return &c.LocalIsolation }, "auto", "namespaces", "none")},
 	{Flag: "local-user", Env: "SVC_LOCAL_USER", Default: "", Usage: "user local jobs run as (name or uid[:gid]); unset: svc-job (created if absent) when svc runs as root, else root of a user namespace mapped to svc's own user",
 		set: str(func(c *Config) *string { return &c.LocalUser })},
-	{Flag: "local-network", Env: "SVC_LOCAL_NETWORK", Default: "host", Usage: "host or none: none gives each local job an empty network namespace",
-		set: oneOf(func(c *Config) *string { return &c.LocalNetwork }, "host", "none")},
+	{Flag: "local-network", Env: "SVC_LOCAL_NETWORK", Default: "auto", Usage: "auto, isolated, host or none: isolated gives local jobs the outside network through slirp4netns and, of the host's loopback, only the API's address (auto: isolated where it can be set up; dev falls back to host, serve/worker refuse local jobs); host shares the host's network; none gives each job an empty network namespace",
+		set: oneOf(func(c *Config) *string { return &c.LocalNetwork }, "auto", "isolated", "host", "none")},
+	{Flag: "local-network-allow", Env: "SVC_LOCAL_NETWORK_ALLOW", Default: "", Usage: "comma-separated host loopback addresses (127.0.0.1:11434) that local jobs in the isolated network may reach besides the API's",
+		set: str(func(c *Config) *string { return &c.LocalNetworkAllow })},
 	{Flag: "local-uids", Env: "SVC_LOCAL_UIDS", Default: "", Usage: "first-last: the uids local jobs take one each while they run, when svc is root and SVC_LOCAL_USER is unset (empty: 1879048192-1879113727)",
 		set: str(func(c *Config) *string { return &c.LocalUIDs })},
 	{Flag: "local-work-dir", Env: "SVC_LOCAL_WORK_DIR", Default: "", Usage: "directory of local jobs' work areas (empty: /dev/shm/svc-work-<id> when /dev/shm is a tmpfs with 1 GiB free, else <data-dir>/work)",

@@ -2,15 +2,23 @@ package e2e
 
 import (
 	"fmt"
+	"net"
+	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+
 	"svc/drivers/local"
 	"svc/eval"
 	"svc/internal/testwait"
+	"svc/store/pgtest"
 )
 
 // isolationProbe is a harness that tries, as issue 11 found a harness
@@ -88,4 +96,170 @@ func TestLocalJobsCannotReachTheService(t *testing.T) {
 	if code := call(t, "GET", svc.URL+"/healthz", nil, nil); code != 200 {
 		t.Errorf("GET /healthz after the probe = %d, want 200", code)
 	}
+}
+
+// portProbe is a harness that tries a TCP connection to each NAME=HOST:PORT
+// in its script and prints NAME-open or NAME-refused, then asks the API
+// for /healthz at the host and port of the OTLP endpoint it was given and
+// prints "api" and the status line.
+const portProbe = `#!/bin/bash
+for t in %s; do
+  name=${t%%%%=*}; hp=${t#*=}; host=${hp%%:*}; port=${hp##*:}
+  if timeout 5 bash -c "exec 3<>/dev/tcp/$host/$port" 2>/dev/null; then echo "$name-open"; else echo "$name-refused"; fi
+done
+hp=${OTEL_EXPORTER_OTLP_ENDPOINT#http://}; hp=${hp%%%%/*}
+if exec 3<>"/dev/tcp/${hp%%:*}/${hp##*:}"; then
+  printf 'GET /healthz HTTP/1.0\r\nHost: %%s\r\n\r\n' "$hp" >&3
+  echo "api $(head -n 1 <&3 | tr -d '\r')"
+else
+  echo api-refused
+fi
+`
+
+var temporalLine = regexp.MustCompile(`Temporal on (127\.0\.0\.1:\d+)`)
+
+// TestLocalJobsCannotReachServicePorts is issue 30's third finding through
+// the binary: a local job connects to nothing the service or the host
+// listens on at the loopback (the embedded Temporal frontend, every other
+// port svc dev listens on, pprof, a PostgreSQL of the host, a listener the
+// test opens), while the API answers at the OTLP endpoint the job is told
+// and a host of the outside network (an address of this host that is not
+// the loopback) is reachable.
+func TestLocalJobsCannotReachServicePorts(t *testing.T) {
+	dataDir, scripts := t.TempDir(), jobDir(t)
+	apiPort, pprofPort := freePort(t), freePort(t)
+	pg, err := url.Parse(pgtest.URL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc := start(t, devEnv(dataDir, "SVC_ADDR=127.0.0.1:"+apiPort, "SVC_HARNESS_OTLP_ENDPOINT=http://127.0.0.1:"+apiPort,
+		"SVC_PPROF_ADDR=127.0.0.1:"+pprofPort), true, "dev")
+	m := temporalLine.FindStringSubmatch(svc.Stdout())
+	if m == nil {
+		t.Fatalf("svc dev did not print Temporal's address: %s", svc.Stdout())
+	}
+
+	targets := []string{"temporal=" + m[1], "pprof=127.0.0.1:" + pprofPort, "postgres=" + pg.Host}
+	want := []string{"temporal-refused", "pprof-refused", "postgres-refused"}
+	// Every other port svc listens on (Temporal's own services, say).
+	for _, port := range listeningPorts(t, svc.cmd.Process.Pid) {
+		if port == apiPort || "127.0.0.1:"+port == m[1] || port == pprofPort {
+			continue
+		}
+		targets = append(targets, "svc"+port+"=127.0.0.1:"+port)
+		want = append(want, "svc"+port+"-refused")
+	}
+	mine := acceptAll(t, "127.0.0.1:0")
+	targets = append(targets, "loopback="+mine)
+	want = append(want, "loopback-refused")
+	if ip := outsideAddress(); ip != "" {
+		targets = append(targets, "outside="+acceptAll(t, net.JoinHostPort(ip, "0")))
+		want = append(want, "outside-open")
+	} else {
+		t.Log("this host has no non-loopback IPv4 address: the outside network is not checked")
+	}
+	want = append(want, "api HTTP/1.0 200 OK")
+
+	probe := filepath.Join(scripts, "ports.sh")
+	if err := os.WriteFile(probe, fmt.Appendf(nil, portProbe, strings.Join(targets, " ")), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	h := map[string]any{"id": "ports", "version": "1.0.0", "kind": "process", "command": []string{"/bin/bash", probe}}
+	if code := call(t, "POST", svc.URL+"/harnesses", h, nil); code != 201 {
+		t.Fatalf("POST /harnesses = %d, want 201", code)
+	}
+	body := map[string]any{"harness": map[string]string{"id": "ports", "version": "1.0.0"},
+		"case": map[string]any{"id": "c", "task": "t", "timeoutSec": 120}}
+	var run eval.Run
+	if code := call(t, "POST", svc.URL+"/runs", body, &run); code != 202 {
+		t.Fatalf("POST /runs = %d, want 202", code)
+	}
+	testwait.Until(t, 2*time.Minute, "the probe run to end", func() bool {
+		if code := call(t, "GET", svc.URL+"/runs/"+run.ID, nil, &run); code != 200 {
+			t.Fatalf("GET /runs/%s = %d", run.ID, code)
+		}
+		return run.Status.Terminal()
+	})
+	if run.Result == nil || run.Result.Evidence == nil {
+		t.Fatalf("probe run %s ended without a result: %+v", run.Status, run.Error)
+	}
+	got := strings.Split(strings.TrimSpace(run.Result.Evidence.FinalAnswer), "\n")
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("what a local job reached (-want +got):\n%s", diff)
+	}
+}
+
+// listeningPorts returns the TCP ports the process pid listens on.
+func listeningPorts(t *testing.T, pid int) []string {
+	t.Helper()
+	inodes := map[string]bool{}
+	fds, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, fd := range fds {
+		if l, err := os.Readlink(fmt.Sprintf("/proc/%d/fd/%s", pid, fd.Name())); err == nil {
+			if ino, ok := strings.CutPrefix(l, "socket:["); ok {
+				inodes[strings.TrimSuffix(ino, "]")] = true
+			}
+		}
+	}
+	var ports []string
+	for _, f := range []string{"tcp", "tcp6"} {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/net/%s", pid, f))
+		if err != nil {
+			continue
+		}
+		for _, line := range strings.Split(string(b), "\n")[1:] {
+			// sl local_address rem_address st ... inode
+			fs := strings.Fields(line)
+			if len(fs) < 10 || fs[3] != "0A" || !inodes[fs[9]] {
+				continue
+			}
+			_, hexPort, _ := strings.Cut(fs[1], ":")
+			if p, err := strconv.ParseUint(hexPort, 16, 16); err == nil && !slices.Contains(ports, strconv.Itoa(int(p))) {
+				ports = append(ports, strconv.Itoa(int(p)))
+			}
+		}
+	}
+	if len(ports) == 0 {
+		t.Fatalf("found no port svc (pid %d) listens on", pid)
+	}
+	return ports
+}
+
+// acceptAll listens at addr, accepting and holding connections until the
+// test ends, and returns its address.
+func acceptAll(t *testing.T, addr string) string {
+	t.Helper()
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			t.Cleanup(func() { c.Close() })
+		}
+	}()
+	return l.Addr().String()
+}
+
+// outsideAddress returns an IPv4 address of this host that is not on the
+// loopback (what a job reaches as a host of the outside network), or "".
+func outsideAddress() string {
+	addrs, err := net.InterfaceAddrs()
+	if err != nil {
+		return ""
+	}
+	for _, a := range addrs {
+		if ipn, ok := a.(*net.IPNet); ok && ipn.IP.To4() != nil && !ipn.IP.IsLoopback() && !ipn.IP.IsLinkLocalUnicast() {
+			return ipn.IP.String()
+		}
+	}
+	return ""
 }

@@ -92,7 +92,9 @@ func runRunner(ctx context.Context, x *cli, args []string) (int, error) {
 	cfg.LocalMaxConcurrent = *workers
 	// The team's own machine running its own workspace's harnesses: the
 	// local runtime's rules of svc dev (isolate where the host allows).
-	d, err := localDriver(ctx, cfg, "dev", cfg.DataDir, log)
+	// Its jobs reach the API they are told of (c.base) from the isolated
+	// network.
+	d, err := localDriver(ctx, cfg, "dev", cfg.DataDir, log, c.base)
 	if err != nil {
 		return exitProblem, err
 	}
