@@ -192,12 +192,58 @@ func call(t *testing.T, method, url string, body any, out any, headers ...string
 	}
 	defer resp.Body.Close()
 	raw, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode >= 400 {
+		noInternalChain(t, fmt.Sprintf("the %d body of %s %s", resp.StatusCode, method, url), string(raw))
+	}
 	if out != nil && len(raw) > 0 {
 		if err := json.Unmarshal(raw, out); err != nil {
 			t.Fatalf("%s %s: decoding %q: %v", method, url, raw, err)
 		}
 	}
 	return resp.StatusCode
+}
+
+// internalChain matches what only an internal error chain says: a call
+// with its context argument (derrors.Wrap's "Store.GetRun(ctx, ...)"), and
+// Temporal's wrapping of an activity's error. No error body, record error
+// or step message may contain one (issue 29): it goes to the log.
+var internalChain = regexp.MustCompile(`\w+\.\w+\(ctx|activity error \(type:|scheduledEventID|identity: \d+@|workflow error|\(type: \w+, retryable: `)
+
+// noInternalChain fails the test when text, what a user reads in what,
+// holds an internal call chain.
+func noInternalChain(t *testing.T, what, text string) {
+	t.Helper()
+	if m := internalChain.FindString(text); m != "" {
+		t.Errorf("%s shows an internal call chain (%q): %s", what, m, tail(text, 2000))
+	}
+}
+
+// noInternalChainInRecord checks what a user reads of a run or batch
+// record (decoded JSON, or an eval.Run or eval.Scorecard): its
+// error.message and every steps[].message.
+func noInternalChainInRecord(t *testing.T, what string, record any) {
+	t.Helper()
+	rec, ok := record.(map[string]any)
+	if !ok {
+		b, err := json.Marshal(record)
+		if err == nil {
+			err = json.Unmarshal(b, &rec)
+		}
+		if err != nil {
+			t.Fatalf("%s: reading the record %T as JSON: %v", what, record, err)
+		}
+	}
+	if e, ok := rec["error"].(map[string]any); ok {
+		msg, _ := e["message"].(string)
+		noInternalChain(t, what+" error.message", msg)
+	}
+	steps, _ := rec["steps"].([]any)
+	for i, st := range steps {
+		if m, ok := st.(map[string]any); ok {
+			msg, _ := m["message"].(string)
+			noInternalChain(t, fmt.Sprintf("%s steps[%d].message", what, i), msg)
+		}
+	}
 }
 
 func devEnv(dataDir string, extra ...string) []string {
