@@ -149,7 +149,10 @@ func (a *Activities) chunkCases(ctx context.Context, sc eval.Scorecard, items []
 			ids = append(ids, it.CaseID)
 		}
 	}
-	if len(ids) == 0 {
+	if len(ids) == 0 || sc.Dataset.ID == eval.IDTraces {
+		// An ingest without a dataset has no registry dataset to read:
+		// its child runs, each its own case, were created at submit,
+		// and runItem reads them.
 		return out, nil
 	}
 	owner := sc.Tenant
@@ -158,7 +161,7 @@ func (a *Activities) chunkCases(ctx context.Context, sc eval.Scorecard, items []
 	}
 	rows, err := a.Store.ListDatasetCases(ctx, owner, sc.Dataset.ID, sc.Dataset.Version, store.CaseFilter{IDs: ids})
 	if err != nil {
-		return nil, err
+		return nil, a.datasetGone(ctx, sc, err)
 	}
 	for _, r := range rows {
 		var c registry.EvalCase
@@ -218,4 +221,17 @@ func (a *Activities) runItem(ctx context.Context, sc eval.Scorecard, item CaseIt
 		}
 	}
 	return st.Status, nil
+}
+
+// datasetGone is the error of a failed read of sc's dataset cases. A
+// version that is not found (deleted since the submit) or refused cannot
+// be read on a retry either: the error is non-retryable, with a message
+// for the user; the store's own error goes to the log. Any other error is
+// returned as it is, for Temporal to retry.
+func (a *Activities) datasetGone(ctx context.Context, sc eval.Scorecard, err error) error {
+	if !errors.Is(err, derrors.ErrNotFound) && !errors.Is(err, derrors.ErrInvalid) {
+		return err
+	}
+	a.logger().WarnContext(ctx, "reading a batch's dataset cases", append(activityAttrs(ctx), "scorecard", sc.ID, "dataset", sc.Dataset.String(), "error", err)...)
+	return temporal.NewNonRetryableApplicationError(fmt.Sprintf("the cases of dataset %s cannot be read: that version is gone; run the batch again on a version that exists", sc.Dataset), "DatasetGone", nil)
 }

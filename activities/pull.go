@@ -12,7 +12,9 @@ import (
 
 	"svc/derrors"
 	"svc/eval"
+	"svc/records"
 	"svc/store"
+	"svc/traceingest"
 	"svc/traces"
 	"svc/traces/pull"
 	"svc/tracesources"
@@ -78,15 +80,13 @@ func (a *Activities) gradePulled(ctx context.Context, run eval.Run, g grading) (
 	}
 	var events []eval.TraceEvent
 	if plan.Ledger() {
-		t, err := a.Store.GetTrajectory(ctx, run.Tenant, plan.RunID)
-		if errors.Is(err, derrors.ErrNotFound) || (err == nil && t.Audience != "" && t.Audience != plan.Viewer) {
-			return fail("the trace ledger of the workspace has no trajectory %q (GET /trajectories lists them)", plan.RunID)
-		}
-		if err != nil {
+		var problem string
+		events, problem, err = a.ledgerEvents(ctx, run, plan)
+		switch {
+		case err != nil:
 			return RunStatus{}, err
-		}
-		if err := json.Unmarshal(t.Events, &events); err != nil {
-			return fail("trajectory %q of the ledger does not decode: %v", plan.RunID, err)
+		case problem != "":
+			return fail("%s", problem)
 		}
 	} else {
 		tr, err := a.fetchPulled(ctx, run.Tenant, plan)
@@ -146,4 +146,112 @@ func attempt(ctx context.Context) int32 {
 		return 1
 	}
 	return activity.GetInfo(ctx).Attempt
+}
+
+// ledgerMaxWait bounds how long a pull from the ledger waits for a
+// trajectory whose spans keep arriving.
+const ledgerMaxWait = time.Hour
+
+// ledgerPoll bounds one wait of a pull for pending spans: it looks again
+// at least this often (a sweep may seal them first).
+const ledgerPoll = 10 * time.Second
+
+// ledgerEvents reads the trajectory a pull from the ledger copies, with
+// the trace's final answer as its last assistant message
+// (pull.LedgerEvents): the answer the run recorded when the trajectory is
+// a run's, else the one its spans carry. While the trajectory's spans are
+// pending (received on the OTLP door, not sealed yet), it waits for them
+// and seals them itself once their idle window is over, without waiting
+// for the sweep; the batch's timeline says what it waits for and until
+// when. problem, when not empty, is why the case fails.
+func (a *Activities) ledgerEvents(ctx context.Context, run eval.Run, plan pull.Plan) (events []eval.TraceEvent, problem string, err error) {
+	ingest := a.traceIngest()
+	deadline := a.now().Add(ledgerMaxWait)
+	noted := false
+	for {
+		t, err := a.Store.GetTrajectory(ctx, run.Tenant, plan.RunID)
+		if err == nil && !eval.VisibleTo(t.Audience, plan.Viewer, plan.ViewerTeams) {
+			err = derrors.ErrNotFound
+		}
+		switch {
+		case err == nil:
+			if err := json.Unmarshal(t.Events, &events); err != nil {
+				return nil, fmt.Sprintf("trajectory %q of the ledger does not decode: %v", plan.RunID, err), nil
+			}
+			answer, err := a.recordedAnswer(ctx, run.Tenant, plan)
+			if err != nil {
+				return nil, "", err
+			}
+			return pull.LedgerEvents(events, answer), "", nil
+		case !errors.Is(err, derrors.ErrNotFound):
+			return nil, "", err
+		}
+		pending, err := ingest.Pending(ctx, run.Tenant, plan.Viewer, plan.RunID)
+		switch {
+		case err != nil:
+			return nil, "", err
+		case pending == nil:
+			return nil, fmt.Sprintf("the trace ledger of the workspace has no trajectory %q (GET /trajectories lists them)", plan.RunID), nil
+		case !pending.External:
+			return nil, fmt.Sprintf("run %s is %s: its trajectory is sealed when it ends; pull it once it has ended", plan.RunID, pending.RunStatus), nil
+		}
+		sealed, err := ingest.SealIdle(ctx, run.Tenant, plan.RunID)
+		if err != nil {
+			return nil, "", err
+		}
+		if sealed {
+			continue
+		}
+		if a.now().After(deadline) {
+			return nil, fmt.Sprintf("trajectory %q was still receiving spans %s after this pull started (%d so far, the last at %s); pull it again once its agent has finished",
+				plan.RunID, ledgerMaxWait, pending.Spans, pending.LastReceived.Format(time.RFC3339)), nil
+		}
+		if !noted && run.ParentScorecardID != "" {
+			noted = true
+			ref := ScorecardRef{Workspace: run.Tenant, ScorecardID: run.ParentScorecardID}
+			msg := fmt.Sprintf("case %s waits for trajectory %s: %d span(s) received, not sealed yet; it is sealed at %s, once no span arrived for %s (SVC_INGEST_IDLE_WINDOW), and then pulled",
+				run.CaseID, plan.RunID, pending.Spans, pending.SealsAt.Format(time.RFC3339), pending.IdleWindow)
+			if err := a.step(ctx, ref, "pull:pending:"+run.ID, "case", "info", msg, run.CaseID); err != nil {
+				a.logStepError(ctx, ref, run.ID, err)
+			}
+		}
+		wait := min(max(pending.SealsAt.Sub(a.now()), 50*time.Millisecond), ledgerPoll)
+		select {
+		case <-ctx.Done():
+			return nil, "", ctx.Err()
+		case <-time.After(wait):
+		}
+	}
+}
+
+// recordedAnswer is the final answer the run plan.RunID recorded, when the
+// ledger's trajectory is a run's that plan's viewer may see: a process
+// harness prints it on stdout, which its trajectory does not hold.
+func (a *Activities) recordedAnswer(ctx context.Context, workspace string, plan pull.Plan) (string, error) {
+	row, err := a.Store.GetRun(ctx, workspace, plan.RunID)
+	switch {
+	case errors.Is(err, derrors.ErrNotFound):
+		return "", nil
+	case err != nil:
+		return "", err
+	case !eval.VisibleTo(row.Audience, plan.Viewer, plan.ViewerTeams):
+		return "", nil
+	}
+	src, err := records.FromRow(row)
+	if err != nil {
+		return "", err
+	}
+	if src.Result == nil || src.Result.Evidence == nil {
+		return "", nil
+	}
+	return src.Result.Evidence.FinalAnswer, nil
+}
+
+// traceIngest is Activities' TraceIngest, else one on the activity's
+// store with the default idle window.
+func (a *Activities) traceIngest() *traceingest.Service {
+	if a.TraceIngest != nil {
+		return a.TraceIngest
+	}
+	return traceingest.New(traceingest.Options{Store: a.Store, Registries: a.Registries, Now: a.Now, Logger: a.Logger})
 }

@@ -155,9 +155,13 @@ func (a *Activities) newChild(ctx context.Context, sc eval.Scorecard, item CaseI
 		if o != nil && o.DatasetOwner != "" {
 			owner = o.DatasetOwner
 		}
+		if sc.Dataset.ID == eval.IDTraces {
+			// An ingest's cases are its child runs, made at submit.
+			return eval.Run{}, temporal.NewNonRetryableApplicationError(fmt.Sprintf("the child run of case %s of this ingest is missing; ingest the trace again", item.CaseID), "CaseMissing", nil)
+		}
 		cases, err := a.Store.ListDatasetCases(ctx, owner, sc.Dataset.ID, sc.Dataset.Version, store.CaseFilter{IDs: []string{item.CaseID}})
 		if err != nil {
-			return eval.Run{}, err
+			return eval.Run{}, a.datasetGone(ctx, sc, err)
 		}
 		if len(cases) == 0 {
 			return eval.Run{}, temporal.NewNonRetryableApplicationError(fmt.Sprintf("case %s is not in dataset %s", item.CaseID, sc.Dataset), "CaseMissing", nil)

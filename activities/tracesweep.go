@@ -4,7 +4,6 @@ import (
 	"context"
 
 	"svc/flows"
-	"svc/traceingest"
 )
 
 // SweepTraces is one run of the trace sweep (traceingest.Service.Sweep):
@@ -12,11 +11,7 @@ import (
 // been idle for the idle window, drops the pending spans of ended runs
 // and deletes trajectories past their retention.
 func (a *Activities) SweepTraces(ctx context.Context) (flows.TraceSweepOutput, error) {
-	svc := a.TraceIngest
-	if svc == nil {
-		svc = traceingest.New(traceingest.Options{Store: a.Store, Registries: a.Registries, Now: a.Now, Logger: a.Logger})
-	}
-	rep, err := svc.Sweep(ctx)
+	rep, err := a.traceIngest().Sweep(ctx)
 	if err != nil {
 		return flows.TraceSweepOutput{}, err
 	}

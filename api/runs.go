@@ -1,6 +1,7 @@
 package api
 
 import (
+	"errors"
 	"net/http"
 	"strconv"
 
@@ -127,7 +128,7 @@ func (s *Server) runTrajectory(c echo.Context) error {
 	}
 	t, err := s.runs.Trajectory(c.Request().Context(), principal(c), id)
 	if err != nil {
-		return err
+		return s.pendingTrajectory(c, id, err)
 	}
 	return c.JSON(http.StatusOK, t)
 }
@@ -166,9 +167,29 @@ func (s *Server) getTrajectory(c echo.Context) error {
 	}
 	t, err := s.runs.GetTrajectory(c.Request().Context(), principal(c), id)
 	if err != nil {
-		return err
+		return s.pendingTrajectory(c, id, err)
 	}
 	return c.JSON(http.StatusOK, t)
+}
+
+// pendingTrajectory is the answer for trajectory id that was not found
+// (err): when spans of id are received but not sealed yet, a NOT_FOUND
+// that says how many wait and when they are sealed (details.sealsAt),
+// rather than a bare 404 (docs/traces.md, "Before a trajectory is
+// sealed"); else err.
+func (s *Server) pendingTrajectory(c echo.Context, id string, err error) error {
+	if !errors.Is(err, derrors.ErrNotFound) {
+		return err
+	}
+	p := principal(c)
+	pe, perr := s.traceIngest.Pending(c.Request().Context(), p.Workspace, p.Subject, id)
+	switch {
+	case perr != nil:
+		return perr
+	case pe == nil:
+		return err
+	}
+	return publicError(derrors.ErrNotFound, pe.ErrorDetails(), "%s", pe.Error())
 }
 
 func (s *Server) listNotifications(c echo.Context) error {

@@ -128,6 +128,10 @@ type TraceIngest interface {
 	SealPendingGroup(ctx context.Context, t Trajectory, maxEvents int) (_ Trajectory, sealed bool, err error)
 	// DeletePendingSpans drops a group's spans (once sealed or refused).
 	DeletePendingSpans(ctx context.Context, workspace, group string) error
+	// GetPendingGroup returns the group of a workspace's pending spans
+	// named group (a run id or an external trajectory's id), as
+	// ListPendingGroups lists it, or ErrNotFound when none waits.
+	GetPendingGroup(ctx context.Context, workspace, group string) (PendingGroup, error)
 	// ListPendingGroups returns the groups whose latest span was received
 	// before idleSince (zero: all groups), oldest first, at most limit
 	// (0 means 100). Spans counts the group's stored spans.

@@ -851,6 +851,27 @@ func (o ops) DeletePendingSpans(ctx context.Context, workspace, group string) (e
 	return o.mapErr(err)
 }
 
+// GetPendingGroup returns one group of pending spans; see store.TraceIngest.
+func (o ops) GetPendingGroup(ctx context.Context, workspace, group string) (_ store.PendingGroup, err error) {
+	defer derrors.Wrap(&err, "%s.GetPendingGroup(ctx, %q, %q)", o.kind, workspace, group)
+	if err := checkText(workspace, group); err != nil {
+		return store.PendingGroup{}, err
+	}
+	g := store.PendingGroup{Workspace: workspace, Group: group}
+	var external int
+	var last dbTime
+	err = o.r.QueryRowContext(ctx, `SELECT MAX(CASE WHEN external THEN 1 ELSE 0 END), SUM(spans), MAX(received_at) FROM pending_span_batches
+		WHERE workspace = $1 AND grp = $2 GROUP BY workspace, grp`, workspace, group).Scan(&external, &g.Spans, &last)
+	if errors.Is(err, sql.ErrNoRows) {
+		return store.PendingGroup{}, derrors.NotFoundf("no pending spans of %q in workspace %q", group, workspace)
+	}
+	if err != nil {
+		return store.PendingGroup{}, o.mapErr(err)
+	}
+	g.External, g.LastReceived = external == 1, last.Time
+	return g, nil
+}
+
 // ListPendingGroups returns idle groups, oldest first; see store.TraceIngest.
 func (o ops) ListPendingGroups(ctx context.Context, idleSince time.Time, limit int) (_ []store.PendingGroup, err error) {
 	defer derrors.Wrap(&err, "%s.ListPendingGroups(ctx, %v, %d)", o.kind, idleSince, limit)

@@ -377,6 +377,28 @@ var traceIngestCases = []Case{
 			t.Error("run-live: External = true, want false")
 		}
 	}},
+	{"traceingest/get_pending_group", func(t *testing.T, s store.Store) {
+		first, later := pendingSpan("acme", "ext", "k1", 1, true), pendingSpan("acme", "ext", "k2", 2, true)
+		first.ReceivedAt, later.ReceivedAt = t0, t0.Add(time.Minute)
+		live := pendingSpan("acme", "run-live", "k1", 1, false)
+		live.ReceivedAt = t0
+		addSpans(t, s, first, later, live)
+		got, err := s.GetPendingGroup(t.Context(), "acme", "ext")
+		want := store.PendingGroup{Workspace: "acme", Group: "ext", External: true, Spans: 2, LastReceived: norm(t0.Add(time.Minute))}
+		if diff := cmp.Diff(want, got); err != nil || diff != "" {
+			t.Errorf("GetPendingGroup(ext) = %v (-want +got):\n%s", err, diff)
+		}
+		if g, err := s.GetPendingGroup(t.Context(), "acme", "run-live"); err != nil || g.External || g.Spans != 1 {
+			t.Errorf("GetPendingGroup(run-live) = %+v, %v; want 1 span, not external", g, err)
+		}
+		_, err = s.GetPendingGroup(t.Context(), "globex", "ext")
+		wantErr(t, "GetPendingGroup(another workspace)", err, derrors.ErrNotFound)
+		if err := s.DeletePendingSpans(t.Context(), "acme", "ext"); err != nil {
+			t.Fatal(err)
+		}
+		_, err = s.GetPendingGroup(t.Context(), "acme", "ext")
+		wantErr(t, "GetPendingGroup(sealed)", err, derrors.ErrNotFound)
+	}},
 	{"traceingest/pending_span_needs_a_group_and_json", func(t *testing.T, s store.Store) {
 		bad := pendingSpan("acme", "", "k", 1, false)
 		_, err := s.AddPendingSpans(t.Context(), []store.PendingSpan{bad})
