@@ -20,7 +20,11 @@ import (
 //
 //	go test -run '^$' -bench RunNoop -benchtime 200x ./drivers/local/
 //
-// The "-64" variants keep 64 jobs in flight.
+// The "-64" variants keep 64 jobs in flight; the "-net" variants give jobs
+// the isolated network (slirp4netns, whose CPU counts among the
+// children's), against the host's network of the others:
+//
+//	go test -run '^$' -bench 'RunNoop/pool(-net)?-64$' -benchtime 2000x ./drivers/local/
 func BenchmarkRunNoop(b *testing.B) {
 	shimPath := filepath.Join(b.TempDir(), ShimName)
 	if out, err := exec.Command("go", "build", "-o", shimPath, "svc/cmd/svc-shim").CombinedOutput(); err != nil {
@@ -36,13 +40,17 @@ func BenchmarkRunNoop(b *testing.B) {
 		isolate  bool
 		pool     bool
 		inFlight int
+		net      bool
 	}{
-		{"reexec", "", false, false, 1},
-		{"shim", shimPath, false, false, 1},
-		{"shim-isolated", shimPath, true, false, 1},
-		{"pool", shimPath, true, true, 1},
-		{"shim-isolated-64", shimPath, true, false, 64},
-		{"pool-64", shimPath, true, true, 64},
+		{"reexec", "", false, false, 1, false},
+		{"shim", shimPath, false, false, 1, false},
+		{"shim-isolated", shimPath, true, false, 1, false},
+		{"pool", shimPath, true, true, 1, false},
+		{"shim-isolated-64", shimPath, true, false, 64, false},
+		{"pool-64", shimPath, true, true, 64, false},
+		{"shim-isolated-net", shimPath, true, false, 1, true},
+		{"pool-net", shimPath, true, true, 1, true},
+		{"pool-net-64", shimPath, true, true, 64, true},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
 			dataDir := b.TempDir()
@@ -52,6 +60,14 @@ func BenchmarkRunNoop(b *testing.B) {
 				o.Isolate = &Isolation{UIDs: &DefaultUIDs, Hide: []string{dataDir}}
 			case tc.isolate:
 				o.Isolate = &Isolation{UID: uid, GID: gid, Hide: []string{dataDir}}
+			}
+			if tc.net {
+				slirp := FindSlirp()
+				if slirp == "" {
+					b.Skipf("%s is not installed", SlirpName)
+				}
+				// The API's address, as svc forwards it.
+				o.Isolate.Network = &Network{Slirp: slirp, Forward: []string{"127.0.0.1:8080"}}
 			}
 			// The job server's CPU, and its harnesses', reach this
 			// process's children's rusage when it is reaped: the clock

@@ -74,7 +74,7 @@ func (d *Driver) network() (*netState, error) {
 	n.once.Do(func() {
 		n.listen, n.dial, n.err = planForwards(context.Background(), d.isolate.Network.Forward)
 		if n.err == nil {
-			n.resolv, n.err = d.writeResolvConf("/etc/resolv.conf")
+			n.resolv, n.err = d.writeResolvConf(hostResolvConf)
 		}
 	})
 	return n, n.err
@@ -166,6 +166,9 @@ func (d *Driver) writeResolvConf(hostPath string) (string, error) {
 	}
 	return path, nil
 }
+
+// hostResolvConf is the host's resolver file; a variable for the tests.
+var hostResolvConf = "/etc/resolv.conf"
 
 // slirpDNS is slirp4netns's built-in resolver, in the namespace.
 const slirpDNS = "10.0.2.3"

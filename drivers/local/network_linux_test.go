@@ -347,3 +347,27 @@ func listenEcho(t *testing.T) net.Listener {
 	}()
 	return l
 }
+
+// TestIsolatedNetworkResolver: where the host's resolver file names a
+// resolver on its loopback (systemd-resolved's), which the namespace does
+// not reach, jobs see one naming slirp4netns's, and cannot change it.
+func TestIsolatedNetworkResolver(t *testing.T) { eachIsolation(t, testIsolatedNetworkResolver) }
+
+func testIsolatedNetworkResolver(t *testing.T, pool bool) {
+	host := t.TempDir() + "/resolv.conf"
+	if err := os.WriteFile(host, []byte("nameserver 127.0.0.53\noptions edns0\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	old := hostResolvConf
+	hostResolvConf = host
+	t.Cleanup(func() { hostResolvConf = old })
+	d := networkDriver(t, pool)
+	res, err := d.Run(t.Context(), drivers.Job{RunID: "resolver", Command: []string{"/bin/sh", "-c",
+		`cat /etc/resolv.conf; echo x >> /etc/resolv.conf 2>/dev/null && echo written || echo refused`}})
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if want := "nameserver 10.0.2.3\noptions edns0\nrefused\n"; res.Stdout != want {
+		t.Errorf("the job's resolver file and its write: %q, want %q (stderr %s)", res.Stdout, want, res.StderrTail)
+	}
+}

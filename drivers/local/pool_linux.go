@@ -88,6 +88,24 @@ type serverProc struct {
 	exitErr error         // set before exited is closed
 	dead    chan struct{} // closed after exited, once every event is read
 	deadErr error         // set before dead is closed
+
+	cleanMu sync.Mutex
+	cleaned bool     // the cleanups have run
+	cleanup []func() // run once the process is gone, before dead closes
+}
+
+// onExit runs f once the server's process is gone, before dead closes
+// (at once if it is gone already): what lives as long as the server
+// (its slirp4netns, the relay from its namespace) goes with it.
+func (sp *serverProc) onExit(f func()) {
+	sp.cleanMu.Lock()
+	if !sp.cleaned {
+		sp.cleanup = append(sp.cleanup, f)
+		sp.cleanMu.Unlock()
+		return
+	}
+	sp.cleanMu.Unlock()
+	f()
 }
 
 // readyMsg is the server's first event and the descriptors that came
@@ -226,7 +244,7 @@ func (d *Driver) startServer() (*serverProc, error) {
 			sp.kill()
 			return nil, err
 		}
-		go func() { <-sp.exited; sl.stop() }()
+		sp.onExit(sl.stop)
 	}
 
 	cfg, err := json.Marshal(shim.Config{
@@ -256,7 +274,7 @@ func (d *Driver) startServer() (*serverProc, error) {
 				sp.kill()
 				return nil, err
 			}
-			go func() { <-sp.exited; r.close() }()
+			sp.onExit(r.close)
 		} else {
 			closeFDs(m.fds)
 		}
@@ -460,6 +478,13 @@ func (sp *serverProc) read() {
 	}
 	sp.kill()
 	<-sp.exited
+	sp.cleanMu.Lock()
+	sp.cleaned = true
+	cleanup := sp.cleanup
+	sp.cleanMu.Unlock()
+	for _, f := range cleanup {
+		f()
+	}
 	why := "exit: " + fmt.Sprint(sp.exitErr)
 	if sp.exitErr == nil {
 		why = "it exited"
