@@ -101,6 +101,16 @@ type Config struct {
 	// IngestIdleWindow is how long an external trajectory's spans wait
 	// without a new one before it is sealed.
 	IngestIdleWindow time.Duration
+
+	// TemporalTLSCert and TemporalTLSKey are the PEM files of the client
+	// certificate serve and worker present to Temporal (mutual TLS);
+	// TemporalTLSCA the PEM file of the CAs that sign the frontend's
+	// certificate; TemporalTLSServerName the name it must carry. All
+	// empty: plain gRPC.
+	TemporalTLSCert       string
+	TemporalTLSKey        string
+	TemporalTLSCA         string
+	TemporalTLSServerName string
 }
 
 // Setting is one row of the settings table.
@@ -163,6 +173,14 @@ var Settings = []Setting{
 		set: str(func(c *Config) *string { return &c.TemporalAddress })},
 	{Flag: "temporal-namespace", Env: "SVC_TEMPORAL_NAMESPACE", Default: "default", Usage: "Temporal namespace",
 		set: str(func(c *Config) *string { return &c.TemporalNamespace })},
+	{Flag: "temporal-tls-cert", Env: "TEMPORAL_TLS_CERT", Default: "", Usage: "PEM file of the client certificate serve and worker present to Temporal (mutual TLS; with TEMPORAL_TLS_KEY); read again at each new connection",
+		set: str(func(c *Config) *string { return &c.TemporalTLSCert })},
+	{Flag: "temporal-tls-key", Env: "TEMPORAL_TLS_KEY", Default: "", Usage: "PEM file of the private key of TEMPORAL_TLS_CERT",
+		set: str(func(c *Config) *string { return &c.TemporalTLSKey })},
+	{Flag: "temporal-tls-ca", Env: "TEMPORAL_TLS_CA", Default: "", Usage: "PEM file of the CAs that sign the Temporal frontend's certificate (the system's roots when unset); any TEMPORAL_TLS_* setting turns TLS on",
+		set: str(func(c *Config) *string { return &c.TemporalTLSCA })},
+	{Flag: "temporal-tls-server-name", Env: "TEMPORAL_TLS_SERVER_NAME", Default: "", Usage: "name the Temporal frontend's certificate must carry (the host of TEMPORAL_ADDRESS when unset)",
+		set: str(func(c *Config) *string { return &c.TemporalTLSServerName })},
 	{Flag: "task-queue", Env: "SVC_TASK_QUEUE", Default: "svc", Usage: "Temporal task queue the worker polls",
 		set: str(func(c *Config) *string { return &c.TaskQueue })},
 	{Flag: "temporal-port", Env: "SVC_TEMPORAL_PORT", Default: "7233", Usage: "loopback port of the embedded Temporal frontend (svc dev); 0 picks a free port",

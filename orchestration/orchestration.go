@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
 	"go.temporal.io/api/serviceerror"
@@ -89,7 +90,7 @@ func Dial(ctx context.Context, o ClientOptions) (client.Client, error) {
 		},
 	})
 	if err != nil {
-		return nil, fmt.Errorf("%s=%s: cannot reach Temporal: %w: %w%s", o.setting(), o.HostPort, derrors.ErrUnavailable, err, tlsHint(o))
+		return nil, fmt.Errorf("%s=%s: cannot reach Temporal: %w: %w%s", o.setting(), o.HostPort, derrors.ErrUnavailable, err, tlsHint(o, err))
 	}
 	_, err = c.WorkflowService().DescribeNamespace(ctx, &workflowservice.DescribeNamespaceRequest{Namespace: o.Namespace})
 	if err != nil {
@@ -99,16 +100,16 @@ func Dial(ctx context.Context, o ClientOptions) (client.Client, error) {
 			return nil, fmt.Errorf("SVC_TEMPORAL_NAMESPACE=%s: %w: namespace does not exist on %s (register it with `temporal operator namespace create`)",
 				o.Namespace, derrors.ErrNotFound, o.HostPort)
 		}
-		return nil, fmt.Errorf("%s=%s: cannot describe namespace %q: %w: %w%s", o.setting(), o.HostPort, o.Namespace, derrors.ErrUnavailable, err, tlsHint(o))
+		return nil, fmt.Errorf("%s=%s: cannot describe namespace %q: %w: %w%s", o.setting(), o.HostPort, o.Namespace, derrors.ErrUnavailable, err, tlsHint(o, err))
 	}
 	return c, nil
 }
 
-// tlsHint is said after a failed dial: without TLS, that the frontend may
-// require it (a TLS listener drops a plain client with a bare "connection
-// closed"); with it, which settings hold the certificates.
-func tlsHint(o ClientOptions) string {
-	if o.Setting != "" && o.Setting != "TEMPORAL_ADDRESS" {
+// tlsHint is said after a failed dial that reached a listener: without
+// TLS, that the frontend may require it (a TLS listener drops a plain
+// client with a bare EOF); with it, which settings hold the certificates.
+func tlsHint(o ClientOptions, err error) string {
+	if o.setting() != "TEMPORAL_ADDRESS" || strings.Contains(err.Error(), "connection refused") {
 		return ""
 	}
 	if o.TLS == nil {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -99,13 +100,15 @@ func openPostgres(ctx context.Context, cfg config.Config, migrate bool) (*postgr
 	return st, nil
 }
 
-// dialTemporal connects to Temporal; a failure names TEMPORAL_ADDRESS.
-func dialTemporal(ctx context.Context, cfg config.Config, hostPort, setting string, log *slog.Logger) (client.Client, error) {
+// dialTemporal connects to Temporal; a failure names TEMPORAL_ADDRESS (or
+// the TEMPORAL_TLS_* setting at fault). tlsCfg nil is plain gRPC.
+func dialTemporal(ctx context.Context, cfg config.Config, hostPort, setting string, tlsCfg *tls.Config, log *slog.Logger) (client.Client, error) {
 	c, err := orchestration.Dial(ctx, orchestration.ClientOptions{
 		HostPort:  hostPort,
 		Namespace: cfg.TemporalNamespace,
 		Logger:    log,
 		Setting:   setting,
+		TLS:       tlsCfg,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("%v", oneLine(err))

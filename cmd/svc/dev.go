@@ -76,7 +76,9 @@ func runDev(ctx context.Context, cfg config.Config, args []string, stdout, stder
 	}
 	sd.add(func(context.Context) error { return ts.Stop() })
 
-	tc, err := dialTemporal(ctx, cfg, ts.HostPort(), "embedded Temporal", log)
+	// The embedded server requires mutual TLS with the certificates it
+	// keeps in the data dir; TEMPORAL_TLS_* are for serve and worker.
+	tc, err := dialTemporal(ctx, cfg, ts.HostPort(), "embedded Temporal", ts.ClientTLS(), log)
 	if err != nil {
 		return err
 	}
@@ -112,6 +114,8 @@ func runDev(ctx context.Context, cfg config.Config, args []string, stdout, stder
 	}
 	return serveHTTP(ctx, cfg, srv.Handler(), log, func(url string) {
 		fmt.Fprintf(stdout, "svc dev: API on %s (data in %s, Temporal on %s, task queue %q)\n", url, dataDir, ts.HostPort(), cfg.TaskQueue)
+		f := ts.TLSFiles()
+		fmt.Fprintf(stdout, "Temporal requires mutual TLS: a client uses TEMPORAL_TLS_CA=%s TEMPORAL_TLS_CERT=%s TEMPORAL_TLS_KEY=%s\n", f.CA, f.Cert, f.Key)
 		fmt.Fprintf(stdout, "try: curl -s %s/healthz\n", url)
 		fmt.Fprintf(stdout, "web view: %s/ui/\n", url)
 	})

@@ -61,12 +61,26 @@ func openExternal(ctx context.Context, cfg config.Config, role string, migrate b
 		return log, nil, nil, err
 	}
 	sd.add(func(context.Context) error { return st.Close() })
-	tc, err := dialTemporal(ctx, cfg, cfg.TemporalAddress, "", log)
+	tlsCfg, err := temporalTLS(cfg).Config()
+	if err != nil {
+		return log, nil, nil, err
+	}
+	tc, err := dialTemporal(ctx, cfg, cfg.TemporalAddress, "", tlsCfg, log)
 	if err != nil {
 		return log, nil, nil, err
 	}
 	sd.add(func(context.Context) error { tc.Close(); return nil })
 	return log, st, tc, nil
+}
+
+// temporalTLS is the TLS of serve's and worker's connection to Temporal.
+func temporalTLS(cfg config.Config) orchestration.TLSSettings {
+	return orchestration.TLSSettings{
+		Cert:       cfg.TemporalTLSCert,
+		Key:        cfg.TemporalTLSKey,
+		CA:         cfg.TemporalTLSCA,
+		ServerName: cfg.TemporalTLSServerName,
+	}
 }
 
 func requireExternal(cfg config.Config) error {

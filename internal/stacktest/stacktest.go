@@ -151,7 +151,7 @@ func New(tb testing.TB, o Options) *Stack {
 		tb.Fatalf("devserver: %v", err)
 	}
 	tb.Cleanup(func() { _ = ts.Stop() })
-	tc, err := orchestration.Dial(ctx, orchestration.ClientOptions{HostPort: ts.HostPort(), Namespace: "default", Logger: logger})
+	tc, err := orchestration.Dial(ctx, orchestration.ClientOptions{HostPort: ts.HostPort(), Namespace: "default", Logger: logger, TLS: ts.ClientTLS()})
 	if err != nil {
 		tb.Fatal(err)
 	}

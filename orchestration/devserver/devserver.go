@@ -3,6 +3,13 @@
 // at run time, listens on loopback only, and a second start on the same file
 // resumes every workflow that was running.
 //
+// Every gRPC listener of the server (the frontend and the internal history,
+// matching and worker services) requires mutual TLS with certificates of a
+// private CA that the first start creates next to the database file
+// (TLSDirName): a local job or another user of the machine that finds the
+// loopback port still cannot call Temporal without the client key, which
+// only the user running the server can read.
+//
 // It is the only package of svc that imports go.temporal.io/server: linking
 // the server costs about a minute and 2.5 GB of memory, so everything else
 // talks to Temporal through the SDK (package orchestration).
@@ -14,9 +21,11 @@ package devserver
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net"
 	"os"
 	"path/filepath"
@@ -72,12 +81,18 @@ type Options struct {
 	// logs are dropped because they are many lines a second. slog.Default()
 	// when nil.
 	Logger *slog.Logger
+	// TLSDir holds the CA, server and client certificates (created on the
+	// first start, reused after); TLSDirName next to DBPath when empty.
+	TLSDir string
 }
 
 // Server is a running embedded Temporal server.
 type Server struct {
 	srv      temporal.Server
 	hostPort string
+	services map[string]string // service name -> its gRPC host:port
+	creds    *credentials
+	tlsFiles TLSFiles
 	log      serverLogger
 	unlock   func() error // releases the database file's lock
 	stopOnce sync.Once
@@ -100,6 +115,9 @@ func Start(ctx context.Context, o Options) (_ *Server, err error) {
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
+	}
+	if o.TLSDir == "" {
+		o.TLSDir = filepath.Join(filepath.Dir(o.DBPath), TLSDirName)
 	}
 	if _, err := os.Stat(filepath.Dir(o.DBPath)); err != nil {
 		return nil, fmt.Errorf("folder of the database file: %w", err)
@@ -149,6 +167,13 @@ func Start(ctx context.Context, o Options) (_ *Server, err error) {
 	if err != nil {
 		return nil, err
 	}
+	creds, why, err := ensureCredentials(o.TLSDir, time.Now())
+	if err != nil {
+		return nil, fmt.Errorf("TLS of the embedded server (%s): %w", o.TLSDir, err)
+	}
+	if why != "" {
+		o.Logger.Info("embedded Temporal: created its CA and certificates", "dir", o.TLSDir, "because", why)
+	}
 	ns, err := sqlite.NewNamespaceConfig(clusterName, o.Namespace, false, nil)
 	if err != nil {
 		return nil, fmt.Errorf("namespace %q: %w", o.Namespace, err)
@@ -160,6 +185,7 @@ func Start(ctx context.Context, o Options) (_ *Server, err error) {
 	}
 
 	cfg := serverConfig(sqlCfg, hostPort, frontendPort, ports)
+	cfg.Global.TLS = creds.rootTLS()
 	logger := newServerLogger(o.Logger)
 	var srv temporal.Server
 	err = catchFatal(func() error {
@@ -192,8 +218,14 @@ func Start(ctx context.Context, o Options) (_ *Server, err error) {
 		}
 		return nil, err
 	}
-	s := &Server{srv: srv, hostPort: hostPort, log: logger, unlock: unlock}
-	if err := waitReady(ctx, hostPort, o.Namespace); err != nil {
+	s := &Server{srv: srv, hostPort: hostPort, creds: creds, tlsFiles: tlsFiles(o.TLSDir), log: logger, unlock: unlock,
+		services: map[string]string{
+			"frontend": hostPort,
+			"history":  addr(ports[0]),
+			"matching": addr(ports[1]),
+			"worker":   addr(ports[2]),
+		}}
+	if err := waitReady(ctx, hostPort, o.Namespace, creds.clientTLS()); err != nil {
 		_ = srv.Stop()
 		return nil, err
 	}
@@ -204,6 +236,23 @@ func Start(ctx context.Context, o Options) (_ *Server, err error) {
 
 // HostPort is the frontend's address, for orchestration.Dial.
 func (s *Server) HostPort() string { return s.hostPort }
+
+// ClientTLS is the TLS configuration to dial the frontend with
+// (orchestration.ClientOptions.TLS): it trusts the server's CA only and
+// presents the client certificate. Each call returns a new copy.
+func (s *Server) ClientTLS() *tls.Config { return s.creds.clientTLS() }
+
+// TLSFiles are the files of the CA and of the client certificate and key,
+// for a client in another process (TEMPORAL_TLS_CA, TEMPORAL_TLS_CERT,
+// TEMPORAL_TLS_KEY of `svc serve` and `svc worker`).
+func (s *Server) TLSFiles() TLSFiles { return s.tlsFiles }
+
+// Services returns the gRPC address of each service of the server
+// (frontend, history, matching, worker); every one requires the client
+// certificate.
+func (s *Server) Services() map[string]string {
+	return maps.Clone(s.services)
+}
 
 // Stop stops every service of the server; calling it again does nothing.
 // Workflows in flight stay in the database file for the next Start.
@@ -348,7 +397,7 @@ func freePorts(n int) ([]int, error) {
 
 // waitReady polls the frontend's health check until it answers, ctx ends,
 // or readyTimeout passes when ctx has no deadline.
-func waitReady(ctx context.Context, hostPort, namespace string) error {
+func waitReady(ctx context.Context, hostPort, namespace string, tlsCfg *tls.Config) error {
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, readyTimeout)
@@ -359,7 +408,8 @@ func waitReady(ctx context.Context, hostPort, namespace string) error {
 	defer tick.Stop()
 	var last error
 	for {
-		c, err := client.DialContext(ctx, client.Options{HostPort: hostPort, Namespace: namespace, Logger: quiet})
+		c, err := client.DialContext(ctx, client.Options{HostPort: hostPort, Namespace: namespace, Logger: quiet,
+			ConnectionOptions: client.ConnectionOptions{TLS: tlsCfg}})
 		if err == nil {
 			_, err = c.CheckHealth(ctx, &client.CheckHealthRequest{})
 			c.Close()

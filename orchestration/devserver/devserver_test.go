@@ -58,7 +58,7 @@ func runChild(db string) error {
 	if err != nil {
 		return err
 	}
-	c, err := orchestration.Dial(ctx, orchestration.ClientOptions{HostPort: srv.HostPort(), Namespace: namespace, Logger: testLogger()})
+	c, err := orchestration.Dial(ctx, orchestration.ClientOptions{HostPort: srv.HostPort(), Namespace: namespace, Logger: testLogger(), TLS: srv.ClientTLS()})
 	if err != nil {
 		return err
 	}
@@ -129,7 +129,7 @@ func startAll(ctx context.Context, t *testing.T, dbPath string) running {
 		t.Fatalf("Start: %v", err)
 	}
 	t.Logf("Start took %v (frontend %s, RSS %s)", time.Since(begin).Round(time.Millisecond), srv.HostPort(), rss())
-	c, err := orchestration.Dial(ctx, orchestration.ClientOptions{HostPort: srv.HostPort(), Namespace: namespace, Logger: testLogger()})
+	c, err := orchestration.Dial(ctx, orchestration.ClientOptions{HostPort: srv.HostPort(), Namespace: namespace, Logger: testLogger(), TLS: srv.ClientTLS()})
 	if err != nil {
 		_ = srv.Stop()
 		t.Fatalf("Dial: %v", err)
