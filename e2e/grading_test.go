@@ -1,18 +1,23 @@
 package e2e
 
 import (
+	"crypto/rand"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"svc/eval"
 	"svc/internal/testwait"
 	"svc/judges/judgetest"
+	"svc/store/pgtest"
 )
 
 // meteredHarness asks its bound model through the control plane's model
@@ -38,12 +43,23 @@ PY
 // below it fails the run, a max above it passes. Before the fix the
 // metered cost reached usage.costUsd only after grading, so a run that
 // cost $0.000009 passed max 0.000001.
+// It runs on SQLite (`svc dev`) and on PostgreSQL (`svc serve` + `svc
+// worker`).
 func TestUsdGraderSeesMeteredCost(t *testing.T) {
-	dir, scripts := t.TempDir(), jobDir(t)
+	t.Run("sqlite", func(t *testing.T) {
+		// A fixed port: svc dev gives jobs the model proxy's address below it.
+		port := freePort(t)
+		svc := start(t, devEnv(t.TempDir(), "SVC_ADDR=127.0.0.1:"+port, "SVC_WEBHOOK_ALLOW=127.0.0.1"), true, "dev")
+		usdSeesMeteredCost(t, svc.URL)
+	})
+	t.Run("postgres", func(t *testing.T) {
+		usdSeesMeteredCost(t, pgStack(t, "SVC_WEBHOOK_ALLOW=127.0.0.1"))
+	})
+}
+
+func usdSeesMeteredCost(t *testing.T, url string) {
+	scripts := jobDir(t)
 	model := judgetest.New(t, func(prompt string) (int, string) { return http.StatusOK, "answer to " + prompt })
-	// A fixed port: svc dev gives jobs the model proxy's address below it.
-	port := freePort(t)
-	svc := start(t, devEnv(filepath.Join(dir, "data"), "SVC_ADDR=127.0.0.1:"+port, "SVC_WEBHOOK_ALLOW=127.0.0.1"), true, "dev")
 
 	script := filepath.Join(scripts, "metered.sh")
 	if err := os.WriteFile(script, []byte(meteredHarness), 0o755); err != nil {
@@ -51,15 +67,15 @@ func TestUsdGraderSeesMeteredCost(t *testing.T) {
 	}
 	harness := map[string]any{"id": "metered", "version": "1.0.0", "kind": "process", "command": []string{"/bin/sh", script},
 		"model": map[string]any{"ref": "agentmodel"}}
-	if code := call(t, "POST", svc.URL+"/harnesses", harness, nil); code != 201 {
+	if code := call(t, "POST", url+"/harnesses", harness, nil); code != 201 {
 		t.Fatalf("POST /harnesses = %d, want 201", code)
 	}
-	if code := call(t, "PUT", svc.URL+"/secrets/agent-key", map[string]any{"value": "sk-e2e-metered-0123456789", "allowedHosts": []string{"127.0.0.1"}}, nil); code != 204 {
+	if code := call(t, "PUT", url+"/secrets/agent-key", map[string]any{"value": "sk-e2e-metered-0123456789", "allowedHosts": []string{"127.0.0.1"}}, nil); code != 204 {
 		t.Fatalf("PUT /secrets/agent-key = %d, want 204", code)
 	}
 	binding := map[string]any{"provider": "openai", "baseUrl": model.BaseURL(), "model": "gpt-e2e", "keySecret": "agent-key",
 		"inputUsdPerMTok": 0.01, "outputUsdPerMTok": 0.02}
-	if code := call(t, "PUT", svc.URL+"/workspace/models/agentmodel", binding, nil); code != 204 {
+	if code := call(t, "PUT", url+"/workspace/models/agentmodel", binding, nil); code != 204 {
 		t.Fatalf("PUT /workspace/models/agentmodel = %d, want 204", code)
 	}
 
@@ -70,12 +86,12 @@ func TestUsdGraderSeesMeteredCost(t *testing.T) {
 			"case": map[string]any{"id": "budget", "task": "plan the trip", "timeoutSec": 60,
 				"graders": []map[string]any{{"id": "budget", "kind": "usd", "max": max}}}}
 		var run eval.Run
-		if code := call(t, "POST", svc.URL+"/runs", body, &run); code != 202 {
+		if code := call(t, "POST", url+"/runs", body, &run); code != 202 {
 			t.Fatalf("POST /runs = %d, want 202", code)
 		}
 		id := run.ID
 		testwait.Until(t, 2*time.Minute, "run "+id+" to end", func() bool {
-			if code := call(t, "GET", svc.URL+"/runs/"+id, nil, &run); code != 200 {
+			if code := call(t, "GET", url+"/runs/"+id, nil, &run); code != 200 {
 				t.Fatalf("GET /runs/%s = %d", id, code)
 			}
 			return run.Status.Terminal()
@@ -135,12 +151,22 @@ print(%s + str(c["expected"]))
 // answers) and right answers pass; the gate between the two exits 1 for
 // the wrong harness and 0 for the right one. Before the fix the wrong
 // answers passed 3 of 3 on their exit code alone.
+// It runs on SQLite (`svc dev`) and on PostgreSQL (`svc serve` + `svc
+// worker`).
 func TestExpectedWithoutGraderIsCompared(t *testing.T) {
+	t.Run("sqlite", func(t *testing.T) {
+		expectedIsCompared(t, start(t, devEnv(t.TempDir()), true, "dev").URL)
+	})
+	t.Run("postgres", func(t *testing.T) {
+		expectedIsCompared(t, pgStack(t))
+	})
+}
+
+func expectedIsCompared(t *testing.T, url string) {
 	dir, scripts := t.TempDir(), jobDir(t)
-	svc := start(t, devEnv(filepath.Join(dir, "data")), true, "dev")
 	cli := func(args ...string) (string, string, int) {
 		t.Helper()
-		return runCLI(t, svc.URL, args...)
+		return runCLI(t, url, args...)
 	}
 
 	for name, prefix := range map[string]string{"right": `""`, "wrong": `"not "`} {
@@ -149,7 +175,7 @@ func TestExpectedWithoutGraderIsCompared(t *testing.T) {
 			t.Fatal(err)
 		}
 		h := map[string]any{"id": name, "version": "1.0.0", "kind": "process", "command": []string{"/bin/sh", script}}
-		if code := call(t, "POST", svc.URL+"/harnesses", h, nil); code != 201 {
+		if code := call(t, "POST", url+"/harnesses", h, nil); code != 201 {
 			t.Fatalf("POST /harnesses %s = %d, want 201", name, code)
 		}
 	}
@@ -214,7 +240,7 @@ func TestExpectedWithoutGraderIsCompared(t *testing.T) {
 		t.Fatalf("batch %s has no run of case mul, trial 0: %v", wrong.ID, wrong.CaseRuns)
 	}
 	var run eval.Run
-	if code := call(t, "GET", svc.URL+"/runs/"+id, nil, &run); code != 200 || run.Result == nil {
+	if code := call(t, "GET", url+"/runs/"+id, nil, &run); code != 200 || run.Result == nil {
 		t.Fatalf("GET /runs/%s = %d", id, code)
 	}
 	var ids []string
@@ -238,4 +264,47 @@ func TestExpectedWithoutGraderIsCompared(t *testing.T) {
 	if out, errOut, code := cli("verify", wrong.ID); code != 0 {
 		t.Errorf("svc verify %s exit %d, want 0\nstdout: %s\nstderr: %s", wrong.ID, code, out, errOut)
 	}
+}
+
+// temporalTLSLine is svc dev's line naming the client certificate files
+// of its embedded Temporal, as TEMPORAL_TLS_* settings.
+var temporalTLSLine = regexp.MustCompile(`Temporal requires mutual TLS: a client uses (TEMPORAL_TLS_CA=\S+ TEMPORAL_TLS_CERT=\S+ TEMPORAL_TLS_KEY=\S+)`)
+
+// pgStack starts the production roles on PostgreSQL and returns the API's
+// address: `svc dev` only as the Temporal cluster (its worker polls a
+// queue of its own, so the PostgreSQL worker runs every task), `svc
+// migrate`, `svc serve` on a fixed port named as SVC_PUBLIC_URL (where the
+// worker sends jobs for the model proxy) and `svc worker`, with env added.
+func pgStack(t *testing.T, env ...string) string {
+	t.Helper()
+	temporalPort, port := freePort(t), freePort(t)
+	dev := start(t, devEnv(t.TempDir(), "SVC_TEMPORAL_PORT="+temporalPort, "SVC_TASK_QUEUE=dev-only"), true, "dev")
+	// The embedded Temporal requires mutual TLS; svc dev says with what.
+	tlsEnv := testwait.UntilValue(t, 30*time.Second, "svc dev's Temporal TLS line", func() ([]string, bool) {
+		m := temporalTLSLine.FindStringSubmatch(dev.Stdout())
+		if m == nil {
+			return nil, false
+		}
+		return strings.Fields(m[1]), true
+	})
+	key := make([]byte, 32)
+	if _, err := rand.Read(key); err != nil {
+		t.Fatal(err)
+	}
+	env = append([]string{"DATABASE_URL=" + pgtest.URL(t), "TEMPORAL_ADDRESS=127.0.0.1:" + temporalPort,
+		"SVC_ADDR=127.0.0.1:" + port, "SVC_PUBLIC_URL=http://127.0.0.1:" + port,
+		"SVC_SECRET_KEY=" + base64.StdEncoding.EncodeToString(key), "SVC_DATA_DIR=" + t.TempDir()}, append(tlsEnv, env...)...)
+	if m := start(t, env, false, "migrate"); m.wait(time.Minute) != 0 {
+		t.Fatalf("svc migrate failed: %s", m.Stderr())
+	}
+	s := start(t, env, true, "serve")
+	w := start(t, env, false, "worker")
+	testwait.Until(t, 30*time.Second, "worker polling line", func() bool { return strings.Contains(w.Stdout(), "polling task queue") })
+	t.Cleanup(func() {
+		for _, p := range []*proc{w, s} {
+			p.signal(syscall.SIGTERM)
+			p.wait(time.Minute)
+		}
+	})
+	return s.URL
 }
