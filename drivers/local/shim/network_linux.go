@@ -63,8 +63,9 @@ func ParseLoopback(addr string) (syscall.Sockaddr, error) {
 }
 
 // listenAll opens a listening TCP socket at each address, in this
-// process's network namespace: the sockets the driver relays from. On an
-// error none is left open.
+// process's network namespace: the sockets the driver relays from (an
+// IPv6 address is skipped where the kernel has no IPv6). On an error none
+// is left open.
 func listenAll(addrs []string) ([]int, error) {
 	if len(addrs) > MaxListen {
 		return nil, fmt.Errorf("%d addresses to listen on, at most %d", len(addrs), MaxListen)
@@ -72,6 +73,10 @@ func listenAll(addrs []string) ([]int, error) {
 	var fds []int
 	for _, a := range addrs {
 		fd, err := listenOn(a)
+		if strings.HasPrefix(a, "[") && (errors.Is(err, syscall.EAFNOSUPPORT) || errors.Is(err, syscall.EADDRNOTAVAIL)) {
+			// A kernel without IPv6: jobs reach the address over IPv4.
+			continue
+		}
 		if err != nil {
 			closeFDs(fds)
 			return nil, fmt.Errorf("listening on %s in the jobs' network namespace: %w", a, err)
