@@ -93,9 +93,18 @@ func TestHelpListsEverySetting(t *testing.T) {
 // frontend of a `svc dev` process.
 func TestServeAndWorkerAgainstPostgresAndTemporal(t *testing.T) {
 	temporalPort := freePort(t)
-	dev := start(t, devEnv(t.TempDir(), "SVC_TEMPORAL_PORT="+temporalPort, "SVC_TASK_QUEUE=dev-only"), true, "dev")
-	_ = dev
+	devDir := t.TempDir()
+	start(t, devEnv(devDir, "SVC_TEMPORAL_PORT="+temporalPort, "SVC_TASK_QUEUE=dev-only"), true, "dev")
+	// svc dev's Temporal requires its client certificate: without it
+	// serve stops at start-up, saying which settings to give.
 	env := []string{"DATABASE_URL=" + pgtest.URL(t), "TEMPORAL_ADDRESS=127.0.0.1:" + temporalPort, "SVC_ADDR=127.0.0.1:0"}
+	plain := start(t, env, false, "serve")
+	if code := plain.wait(time.Minute); code == 0 {
+		t.Fatalf("serve without the client certificate exited 0, want a refused start")
+	}
+	mustContain(t, plain.Stderr(), "TEMPORAL_ADDRESS=127.0.0.1:"+temporalPort+": cannot reach Temporal")
+	mustContain(t, plain.Stderr(), "set TEMPORAL_TLS_CA, and TEMPORAL_TLS_CERT with TEMPORAL_TLS_KEY")
+	env = append(env, devTemporalTLS(devDir)...)
 
 	m := start(t, env, false, "migrate")
 	if code := m.wait(time.Minute); code != 0 {

@@ -32,9 +32,9 @@ func TestIngestWithoutDatasetEachTraceIsACase(t *testing.T) {
 	t.Run("postgres", func(t *testing.T) {
 		// `svc dev` is only the Temporal cluster here: its worker polls
 		// a queue of its own, so the PostgreSQL worker runs every task.
-		temporalPort := freePort(t)
-		start(t, devEnv(t.TempDir(), "SVC_TEMPORAL_PORT="+temporalPort, "SVC_TASK_QUEUE=dev-only"), true, "dev")
-		env := []string{"DATABASE_URL=" + pgtest.URL(t), "TEMPORAL_ADDRESS=127.0.0.1:" + temporalPort, "SVC_ADDR=127.0.0.1:0"}
+		temporalPort, devDir := freePort(t), t.TempDir()
+		start(t, devEnv(devDir, "SVC_TEMPORAL_PORT="+temporalPort, "SVC_TASK_QUEUE=dev-only"), true, "dev")
+		env := append([]string{"DATABASE_URL=" + pgtest.URL(t), "TEMPORAL_ADDRESS=127.0.0.1:" + temporalPort, "SVC_ADDR=127.0.0.1:0"}, devTemporalTLS(devDir)...)
 		if m := start(t, env, false, "migrate"); m.wait(time.Minute) != 0 {
 			t.Fatalf("svc migrate failed: %s", m.Stderr())
 		}
