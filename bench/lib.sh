@@ -53,6 +53,10 @@ start_postgres() {
   base=${DATABASE_URL%%\?*}
   query=${DATABASE_URL#"$base"}
   export DATABASE_URL="${base%/*}/$db$query" TEMPORAL_ADDRESS=127.0.0.1:$tport
+  # svc dev's Temporal requires mutual TLS with the client certificate of
+  # its data dir (docs/operations.md).
+  export TEMPORAL_TLS_CA="$dir/dev/temporal-tls/ca.pem" TEMPORAL_TLS_CERT="$dir/dev/temporal-tls/client.pem" \
+    TEMPORAL_TLS_KEY="$dir/dev/temporal-tls/client-key.pem"
   "$SVC" migrate > "$dir/migrate.out" 2>&1
   SVC_ADDR=127.0.0.1:0 SVC_LOG_LEVEL=warn SVC_PPROF_ADDR=${BENCH_SERVE_PPROF:-} GOGC=${BENCH_SERVE_GOGC:-} "$SVC" serve > "$dir/serve.out" 2>"$dir/serve.err" &
   PIDS="$PIDS $!"
