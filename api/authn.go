@@ -232,10 +232,10 @@ func (s *Server) authenticate(r Route) echo.MiddlewareFunc {
 					return err
 				}
 			}
-			if r.Action != auth.Authenticated {
-				if err := auth.Authorize(p, r.Action); err != nil {
-					return err
-				}
+			// Authorize also keeps a runner key to the runner routes,
+			// Authenticated ones (/me, /mcp) included.
+			if err := auth.Authorize(p, r.Action); err != nil {
+				return err
 			}
 			c.SetRequest(req.WithContext(auth.WithPrincipal(req.Context(), p)))
 			return next(c)

@@ -102,7 +102,10 @@ func TestEveryRouteNamesAKnownAction(t *testing.T) {
 	e := newEnv(t)
 	for _, r := range e.srv.Routes() {
 		switch r.Action {
-		case auth.Public, auth.Authenticated, auth.Internal:
+		case auth.Public, auth.Authenticated, auth.Internal, auth.Runner:
+			if strings.HasPrefix(r.Path, "/runner/") != (r.Action == auth.Runner) {
+				t.Errorf("%s %s: /runner/ paths, and only they, take the Runner action", r.Method, r.Path)
+			}
 			continue
 		}
 		if _, ok := auth.RuleFor(r.Action); !ok {

@@ -18,8 +18,9 @@ import (
 // Self-hosted runners (issue 15, point 6). An admin mints a runner key
 // (rnr_...); `svc runner` leases the workspace's jobs with it by long
 // poll, heartbeats each job (the answer carries the cancel) and posts its
-// result. The three runner routes are machine routes: they take only a
-// runner key, which opens nothing else (it holds no role), and they are
+// result. The runner routes are machine routes, declared with the Runner
+// action: they take only a runner key, which opens nothing else (Authorize
+// refuses it on every other route, /me and /mcp included), and they are
 // not MCP tools. Handlers read the request and call package runners.
 //
 // A runner also posts its running jobs' output (POST
@@ -33,13 +34,13 @@ func (s *Server) runnerRoutes() []Route {
 			Summary: "Mint a runner key (rnr_) for the workspace's self-hosted runners; its plaintext is shown once", Handler: s.createRunnerKey},
 		{Method: http.MethodGet, Path: "/runner-jobs", Action: auth.RuntimesRead,
 			Summary: "List the self-hosted jobs that are queued or leased", Handler: s.listRunnerJobs},
-		{Method: http.MethodPost, Path: "/runner/lease", Action: auth.Authenticated,
+		{Method: http.MethodPost, Path: "/runner/lease", Action: auth.Runner,
 			Summary: "Runner: lease a job by long poll (204 when none came)", Handler: s.leaseRunnerJob},
-		{Method: http.MethodPost, Path: "/runner/jobs/:id/heartbeat", Action: auth.Authenticated,
+		{Method: http.MethodPost, Path: "/runner/jobs/:id/heartbeat", Action: auth.Runner,
 			Summary: "Runner: renew a job's lease; the answer says whether it was cancelled", Handler: s.heartbeatRunnerJob},
-		{Method: http.MethodPost, Path: "/runner/jobs/:id/result", Action: auth.Authenticated,
+		{Method: http.MethodPost, Path: "/runner/jobs/:id/result", Action: auth.Runner,
 			Summary: "Runner: post a job's result", Handler: s.completeRunnerJob},
-		{Method: http.MethodPost, Path: "/runner/jobs/:id/logs", Action: auth.Authenticated,
+		{Method: http.MethodPost, Path: "/runner/jobs/:id/logs", Action: auth.Runner,
 			Summary: "Runner: post chunks of a running job's output", Handler: s.appendRunnerJobLogs},
 	}
 }

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"svc/api"
+	"svc/auth"
 	"svc/runners"
 	"svc/secrets"
 	"svc/store"
@@ -99,6 +101,48 @@ func TestRunnerKeyOpensOnlyTheRunnerRoutes(t *testing.T) {
 	}
 	// Other credentials may not lease.
 	want(t, e.do(t, http.MethodPost, "/runner/lease", `{"waitMs":1}`, bearer(a.key)), http.StatusForbidden, "lease with an API key")
+}
+
+// TestRunnerKeyOnlyOpensRunnerRoutes: over the whole route table, a runner
+// key opens the runner routes and every other route that takes a
+// principal answers it 403, the Authenticated ones (/me, /workspaces,
+// /notifications, /mcp) included; the internal routes answer 401, as to
+// any caller without the operator token (issue 30, finding 9).
+func TestRunnerKeyOnlyOpensRunnerRoutes(t *testing.T) {
+	e := newEnv(t)
+	a := e.tenant(t, "rko")
+	key := e.runnerKey(t, a)
+	runnerRoutes := 0
+	for _, r := range e.srv.Routes() {
+		name := r.Method + " " + r.Path
+		res := e.do(t, r.Method, anyPath(r.Path), bodyFor(r.Method), bearer(key))
+		switch r.Action {
+		case auth.Public:
+			continue // no credential is read
+		case auth.Internal:
+			want(t, res, http.StatusUnauthorized, name+" with a runner key")
+		case auth.Runner:
+			runnerRoutes++
+			if res.Status == http.StatusUnauthorized || res.Status == http.StatusForbidden {
+				t.Errorf("%s with a runner key: status %d, want the route opened; body %s", name, res.Status, res.Body)
+			}
+		default:
+			if res.Status != http.StatusForbidden {
+				t.Errorf("%s with a runner key: status %d, want 403; body %s", name, res.Status, res.Body)
+				continue
+			}
+			if info := res.ErrorInfo(t); info.Code != api.CodeForbidden || !strings.Contains(info.Message, "opens only the runner routes") {
+				t.Errorf("%s with a runner key: %+v, want FORBIDDEN saying the key opens only the runner routes", name, info)
+			}
+		}
+	}
+	if runnerRoutes == 0 {
+		t.Fatal("the route table declares no route with the Runner action")
+	}
+	// An MCP client holding a runner key lists no tools.
+	res := e.do(t, http.MethodPost, "/mcp", `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`, bearer(key),
+		header{"Accept", "application/json, text/event-stream"})
+	want(t, res, http.StatusForbidden, "MCP tools/list with a runner key")
 }
 
 func TestRunnerLeaseHeartbeatResult(t *testing.T) {

@@ -26,6 +26,12 @@ const (
 	Authenticated Action = "authenticated"
 	// Internal routes need the operator token header x-internal-token.
 	Internal Action = "internal"
+	// Runner routes are the self-hosted runners' machine routes. They
+	// take a runner key (rnr_) and no other credential, which the runners
+	// service checks after looking the job up (so a foreign job is 404
+	// whoever asks); Authorize admits any principal to them. A runner key
+	// opens no other route: Authorize refuses it on every other action.
+	Runner Action = "runner"
 )
 
 // Role-gated actions. The spec (§4, §5.7) names most of them; the rest are
@@ -155,7 +161,8 @@ func RuleFor(a Action) (ActionRule, bool) {
 // A scoped key needs both its role and its scope to permit the action, so it
 // never exceeds its role; a principal without scopes is limited by role only.
 // Unknown actions are refused (fail closed). Internal is always refused here:
-// internal routes are gated by CheckInternalToken, not by a principal.
+// internal routes are gated by CheckInternalToken, not by a principal. A
+// runner principal may perform Runner and nothing else.
 func Authorize(p Principal, a Action) error {
 	switch a {
 	case Public:
@@ -165,6 +172,15 @@ func Authorize(p Principal, a Action) error {
 	}
 	if p.Subject == "" {
 		return fmt.Errorf("%w: no principal", derrors.ErrUnauthenticated)
+	}
+	if a == Runner {
+		// Any principal passes here: the runners service looks the job up
+		// in the caller's workspace before it refuses a caller that is not
+		// a runner, so another workspace's job is 404 whoever asks.
+		return nil
+	}
+	if p.Via == ViaRunner {
+		return derrors.Forbiddenf("a runner key (rnr_) opens only the runner routes (/runner/...); use an API key or a user token here")
 	}
 	if a == Authenticated {
 		return nil

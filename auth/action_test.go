@@ -188,6 +188,11 @@ func TestAuthorizePseudoActionsAndEdges(t *testing.T) {
 		{"no roles", auth.Principal{Subject: "u", Workspace: "ws", Via: auth.ViaAPIKey}, auth.RunsRead, derrors.ErrForbidden},
 		{"unknown role only", auth.Principal{Subject: "u", Workspace: "ws", Via: auth.ViaOIDC, Roles: []auth.Role{"owner"}}, auth.RunsRead, derrors.ErrForbidden},
 		{"cumulative: highest of several", auth.Principal{Subject: "u", Workspace: "ws", Via: auth.ViaOIDC, Roles: []auth.Role{auth.RoleViewer, auth.RoleAdmin}}, auth.KeysWrite, nil},
+		{"runner key on a runner route", auth.Principal{Subject: "key:r", Workspace: "ws", Via: auth.ViaRunner}, auth.Runner, nil},
+		{"runner key on an authenticated route", auth.Principal{Subject: "key:r", Workspace: "ws", Via: auth.ViaRunner}, auth.Authenticated, derrors.ErrForbidden},
+		{"runner key with a role still only runner routes", auth.Principal{Subject: "key:r", Workspace: "ws", Via: auth.ViaRunner, Roles: []auth.Role{auth.RoleAdmin}}, auth.RunsRead, derrors.ErrForbidden},
+		{"others reach a runner route, whose service refuses them after its lookup", admin, auth.Runner, nil},
+		{"no principal on a runner route", auth.Principal{}, auth.Runner, derrors.ErrUnauthenticated},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
