@@ -29,9 +29,10 @@ const jsonSpace = " \t\r\n"
 
 // Bind decodes the request body strictly into v, a pointer to the typed
 // request. Every refusal tells the client what to fix:
-//   - an empty body, a literal null, malformed JSON (with the byte offset),
-//     a value of the wrong type (naming the field), an unknown field (naming
-//     it), or data after the JSON value: 400 BAD_REQUEST;
+//   - an empty body, a literal null, JSON nested deeper than MaxJSONDepth
+//     (checked before anything decodes it), malformed JSON (with the byte
+//     offset), a value of the wrong type (naming the field), an unknown
+//     field (naming it), or data after the JSON value: 400 BAD_REQUEST;
 //   - a body past the server's limit: 413 PAYLOAD_TOO_LARGE;
 //   - a Content-Type other than JSON: 415.
 //
@@ -93,13 +94,55 @@ func requireJSON(req *http.Request) error {
 		fmt.Sprintf("Content-Type %q is not JSON; send the body with Content-Type: application/json", ct))
 }
 
-// readBody reads the whole body; limitBody has already capped it.
 // maxPreallocate bounds the buffer readBody allocates on a request's
 // Content-Length before reading it.
 const maxPreallocate = 4 << 20
 
+// readBody reads the whole of a JSON body (limitBody has already capped
+// it) and refuses one nested deeper than MaxJSONDepth. Bind and the routes
+// that decode their JSON body themselves (registrations, the web view's
+// token exchange) read through it.
 func readBody(req *http.Request) ([]byte, error) {
-	return readBodyInto(req, nil)
+	body, err := readBodyInto(req, nil)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkDepth(body); err != nil {
+		return nil, err
+	}
+	return body, nil
+}
+
+// MaxJSONDepth is the deepest nesting of objects and arrays a JSON body
+// may have, the bound registry specs have (registry/decode.go). Real
+// bodies are a few levels deep; a body nested a thousand levels would
+// reach limits further in (the store's JSON functions, canonical forms)
+// and fail there as a server error.
+const MaxJSONDepth = 64
+
+// checkDepth refuses body when its objects and arrays nest deeper than
+// MaxJSONDepth, naming the byte offset where the limit is passed. It skips
+// strings and leaves every other fault to the decoder.
+func checkDepth(body []byte) error {
+	depth := 0
+	for i := 0; i < len(body); i++ {
+		switch body[i] {
+		case '"':
+			for i++; i < len(body) && body[i] != '"'; i++ {
+				if body[i] == '\\' {
+					i++
+				}
+			}
+		case '[', '{':
+			if depth++; depth > MaxJSONDepth {
+				return publicError(derrors.ErrInvalid, map[string]any{"offset": i, "maxDepth": MaxJSONDepth},
+					"the JSON body is nested deeper than %d levels (objects and arrays) at byte offset %d; send a flatter document", MaxJSONDepth, i)
+			}
+		case ']', '}':
+			depth--
+		}
+	}
+	return nil
 }
 
 // readBodyInto is readBody reading into dst's storage when it is large

@@ -100,6 +100,9 @@ func TestBind(t *testing.T) {
 			wantMessage: "unexpected data after the JSON value at byte offset 13", wantDetails: map[string]any{"offset": float64(13)}},
 		{name: "trailing garbage", body: `{"name":"a"}x`, wantStatus: 400, wantCode: api.CodeBadRequest,
 			wantMessage: "at byte offset 12", wantDetails: map[string]any{"offset": float64(12)}},
+		{name: "nested deeper than the limit", body: `{"labels":` + strings.Repeat("[", 64) + strings.Repeat("]", 64) + `}`,
+			wantStatus: 400, wantCode: api.CodeBadRequest, wantMessage: "nested deeper than 64 levels (objects and arrays) at byte offset 73",
+			wantDetails: map[string]any{"offset": float64(73), "maxDepth": float64(64)}},
 		{name: "value its type refuses", body: `{"when":"yesterday"}`, wantStatus: 400, wantCode: api.CodeBadRequest,
 			wantMessage: "invalid value in the request body"},
 		{name: "fails Validate", body: `{"count":-1}`, wantStatus: 400, wantCode: api.CodeBadRequest,
@@ -173,9 +176,27 @@ func TestBindNotAPointer(t *testing.T) {
 	}
 }
 
+// jsonDepth is the nesting of objects and arrays in a decoded JSON value.
+func jsonDepth(v any) int {
+	d := 0
+	switch v := v.(type) {
+	case map[string]any:
+		for _, e := range v {
+			d = max(d, jsonDepth(e))
+		}
+	case []any:
+		for _, e := range v {
+			d = max(d, jsonDepth(e))
+		}
+	default:
+		return 0
+	}
+	return d + 1
+}
+
 // FuzzBind: whatever the body, Bind does not panic, accepts only valid JSON
-// within the limit, and refuses everything else as 400 or, past the limit,
-// 413.
+// within the size and depth limits, and refuses everything else as 400 or,
+// past the size limit, 413.
 func FuzzBind(f *testing.F) {
 	const limit = 512
 	for _, seed := range []string{
@@ -183,6 +204,9 @@ func FuzzBind(f *testing.F) {
 		`{"name":"a","count":1,"ratio":0.5,"tags":["x"],"when":"2026-01-02T03:04:05Z","inner":{"level":2},"labels":{"k":"v"}}`,
 		`{"count":1e999}`, `{"count":-1}`, `{"when":"never"}`, `{"tags":[1]}`, `{"labels":{"k":1}}`,
 		strings.Repeat("[", 200), `{"name":"\ud800"}`, "\xff\xfe", `{"name":"` + strings.Repeat("x", limit) + `"}`,
+		`{"labels":` + strings.Repeat("[", 65) + strings.Repeat("]", 65) + `}`,
+		`{"name":"[[[[` + strings.Repeat("[", 70) + `"}`, // brackets in a string are not nesting
+		strings.Repeat(`{"inner":`, 64) + `{}` + strings.Repeat("}", 64),
 	} {
 		f.Add([]byte(seed))
 	}
@@ -197,6 +221,10 @@ func FuzzBind(f *testing.F) {
 		case err == nil:
 			if len(body) > limit || !json.Valid(body) {
 				t.Fatalf("Bind accepted %d bytes %q", len(body), body)
+			}
+			var tree any
+			if err := json.Unmarshal(body, &tree); err != nil || jsonDepth(tree) > api.MaxJSONDepth {
+				t.Fatalf("Bind accepted %q, nested %d deep (limit %d)", body, jsonDepth(tree), api.MaxJSONDepth)
 			}
 		case errors.Is(err, derrors.ErrTooLarge):
 			if len(body) <= limit {
