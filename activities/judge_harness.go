@@ -163,7 +163,7 @@ func (a *Activities) judgeEffective(ctx context.Context, who auth.Principal, j *
 	}
 	eff, err = prompt.EffectiveValues(j, nil, rubric)
 	if err != nil {
-		return prompt.Effective{}, err.Error(), nil
+		return prompt.Effective{}, derrors.Message(err), nil
 	}
 	return eff, "", nil
 }

@@ -37,17 +37,17 @@ func (a *Activities) runJudgeTry(ctx context.Context, run eval.Run) (RunStatus, 
 	}
 	var rec try.Record
 	if err := json.Unmarshal(v.Spec, &rec); err != nil {
-		return fail("the judge try's record cannot be read: " + err.Error())
+		return fail("the judge try's record cannot be read: " + derrors.Message(err))
 	}
 	j, err := rec.Spec()
 	if err != nil {
-		return fail(err.Error())
+		return fail(derrors.Message(err))
 	}
 	c := rec.Input.Case
 	who := auth.Principal{Subject: run.CreatedBy, Workspace: run.Tenant, Roles: []auth.Role{auth.RoleMember}}
 	pl, err := a.place(ctx, run, who, &registry.HarnessSpec{ID: j.ID}, c)
 	if isCaseProblem(err) {
-		return fail(err.Error())
+		return fail(derrors.Message(err))
 	}
 	if err != nil {
 		return RunStatus{}, err

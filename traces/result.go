@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"svc/derrors"
 	"svc/eval"
 	"svc/graders"
 	"svc/registry"
@@ -91,7 +92,8 @@ func BuildResult(run eval.Run, p Dispatch, res JobOutput, problem error, host st
 		},
 	}
 	if problem != nil {
-		msg := problem.Error()
+		// What the user reads: no internal call chain (derrors.Wrap's).
+		msg := derrors.Message(problem)
 		r.Trace = []eval.TraceEvent{{Kind: eval.EventError, Code: eval.CodeDispatch, Message: msg}}
 		r.Scores = []eval.Score{failScore("dispatch", msg)}
 		ev, u := eval.Extract(r.Trace, "")
