@@ -17,6 +17,7 @@ package local
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -368,13 +369,13 @@ func startRelay(fds []int, dial map[int]string, log *slog.Logger) (*relay, error
 		l, err := net.FileListener(f)
 		_ = f.Close()
 		if err != nil {
-			lerr = cmpErr(lerr, fmt.Errorf("local driver: a listening socket of the jobs' namespace: %w", err))
+			lerr = cmp.Or(lerr, fmt.Errorf("local driver: a listening socket of the jobs' namespace: %w", err))
 			continue
 		}
 		addr, ok := l.Addr().(*net.TCPAddr)
 		if !ok || dial[addr.Port] == "" {
 			_ = l.Close()
-			lerr = cmpErr(lerr, fmt.Errorf("local driver: the jobs' namespace listens on %v, which is not forwarded", l.Addr()))
+			lerr = cmp.Or(lerr, fmt.Errorf("local driver: the jobs' namespace listens on %v, which is not forwarded", l.Addr()))
 			continue
 		}
 		r.ls = append(r.ls, l)
@@ -388,13 +389,6 @@ func startRelay(fds []int, dial map[int]string, log *slog.Logger) (*relay, error
 		go r.accept(l, dial[l.Addr().(*net.TCPAddr).Port])
 	}
 	return r, nil
-}
-
-func cmpErr(a, b error) error {
-	if a != nil {
-		return a
-	}
-	return b
 }
 
 // accept relays every connection l accepts to target until l is closed.
