@@ -297,9 +297,14 @@ func (d *Driver) startSlirpWith(pid int, userns, sandbox bool) (*slirp, error) {
 			return s, nil
 		}
 		// slirp4netns closed its end without a word: it failed.
-		werr := <-exited
-		s.exited = nil
 		closeFiles(exitW)
+		var werr error
+		select {
+		case werr = <-exited:
+		case <-time.After(2 * time.Second):
+			_ = cmd.Process.Kill()
+			werr = <-exited
+		}
 		return nil, fmt.Errorf("local driver: %s could not connect the jobs' network namespace (%v): %s", SlirpName, werr, stderr.text())
 	case <-timer.C:
 		s.stop()
