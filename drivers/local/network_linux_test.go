@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -370,4 +371,33 @@ func testIsolatedNetworkResolver(t *testing.T, pool bool) {
 	if want := "nameserver 10.0.2.3\noptions edns0\nrefused\n"; res.Stdout != want {
 		t.Errorf("the job's resolver file and its write: %q, want %q (stderr %s)", res.Stdout, want, res.StderrTail)
 	}
+}
+
+// TestIsolatedNetworkSlirpFails: a slirp4netns that cannot set up the
+// namespace fails the driver's check, saying so, and leaves nothing
+// running.
+func TestIsolatedNetworkSlirpFails(t *testing.T) {
+	eachIsolation(t, func(t *testing.T, pool bool) {
+		if pool && os.Geteuid() != 0 {
+			t.Skip("the job server needs root")
+		}
+		dataDir := t.TempDir()
+		iso := &Isolation{UIDs: &DefaultUIDs, Hide: []string{dataDir}}
+		if !pool {
+			uid, gid, err := ResolveUser("")
+			if err != nil {
+				t.Fatal(err)
+			}
+			iso = &Isolation{UID: uid, GID: gid, Hide: []string{dataDir}}
+		}
+		iso.Network = &Network{Slirp: "/bin/false"}
+		d := newDriver(t, Options{Root: filepath.Join(dataDir, "work"), Isolate: iso})
+		err := d.Check(t.Context())
+		if err == nil || !strings.Contains(err.Error(), "slirp4netns could not connect the jobs' network namespace") {
+			t.Fatalf("Check with a failing slirp4netns: %v", err)
+		}
+		if pid := d.serverPid(); pid != 0 {
+			t.Errorf("a job server (pid %d) is left running", pid)
+		}
+	})
 }
