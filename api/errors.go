@@ -131,16 +131,14 @@ func WithDetails(err error, details map[string]any) error {
 	return &DetailedError{Err: err, Details: details}
 }
 
-// publicError builds a DetailedError whose message is written for the
-// client, wrapping sentinel so it maps to the right status. It is for 4xx
-// sentinels: a 5xx shows only a derrors.Public's text.
-func publicError(sentinel error, details map[string]any, format string, args ...any) *DetailedError {
-	msg := fmt.Sprintf(format, args...)
-	return &DetailedError{Err: fmt.Errorf("%w: %s", sentinel, msg), Message: msg, Details: details}
+// publicError is a refusal whose message is written for the client, of
+// the kind sentinel (derrors.Refusef): the API's shorthand.
+func publicError(sentinel error, details map[string]any, format string, args ...any) *derrors.Public {
+	return derrors.Refusef(sentinel, details, format, args...)
 }
 
 // tooLarge is the 413 for a body past limit bytes, however it was noticed.
-func tooLarge(limit int64) *DetailedError {
+func tooLarge(limit int64) *derrors.Public {
 	return publicError(derrors.ErrTooLarge, map[string]any{"limitBytes": limit},
 		"the request body is larger than the limit of %d bytes; send a smaller body (operators set the limit with SVC_MAX_BODY_BYTES)", limit)
 }
@@ -177,8 +175,8 @@ func errorResponse(err error, c echo.Context) (int, ErrorInfo) {
 	case status != 0:
 	case errors.As(err, &maxBytes):
 		// A handler that read the body itself and returned the reader's error.
-		detailed = tooLarge(maxBytes.Limit)
-		status, info.Code, info.Details = http.StatusRequestEntityTooLarge, CodePayloadTooLarge, detailed.Details
+		te := tooLarge(maxBytes.Limit)
+		status, info.Code, info.Details, info.Message = http.StatusRequestEntityTooLarge, CodePayloadTooLarge, te.Details, te.Msg
 	case errors.As(err, &he):
 		status, info.Code = he.Code, codeForStatus(he.Code)
 		if status < 400 || status > 599 {
