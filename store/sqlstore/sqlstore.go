@@ -251,9 +251,11 @@ func (o ops) mapErr(err error) error {
 	case err == nil:
 		return nil
 	case errors.Is(err, sql.ErrNoRows):
-		return fmt.Errorf("%w: %v", derrors.ErrNotFound, err)
+		// The driver's words (and a constraint's or table's name) go to the
+		// log only: derrors.Message drops the Op.
+		return &derrors.Op{Op: err.Error(), Err: derrors.NotFoundf("no such record")}
 	case o.d.IsUniqueViolation(err):
-		return fmt.Errorf("%w: %v", derrors.ErrConflict, err)
+		return &derrors.Op{Op: err.Error(), Err: derrors.Conflictf("the record already exists")}
 	}
 	return err
 }
