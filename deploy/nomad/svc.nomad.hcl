@@ -3,6 +3,9 @@
 # operator token come from Nomad Variables at nomad/jobs/svc.
 #   nomad var put nomad/jobs/svc DATABASE_URL=postgres://... TEMPORAL_ADDRESS=temporal:7233 SVC_INTERNAL_TOKEN=...
 #   nomad job run deploy/nomad/svc.nomad.hcl
+# A Temporal cluster with mutual TLS (docs/operations.md): render its client
+# certificate, key and CA into the task with template blocks and set
+# TEMPORAL_TLS_CERT, TEMPORAL_TLS_KEY and TEMPORAL_TLS_CA to their paths.
 job "svc" {
   type = "service"
 
