@@ -32,7 +32,7 @@ func (a *sqlArgs) add(v any) string {
 }
 
 // audienceIn is the condition that a row's audience is one viewer may
-// read: workspace-visible (''), viewer's own, one of teams (private team
+// read: workspace-visible (the empty audience), viewer's own, one of teams (private team
 // audiences, eval.TeamAudience), or, with anyTeam, every team's. The
 // common case, no team, keeps the literal the indexes were planned with.
 func audienceIn(args *sqlArgs, viewer string, teams []string, anyTeam bool) string {
