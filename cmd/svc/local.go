@@ -138,7 +138,16 @@ func networkMode(o local.Options) string {
 	case o.Isolate.NoNetwork:
 		return "none"
 	case o.Isolate.Network != nil:
-		return "isolated (the outside through " + local.SlirpName + "; of the host's loopback only " + strings.Join(o.Isolate.Network.Forward, ", ") + ")"
+		n := o.Isolate.Network
+		s := "isolated (public addresses through " + local.SlirpName + "; private networks, link-local (cloud metadata) and the host's own addresses refused"
+		if len(n.Reach) > 0 {
+			var nets []string
+			for _, p := range n.Reach {
+				nets = append(nets, p.String())
+			}
+			s += " but " + strings.Join(nets, ", ")
+		}
+		return s + "; relayed: " + strings.Join(n.Forward, ", ") + ")"
 	}
 	return "host"
 }
@@ -150,8 +159,10 @@ const slirpHint = "install " + local.SlirpName + " (apt-get install " + local.Sl
 // localNetwork returns the isolated network jobs get under
 // SVC_LOCAL_NETWORK: nil for host or none; for auto and isolated, the
 // API's addresses jobs are told (apiURLs, else those cfg names for role)
-// and SVC_LOCAL_NETWORK_ALLOW forwarded, and slirp4netns found on PATH
-// (Slirp "" when it is not: checkNetwork decides).
+// that they do not reach through the way out forwarded, with
+// SVC_LOCAL_NETWORK_ALLOW's services by port, its networks routed to, and
+// slirp4netns found on PATH (Slirp "" when it is not: checkNetwork
+// decides).
 func localNetwork(ctx context.Context, cfg config.Config, role string, apiURLs []string) (*local.Network, error) {
 	if cfg.LocalNetwork != "auto" && cfg.LocalNetwork != "isolated" {
 		return nil, nil
@@ -159,29 +170,20 @@ func localNetwork(ctx context.Context, cfg config.Config, role string, apiURLs [
 	if len(apiURLs) == 0 {
 		apiURLs = []string{cfg.HarnessOTLPEndpoint, cfg.PublicURL, modelProxyURL(cfg, role)}
 	}
-	fwd, err := local.LoopbackForwards(ctx, apiURLs...)
+	fwd, err := local.Forwards(ctx, apiURLs...)
 	if err != nil {
 		return nil, fmt.Errorf("the API's address for local jobs: %v", err)
 	}
-	allow := strings.Split(cfg.LocalNetworkAllow, ",")
-	for i, a := range allow {
-		allow[i] = strings.TrimSpace(a)
-	}
-	extra, err := local.LoopbackForwards(ctx, allow...)
+	extra, reach, err := local.ParseAllow(ctx, cfg.LocalNetworkAllow)
 	if err != nil {
 		return nil, fmt.Errorf("SVC_LOCAL_NETWORK_ALLOW=%s: %v", cfg.LocalNetworkAllow, err)
-	}
-	for _, a := range allow {
-		if a != "" && !containsAddr(extra, a) {
-			return nil, fmt.Errorf("SVC_LOCAL_NETWORK_ALLOW=%s: %s is not on the host's loopback; jobs reach other hosts without it", cfg.LocalNetworkAllow, a)
-		}
 	}
 	for _, a := range extra {
 		if !containsAddr(fwd, a) {
 			fwd = append(fwd, a)
 		}
 	}
-	return &local.Network{Slirp: local.FindSlirp(), Forward: fwd}, nil
+	return &local.Network{Slirp: local.FindSlirp(), Forward: fwd, Reach: reach}, nil
 }
 
 func containsAddr(list []string, a string) bool {

@@ -103,7 +103,9 @@ func TestLocalNetworkPolicy(t *testing.T) {
 		{name: "dev without slirp4netns", role: "dev", path: noSlirp, want: "open", wantLog: "apt-get install slirp4netns"},
 		{name: "worker without slirp4netns", role: "worker", path: noSlirp, wantErr: "SVC_LOCAL_NETWORK=host"},
 		{name: "isolated without slirp4netns", role: "dev", path: noSlirp, set: func(c *config.Config) { c.LocalNetwork = "isolated" }, wantErr: "SVC_LOCAL_NETWORK=isolated"},
-		{name: "allow off the loopback", role: "dev", set: func(c *config.Config) { c.LocalNetworkAllow = "192.0.2.1:80" }, wantErr: "SVC_LOCAL_NETWORK_ALLOW"},
+		{name: "allow a public address", role: "dev", set: func(c *config.Config) { c.LocalNetworkAllow = "198.51.100.1:80" }, wantErr: "SVC_LOCAL_NETWORK_ALLOW=198.51.100.1:80: 198.51.100.1:80 is a public address"},
+		{name: "allow an IPv6 network", role: "dev", set: func(c *config.Config) { c.LocalNetworkAllow = "fd00::/8" }, wantErr: "no IPv6 way out"},
+		{name: "allowed networks", role: "worker", set: func(c *config.Config) { c.LocalNetworkAllow = "10.1.0.0/16, 10.9.8.7:8000" }, want: "refused"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if tc.path != "" {

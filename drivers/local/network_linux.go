@@ -9,10 +9,13 @@ package local
 // namespace, with --disable-host-loopback: the namespace gets a tap device,
 // a default route to the outside and a resolver (10.0.2.3), and the host's
 // loopback stays out of reach (10.0.2.2, slirp's alias of it, refuses).
-// The shim then listens at the Forward addresses inside and hands the
-// listening sockets to the driver, which accepts on them here, in the
-// host's namespace, and relays each connection to the same address on the
-// host: the only way from a job to a host loopback port.
+// The shim then adds the routes that refuse what jobs may not reach (the
+// networks the address guard does not class as public and the host's own
+// addresses, but Network.Reach), listens at the Forward addresses inside
+// and hands the listening sockets to the driver, which accepts on them
+// here, in the host's namespace, and relays each connection to the same
+// address on the host: the only way from a job to a host loopback port,
+// or to a service of a refused network that the operator allowed by port.
 
 import (
 	"bufio"
@@ -24,9 +27,11 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -35,6 +40,7 @@ import (
 	"time"
 
 	"svc/drivers/local/shim"
+	"svc/netguard"
 )
 
 // Bounds of the isolated network's set-up and relays.
@@ -54,10 +60,10 @@ const (
 type netState struct {
 	once    sync.Once
 	err     error
-	listen  []string       // where shims listen, inside
-	dial    map[int]string // by port: the host address relayed to
-	resolv  string         // the jobs' /etc/resolv.conf, or ""
-	noSandx atomic.Bool    // slirp4netns's --enable-sandbox failed here
+	listen  []string                  // where shims listen, inside
+	dial    map[netip.AddrPort]string // by where a shim listens: the host address relayed to
+	resolv  string                    // the jobs' /etc/resolv.conf, or ""
+	noSandx atomic.Bool               // slirp4netns's --enable-sandbox failed here
 }
 
 // netIsolated reports whether jobs get the isolated network.
@@ -75,19 +81,24 @@ func (d *Driver) network() (*netState, error) {
 	n.once.Do(func() {
 		n.listen, n.dial, n.err = planForwards(context.Background(), d.isolate.Network.Forward)
 		if n.err == nil {
-			n.resolv, n.err = d.writeResolvConf(hostResolvConf)
+			refuse, _ := routePlan(d.isolate.Network.Reach, HostAddrs())
+			reached := func(a netip.Addr) bool {
+				return a.Is4() && !slices.ContainsFunc(refuse, func(p netip.Prefix) bool { return p.Contains(a) })
+			}
+			n.resolv, n.err = d.writeResolvConf(hostResolvConf, reached)
 		}
 	})
 	return n, n.err
 }
 
 // planForwards returns where the shim listens for the forwarded addresses
-// fwd ("host:port", host a loopback IP or a name of one) and, by port, the
-// host address each relays to. A name listens at each loopback address it
-// resolves to (localhost: 127.0.0.1 and ::1); two addresses with one port
-// are refused.
-func planForwards(ctx context.Context, fwd []string) (listen []string, dial map[int]string, err error) {
-	dial = map[int]string{}
+// fwd ("host:port", host an IP or a name) and, by where it listens, the
+// host address each relays to. A name listens at each address it
+// resolves to (localhost: 127.0.0.1 and ::1). An address of slirp4netns's
+// network inside the namespace, an unspecified or a multicast one, and one
+// address and port for two forwards are refused.
+func planForwards(ctx context.Context, fwd []string) (listen []string, dial map[netip.AddrPort]string, err error) {
+	dial = map[netip.AddrPort]string{}
 	for _, f := range fwd {
 		host, ps, err := net.SplitHostPort(f)
 		if err != nil {
@@ -97,37 +108,34 @@ func planForwards(ctx context.Context, fwd []string) (listen []string, dial map[
 		if err != nil || port <= 0 || port > 65535 {
 			return nil, nil, fmt.Errorf("forwarded address %q: invalid port", f)
 		}
-		var ips []net.IP
-		switch ip := net.ParseIP(host); {
-		case ip != nil:
-			ips = []net.IP{ip}
+		var ips []netip.Addr
+		switch ip, perr := netip.ParseAddr(host); {
+		case perr == nil:
+			ips = []netip.Addr{ip}
 		case strings.EqualFold(host, "localhost"):
-			ips = []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback}
+			ips = []netip.Addr{netip.MustParseAddr("127.0.0.1"), netip.IPv6Loopback()}
 		default:
-			addrs, err := net.DefaultResolver.LookupIPAddr(ctx, host)
-			if err != nil {
+			if ips, err = net.DefaultResolver.LookupNetIP(ctx, "ip", host); err != nil {
 				return nil, nil, fmt.Errorf("forwarded address %q: %v", f, err)
 			}
-			for _, a := range addrs {
-				ips = append(ips, a.IP)
-			}
 		}
-		if prev, ok := dial[port]; ok {
-			if prev == f {
-				continue
-			}
-			return nil, nil, fmt.Errorf("forwarded addresses %q and %q share port %d: jobs could not tell them apart", prev, f, port)
-		}
-		dial[port] = f
 		for _, ip := range ips {
+			ip = ip.WithZone("").Unmap()
 			switch {
-			case !ip.IsLoopback():
-				return nil, nil, fmt.Errorf("forwarded address %q is not on the host's loopback (%s)", f, ip)
-			case ip.To4() != nil:
-				listen = append(listen, net.JoinHostPort(ip.To4().String(), ps))
-			case ip.Equal(net.IPv6loopback):
-				listen = append(listen, net.JoinHostPort("::1", ps))
+			case ip.IsUnspecified() || ip.IsMulticast():
+				return nil, nil, fmt.Errorf("forwarded address %q is not a unicast address (%s)", f, ip)
+			case slirpNet.Contains(ip):
+				return nil, nil, fmt.Errorf("forwarded address %q is in %s, slirp4netns's own network in the jobs' namespace (%s)", f, slirpNet, ip)
 			}
+			at := netip.AddrPortFrom(ip, uint16(port))
+			if prev, ok := dial[at]; ok {
+				if prev == f {
+					continue
+				}
+				return nil, nil, fmt.Errorf("forwarded addresses %q and %q are both %s: jobs could not tell them apart", prev, f, at)
+			}
+			dial[at] = f
+			listen = append(listen, at.String())
 		}
 	}
 	if len(listen) > shim.MaxListen {
@@ -136,17 +144,87 @@ func planForwards(ctx context.Context, fwd []string) (listen []string, dial map[
 	return listen, dial, nil
 }
 
+// slirpGateway is slirp4netns's gateway in the namespace: the way out.
+const slirpGateway = "10.0.2.2"
+
+// slirpRefused is slirp4netns's network in the namespace but its gateway
+// and resolver (10.0.2.2/31): every other address there is slirp's alias
+// of the host's loopback, which --disable-host-loopback drops, so that a
+// connection would wait for its timeout rather than fail. (The
+// namespace's own 10.0.2.100 is a local address, which no route covers.)
+var slirpRefused = []netip.Prefix{
+	netip.MustParsePrefix("10.0.2.0/31"),
+	netip.MustParsePrefix("10.0.2.4/30"),
+	netip.MustParsePrefix("10.0.2.8/29"),
+	netip.MustParsePrefix("10.0.2.16/28"),
+	netip.MustParsePrefix("10.0.2.32/27"),
+	netip.MustParsePrefix("10.0.2.64/26"),
+	netip.MustParsePrefix("10.0.2.128/25"),
+}
+
+// routePlan returns the routes of a jobs' namespace: refuse, the IPv4
+// networks jobs may not reach (a prohibit route each), and reach, the
+// networks routed through the gateway though a refused one covers them.
+// Refused are the networks the address guard does not class as public
+// (but the loopback, the namespace's own) and each of the host's own IPv4
+// addresses (own), unless a network of allow covers it; then the
+// operator's allowing it is what counts, the host's addresses in it
+// included. reach are the networks of allow inside a refused one (the
+// others are routed already). slirp4netns's network but its gateway and
+// resolver is refused whatever allow says. refuse holds no network that
+// another of it covers.
+func routePlan(allow []netip.Prefix, own []netip.Addr) (refuse, reach []netip.Prefix) {
+	covers := func(p, q netip.Prefix) bool { return p.Bits() <= q.Bits() && p.Contains(q.Addr()) }
+	var cand []netip.Prefix
+	for _, p := range netguard.NotPublic4() {
+		if !p.Addr().IsLoopback() {
+			cand = append(cand, p)
+		}
+	}
+	for _, a := range own {
+		if a = a.Unmap(); a.Is4() && !a.IsLoopback() && !slirpNet.Contains(a) {
+			cand = append(cand, netip.PrefixFrom(a, 32))
+		}
+	}
+	for _, c := range cand {
+		if !slices.ContainsFunc(allow, func(a netip.Prefix) bool { return covers(a, c) }) {
+			refuse = append(refuse, c)
+		}
+	}
+	// A network inside another refused one needs no route of its own.
+	refuse = slices.DeleteFunc(slices.Clone(refuse), func(c netip.Prefix) bool {
+		return slices.ContainsFunc(refuse, func(r netip.Prefix) bool { return r != c && covers(r, c) })
+	})
+	for _, a := range allow {
+		if slices.ContainsFunc(refuse, func(r netip.Prefix) bool { return covers(r, a) }) && !slices.Contains(reach, a) {
+			reach = append(reach, a)
+		}
+	}
+	refuse = append(refuse, slirpRefused...)
+	sortPrefixes(refuse)
+	sortPrefixes(reach)
+	return slices.Compact(refuse), reach
+}
+
+// sortPrefixes orders ps by address, then by length.
+func sortPrefixes(ps []netip.Prefix) {
+	slices.SortFunc(ps, func(a, b netip.Prefix) int {
+		return cmp.Or(a.Addr().Compare(b.Addr()), a.Bits()-b.Bits())
+	})
+}
+
 // writeResolvConf writes, when the host's resolver file (at hostPath)
-// names a nameserver on the loopback, which the jobs' namespace does not
-// reach, the jobs' own beside the work areas: the same with slirp4netns's
-// resolver (10.0.2.3, which forwards to the host's) in its place. It
-// returns its path, or "" when the host's serves as it is.
-func (d *Driver) writeResolvConf(hostPath string) (string, error) {
+// names a nameserver that the jobs' namespace does not reach (on the
+// loopback, or that reached refuses: a private address, say), the jobs'
+// own beside the work areas: the same with slirp4netns's resolver
+// (10.0.2.3, which forwards to the host's) in its place. It returns its
+// path, or "" when the host's serves as it is.
+func (d *Driver) writeResolvConf(hostPath string, reached func(netip.Addr) bool) (string, error) {
 	b, err := os.ReadFile(hostPath)
 	if err != nil {
 		return "", nil // none, or unreadable: the jobs see what the host has
 	}
-	out, changed := jobResolvConf(b)
+	out, changed := jobResolvConf(b, reached)
 	if !changed {
 		return "", nil
 	}
@@ -175,9 +253,10 @@ var hostResolvConf = "/etc/resolv.conf"
 const slirpDNS = "10.0.2.3"
 
 // jobResolvConf returns the resolver file jobs get for the host's b:
-// every loopback nameserver replaced by slirp4netns's resolver (once),
-// the rest kept; changed is false when b names none.
-func jobResolvConf(b []byte) (out []byte, changed bool) {
+// every nameserver that is not reached (on the loopback, or not
+// reached(a)) replaced by slirp4netns's resolver (once), the rest kept;
+// changed is false when b names none.
+func jobResolvConf(b []byte, reached func(netip.Addr) bool) (out []byte, changed bool) {
 	var buf bytes.Buffer
 	added := false
 	sc := bufio.NewScanner(bytes.NewReader(b))
@@ -185,7 +264,7 @@ func jobResolvConf(b []byte) (out []byte, changed bool) {
 		line := sc.Text()
 		f := strings.Fields(line)
 		if len(f) >= 2 && f[0] == "nameserver" {
-			if ip := net.ParseIP(strings.SplitN(f[1], "%", 2)[0]); ip != nil && ip.IsLoopback() {
+			if a, err := netip.ParseAddr(strings.SplitN(f[1], "%", 2)[0]); err == nil && (a.IsLoopback() || !reached(a.Unmap())) {
 				changed = true
 				if !added {
 					added = true
@@ -209,7 +288,23 @@ func (d *Driver) netIsolation(iso *shim.Isolation) error {
 	}
 	iso.Listen = n.listen
 	iso.ResolvConf = n.resolv
+	// The host's addresses as they are now: once per job server, or per
+	// job under a supervisor of its own.
+	refuse, reach := routePlan(d.isolate.Network.Reach, HostAddrs())
+	iso.Refuse, iso.Reach = prefixStrings(refuse), prefixStrings(reach)
+	if len(reach) > 0 {
+		iso.Gateway = slirpGateway
+	}
 	return nil
+}
+
+// prefixStrings returns each of ps written out.
+func prefixStrings(ps []netip.Prefix) []string {
+	out := make([]string, len(ps))
+	for i, p := range ps {
+		out[i] = p.String()
+	}
+	return out
 }
 
 // slirp is one running slirp4netns.
@@ -355,7 +450,7 @@ func (c *capped) text() string {
 // relays each to the host address its port is forwarded to.
 type relay struct {
 	log  *slog.Logger
-	dial map[int]string
+	dial map[netip.AddrPort]string
 	wg   sync.WaitGroup
 
 	mu     sync.Mutex
@@ -366,7 +461,7 @@ type relay struct {
 
 // startRelay relays from the listening sockets fds (each is taken over,
 // and closed on error).
-func startRelay(fds []int, dial map[int]string, log *slog.Logger) (*relay, error) {
+func startRelay(fds []int, dial map[netip.AddrPort]string, log *slog.Logger) (*relay, error) {
 	r := &relay{log: log, dial: dial, conns: map[net.Conn]struct{}{}}
 	var lerr error
 	for _, fd := range fds {
@@ -377,8 +472,7 @@ func startRelay(fds []int, dial map[int]string, log *slog.Logger) (*relay, error
 			lerr = cmp.Or(lerr, fmt.Errorf("local driver: a listening socket of the jobs' namespace: %w", err))
 			continue
 		}
-		addr, ok := l.Addr().(*net.TCPAddr)
-		if !ok || dial[addr.Port] == "" {
+		if dial[listenAddr(l)] == "" {
 			_ = l.Close()
 			lerr = cmp.Or(lerr, fmt.Errorf("local driver: the jobs' namespace listens on %v, which is not forwarded", l.Addr()))
 			continue
@@ -391,9 +485,19 @@ func startRelay(fds []int, dial map[int]string, log *slog.Logger) (*relay, error
 	}
 	for _, l := range r.ls {
 		r.wg.Add(1)
-		go r.accept(l, dial[l.Addr().(*net.TCPAddr).Port])
+		go r.accept(l, dial[listenAddr(l)])
 	}
 	return r, nil
+}
+
+// listenAddr is where l listens (IPv4 unmapped).
+func listenAddr(l net.Listener) netip.AddrPort {
+	a, ok := l.Addr().(*net.TCPAddr)
+	if !ok {
+		return netip.AddrPort{}
+	}
+	ap := a.AddrPort()
+	return netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())
 }
 
 // accept relays every connection l accepts to target until l is closed.

@@ -21,11 +21,16 @@ const (
 	oPath          = 0x200000 // O_PATH
 )
 
-// isolate sets up the job's mount namespace: the service's directories
+// isolate sets up the job's network (in the isolated network: its
+// addresses and routes) and mount namespace: the service's directories
 // hidden, the work area bound back, a private /tmp, a /proc of the job's
 // own PID namespace. In a user namespace it then drops every capability,
 // so the harness (root of that namespace) cannot undo any of it.
 func isolate(iso *Isolation) error {
+	// While the shim still has its capabilities in the namespace.
+	if err := configureNetwork(iso); err != nil {
+		return fmt.Errorf("setting up the jobs' network: %w", err)
+	}
 	// Nothing mounted here may reach the host's namespace.
 	if err := syscall.Mount("", "/", "", syscall.MS_REC|syscall.MS_PRIVATE, ""); err != nil {
 		return fmt.Errorf("making the mounts private: %w", err)

@@ -11,11 +11,16 @@ package shim
 // job starts, and hands the listening sockets to the driver, which
 // accepts on them from the host's side and relays each connection to the
 // same address on the host. Nothing in the namespace can choose where a
-// relayed connection goes.
+// relayed connection goes. The networks the service's address guard does
+// not class as public (private, link-local with the cloud metadata
+// service, carrier-grade NAT, ...) and the host's own addresses are
+// refused by routes in the namespace (routes_linux.go); the Listen
+// addresses among them are the namespace's own.
 
 import (
 	"errors"
 	"fmt"
+	"net/netip"
 	"strconv"
 	"strings"
 	"syscall"
@@ -29,37 +34,30 @@ const MaxListen = 16
 // its listening sockets (a job server sends them with its Ready event).
 const ListenFD = 5
 
-// ParseLoopback parses "127.0.0.1:8080" or "[::1]:8080", a TCP address on
-// a loopback interface, into a socket address.
-func ParseLoopback(addr string) (syscall.Sockaddr, error) {
-	i := strings.LastIndexByte(addr, ':')
-	if i < 0 {
-		return nil, fmt.Errorf("address %q has no port", addr)
+// ParseListen parses "127.0.0.1:8080", "[::1]:8080" or "10.1.2.3:8000",
+// an address and port to listen at in the jobs' namespace, into a socket
+// address. The address is a unicast one written in its canonical form
+// (no zone, no IPv4-mapped form); the port is 1-65535, without leading
+// zeros.
+func ParseListen(addr string) (syscall.Sockaddr, error) {
+	ap, err := netip.ParseAddrPort(addr)
+	if err != nil {
+		return nil, fmt.Errorf("address %q is not an IP address and port", addr)
 	}
-	host, ps := addr[:i], addr[i+1:]
-	port, err := strconv.Atoi(ps)
-	if err != nil || port <= 0 || port > 65535 || ps[0] == '0' || ps[0] == '+' {
+	a := ap.Addr()
+	if ap.String() != addr {
+		return nil, fmt.Errorf("address %q is not written as %s", addr, ap)
+	}
+	if ap.Port() == 0 {
 		return nil, fmt.Errorf("address %q has an invalid port", addr)
 	}
-	if host == "[::1]" {
-		return &syscall.SockaddrInet6{Port: port, Addr: [16]byte{15: 1}}, nil
+	if a.Is4In6() || a.Zone() != "" || a.IsUnspecified() || a.IsMulticast() {
+		return nil, fmt.Errorf("address %q is not a unicast address to listen at", addr)
 	}
-	parts := strings.Split(host, ".")
-	if len(parts) != 4 {
-		return nil, fmt.Errorf("address %q is not a loopback address", addr)
+	if a.Is4() {
+		return &syscall.SockaddrInet4{Port: int(ap.Port()), Addr: a.As4()}, nil
 	}
-	var ip [4]byte
-	for k, p := range parts {
-		n, err := strconv.Atoi(p)
-		if err != nil || n < 0 || n > 255 || p != strconv.Itoa(n) {
-			return nil, fmt.Errorf("address %q is not a loopback address", addr)
-		}
-		ip[k] = byte(n)
-	}
-	if ip[0] != 127 {
-		return nil, fmt.Errorf("address %q is not a loopback address", addr)
-	}
-	return &syscall.SockaddrInet4{Port: port, Addr: ip}, nil
+	return &syscall.SockaddrInet6{Port: int(ap.Port()), Addr: a.As16()}, nil
 }
 
 // listenAll opens a listening TCP socket at each address, in this
@@ -86,9 +84,9 @@ func listenAll(addrs []string) ([]int, error) {
 	return fds, nil
 }
 
-// listenOn opens one listening socket at the loopback address addr.
+// listenOn opens one listening socket at addr (see ParseListen).
 func listenOn(addr string) (int, error) {
-	sa, err := ParseLoopback(addr)
+	sa, err := ParseListen(addr)
 	if err != nil {
 		return -1, err
 	}

@@ -144,12 +144,27 @@ type Isolation struct {
 	// sees only the processes of its own uid.
 	HidePid bool `json:"hidePid,omitempty"`
 	// Listen, for a shim the driver started in a network namespace of its
-	// own (the isolated network), are loopback addresses ("127.0.0.1:8080",
-	// "[::1]:8080") where the shim listens, before any job starts, and
-	// whose listening sockets it hands to the driver: on ListenFD when it
-	// supervises one job, with its Ready event when it is a job server.
-	// The driver relays what arrives to the same address on the host.
+	// own (the isolated network), are addresses ("127.0.0.1:8080",
+	// "[::1]:8080", "10.1.2.3:8000") where the shim listens, before any job
+	// starts, and whose listening sockets it hands to the driver: on
+	// ListenFD when it supervises one job, with its Ready event when it is
+	// a job server. An address off the loopback is first added to the
+	// namespace's loopback device, so that it is this listener a job
+	// reaches there and nothing else. The driver relays what arrives to
+	// the same address on the host.
 	Listen []string `json:"listen,omitempty"`
+	// Refuse, in the isolated network, are IPv4 networks ("10.0.0.0/8",
+	// "192.0.2.2/32") jobs may not reach: the shim adds a prohibit route
+	// for each to its namespace, so that a connection there fails at once
+	// (EACCES) rather than leave through slirp4netns.
+	Refuse []string `json:"refuse,omitempty"`
+	// Reach are IPv4 networks inside Refuse that jobs reach after all (the
+	// operator's SVC_LOCAL_NETWORK_ALLOW): routed through Gateway, more
+	// specific than the prohibit route that covers them.
+	Reach []string `json:"reach,omitempty"`
+	// Gateway is slirp4netns's gateway in the namespace (10.0.2.2), where
+	// Reach is routed.
+	Gateway string `json:"gateway,omitempty"`
 	// ResolvConf, when set, is a file mounted read-only over
 	// /etc/resolv.conf: the host's names a resolver on its loopback, which
 	// the isolated network does not reach.

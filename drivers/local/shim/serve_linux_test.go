@@ -83,17 +83,18 @@ func TestDecodeRequest(t *testing.T) {
 	}
 }
 
-// TestParseLoopback: the shim listens only on loopback addresses.
-func TestParseLoopback(t *testing.T) {
-	for _, ok := range []string{"127.0.0.1:8080", "127.1.2.3:1", "[::1]:65535"} {
-		if _, err := ParseLoopback(ok); err != nil {
-			t.Errorf("ParseLoopback(%q): %v", ok, err)
+// TestParseListen: the shim listens only at a unicast address with a
+// port, written canonically.
+func TestParseListen(t *testing.T) {
+	for _, ok := range []string{"127.0.0.1:8080", "127.1.2.3:1", "[::1]:65535", "10.1.2.3:8000", "[fd00::5]:80"} {
+		if _, err := ParseListen(ok); err != nil {
+			t.Errorf("ParseListen(%q): %v", ok, err)
 		}
 	}
-	for _, bad := range []string{"0.0.0.0:80", "192.0.2.1:80", "[::]:80", "[::2]:80", "127.0.0.1", "127.0.0.1:0", "127.0.0.1:65536",
-		"127.0.0.1:08", "127.0.0.1:+8", "127.0.0.01:8", "127.0.0:8", "localhost:8080", ":8080"} {
-		if _, err := ParseLoopback(bad); err == nil {
-			t.Errorf("ParseLoopback(%q) accepted it", bad)
+	for _, bad := range []string{"0.0.0.0:80", "[::]:80", "224.0.0.1:80", "[::ffff:127.0.0.1]:80", "[fe80::1%eth0]:80", "127.0.0.1", "127.0.0.1:0", "127.0.0.1:65536",
+		"127.0.0.1:08", "127.0.0.1:+8", "127.0.0.01:8", "127.0.0:8", "localhost:8080", ":8080", "[::0:1]:80"} {
+		if _, err := ParseListen(bad); err == nil {
+			t.Errorf("ParseListen(%q) accepted it", bad)
 		}
 	}
 }
