@@ -5,6 +5,7 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -98,14 +99,40 @@ func TestLocalJobsCannotReachTheService(t *testing.T) {
 	}
 }
 
-// portProbe is a harness that tries a TCP connection to each NAME=HOST:PORT
-// in its script and prints NAME-open or NAME-refused, then asks the API
-// for /healthz at the host and port of the OTLP endpoint it was given and
-// prints "api" and the status line.
+// portProbe is a harness that tries, for each NAME=HOST:PORT in its
+// script, a TCP connection within 2 s and prints how it went: NAME-open,
+// or NAME-denied (EACCES: a prohibit route of the jobs' namespace),
+// -unreachable (no route; or no IPv6), -refused (nothing listens),
+// -timeout. With the prefix out: it prints NAME-out when the connection
+// was not denied. route:NAME=ADDR prints what the namespace's routes do
+// with ADDR (ip route get): NAME-routed through slirp4netns's gateway, or
+// NAME-denied. It then asks the API for /healthz at the host and port of
+// the OTLP endpoint it was given and prints "api" and the status line.
 const portProbe = `#!/bin/bash
 for t in %s; do
+  case $t in
+  route:*)
+    t=${t#route:}; name=${t%%%%=*}; out=$(ip route get "${t#*=}" 2>&1)
+    case $out in
+    *" via 10.0.2.2 "*) echo "$name-routed" ;;
+    *"Permission denied"*) echo "$name-denied" ;;
+    *) echo "$name-other: $out" ;;
+    esac
+    continue ;;
+  esac
+  mode=; case $t in out:*) mode=out; t=${t#out:} ;; esac
   name=${t%%%%=*}; hp=${t#*=}; host=${hp%%:*}; port=${hp##*:}
-  if timeout 5 bash -c "exec 3<>/dev/tcp/$host/$port" 2>/dev/null; then echo "$name-open"; else echo "$name-refused"; fi
+  err=$(timeout 2 bash -c "exec 3<>/dev/tcp/$host/$port" 2>&1); rc=$?
+  case "$rc $err" in
+  "0 "*) r=open ;;
+  "124 "*) r=timeout ;;
+  *"Permission denied"*) r=denied ;;
+  *unreachable*|*"No route to host"*|*"not supported"*) r=unreachable ;;
+  *"Connection refused"*) r=refused ;;
+  *) r="other: $err" ;;
+  esac
+  if [ "$mode" = out ] && [ "$r" != denied ]; then r=out; fi
+  echo "$name-$r"
 done
 hp=${OTEL_EXPORTER_OTLP_ENDPOINT#http://}; hp=${hp%%%%/*}
 if exec 3<>"/dev/tcp/${hp%%:*}/${hp##*:}"; then
@@ -118,21 +145,35 @@ fi
 
 var temporalLine = regexp.MustCompile(`Temporal on (127\.0\.0\.1:\d+)`)
 
-// TestLocalJobsCannotReachServicePorts is issue 30's third finding through
-// the binary: a local job connects to nothing the service or the host
-// listens on at the loopback (the embedded Temporal frontend, every other
-// port svc dev listens on, pprof, a PostgreSQL of the host, a listener the
-// test opens), while the API answers at the OTLP endpoint the job is told
-// and a host of the outside network (an address of this host that is not
-// the loopback) is reachable.
-func TestLocalJobsCannotReachServicePorts(t *testing.T) {
+// needSlirp skips the test where slirp4netns is not installed (svc dev
+// would fall back to the host's network, saying so), and fails it in CI.
+func needSlirp(t *testing.T) {
+	t.Helper()
 	if local.FindSlirp() == "" {
-		// svc dev would fall back to the host's network, saying so.
 		if os.Getenv("CI") == "true" {
 			t.Fatalf("%s is not installed on this CI machine (.ci/run installs it)", local.SlirpName)
 		}
 		t.Skipf("%s is not installed (apt-get install %[1]s): jobs get the host's network", local.SlirpName)
 	}
+}
+
+// haveIP reports whether iproute2's ip is installed (jobs see the host's
+// /usr), for the probe's route: checks.
+func haveIP() bool {
+	_, err := exec.LookPath("ip")
+	return err == nil
+}
+
+// TestLocalJobsCannotReachServicePorts is issue 30's third finding through
+// the binary: a local job connects to nothing the service or the host
+// listens on at the loopback (the embedded Temporal frontend, every other
+// port svc dev listens on, pprof, a PostgreSQL of the host, a listener the
+// test opens), nor, refused at once, to the host's own non-loopback
+// address, the cloud metadata service (169.254.169.254, fd00:ec2::254) or
+// a private network, while the API answers at the OTLP endpoint the job
+// is told and public addresses are routed out.
+func TestLocalJobsCannotReachServicePorts(t *testing.T) {
+	needSlirp(t)
 	dataDir, scripts := t.TempDir(), jobDir(t)
 	apiPort, pprofPort := freePort(t), freePort(t)
 	pg, err := url.Parse(pgtest.URL(t))
@@ -160,13 +201,65 @@ func TestLocalJobsCannotReachServicePorts(t *testing.T) {
 	targets = append(targets, "loopback="+mine)
 	want = append(want, "loopback-refused")
 	if ip := outsideAddress(); ip != "" {
-		targets = append(targets, "outside="+acceptAll(t, net.JoinHostPort(ip, "0")))
-		want = append(want, "outside-open")
+		// A service of this host listening on its own non-loopback address
+		// (all interfaces, say).
+		targets = append(targets, "host="+acceptAll(t, net.JoinHostPort(ip, "0")))
+		want = append(want, "host-denied")
 	} else {
-		t.Log("this host has no non-loopback IPv4 address: the outside network is not checked")
+		t.Log("this host has no non-loopback IPv4 address: its own addresses are not checked")
+	}
+	targets = append(targets, "metadata=169.254.169.254:80", "private=10.1.2.3:8000", "cgnat=100.64.0.1:80", "metadata6=fd00:ec2::254:80")
+	want = append(want, "metadata-denied", "private-denied", "cgnat-denied", "metadata6-unreachable")
+	if haveIP() {
+		targets = append(targets, "route:public=8.8.8.8")
+		want = append(want, "public-routed")
+	} else {
+		targets = append(targets, "out:public=8.8.8.8:53")
+		want = append(want, "public-out")
 	}
 	want = append(want, "api HTTP/1.0 200 OK")
+	if diff := cmp.Diff(want, probePorts(t, svc, scripts, targets)); diff != "" {
+		t.Errorf("what a local job reached (-want +got):\n%s", diff)
+	}
+}
 
+// TestLocalJobsReachWhatTheOperatorAllows: SVC_LOCAL_NETWORK_ALLOW through
+// the binary: the host's own address and a private network allowed as
+// networks are routed to (a listener on the host's address answers), a
+// private service allowed by port is relayed, that port only, and the
+// rest of the private networks and the metadata service stay refused.
+func TestLocalJobsReachWhatTheOperatorAllows(t *testing.T) {
+	needSlirp(t)
+	dataDir, scripts := t.TempDir(), jobDir(t)
+	apiPort := freePort(t)
+	allow := []string{"10.1.2.0/24", "10.9.8.7:8000"}
+	var targets, want []string
+	if ip := outsideAddress(); ip != "" {
+		allow = append(allow, ip)
+		targets = append(targets, "host="+acceptAll(t, net.JoinHostPort(ip, "0")))
+		want = append(want, "host-open")
+	} else {
+		t.Log("this host has no non-loopback IPv4 address: allowing its own addresses is not checked")
+	}
+	svc := start(t, devEnv(dataDir, "SVC_ADDR=127.0.0.1:"+apiPort, "SVC_HARNESS_OTLP_ENDPOINT=http://127.0.0.1:"+apiPort,
+		"SVC_LOCAL_NETWORK_ALLOW="+strings.Join(allow, ",")), true, "dev")
+	targets = append(targets, "out:allowed=10.1.2.3:8000", "relayed=10.9.8.7:8000", "relayed-other-port=10.9.8.7:8001",
+		"private=10.1.3.3:8000", "metadata=169.254.169.254:80")
+	want = append(want, "allowed-out", "relayed-open", "relayed-other-port-refused", "private-denied", "metadata-denied")
+	if haveIP() {
+		targets = append(targets, "route:allowed=10.1.2.3")
+		want = append(want, "allowed-routed")
+	}
+	want = append(want, "api HTTP/1.0 200 OK")
+	if diff := cmp.Diff(want, probePorts(t, svc, scripts, targets)); diff != "" {
+		t.Errorf("what a local job reached (-want +got):\n%s", diff)
+	}
+}
+
+// probePorts runs portProbe over targets as a run of svc (its harness in
+// scripts) and returns the lines it printed.
+func probePorts(t *testing.T, svc *proc, scripts string, targets []string) []string {
+	t.Helper()
 	probe := filepath.Join(scripts, "ports.sh")
 	if err := os.WriteFile(probe, fmt.Appendf(nil, portProbe, strings.Join(targets, " ")), 0o755); err != nil {
 		t.Fatal(err)
@@ -190,10 +283,7 @@ func TestLocalJobsCannotReachServicePorts(t *testing.T) {
 	if run.Result == nil || run.Result.Evidence == nil {
 		t.Fatalf("probe run %s ended without a result: %+v", run.Status, run.Error)
 	}
-	got := strings.Split(strings.TrimSpace(run.Result.Evidence.FinalAnswer), "\n")
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("what a local job reached (-want +got):\n%s", diff)
-	}
+	return strings.Split(strings.TrimSpace(run.Result.Evidence.FinalAnswer), "\n")
 }
 
 // listeningPorts returns the TCP ports the process pid listens on.
@@ -257,7 +347,7 @@ func acceptAll(t *testing.T, addr string) string {
 }
 
 // outsideAddress returns an IPv4 address of this host that is not on the
-// loopback (what a job reaches as a host of the outside network), or "".
+// loopback (which the isolated network refuses unless allowed), or "".
 func outsideAddress() string {
 	addrs, err := net.InterfaceAddrs()
 	if err != nil {
