@@ -9,8 +9,10 @@ import (
 	"time"
 
 	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/temporal"
 
 	"svc/auth"
+	"svc/derrors"
 	"svc/eval"
 	"svc/flows"
 	"svc/manifest"
@@ -53,7 +55,8 @@ type FinishScoreInput struct {
 // failed in phase offload, and a terminal record that cannot be written
 // after persistAttempts attempts is written as failed in phase persist
 // (spec §2.3): in both the cases' results, summary and progress are kept.
-func (a *Activities) FinishScorecard(ctx context.Context, in FinishInput) error {
+func (a *Activities) FinishScorecard(ctx context.Context, in FinishInput) (err error) {
+	defer untilLanded(&err)
 	t, err := a.tally(ctx, in.ScorecardRef)
 	if err != nil {
 		return err
@@ -139,6 +142,24 @@ const (
 	offloadAttempts = 5
 	persistAttempts = 5
 )
+
+// untilLanded keeps *errp retryable whatever its kind. The activities that
+// write a record's end (FinishScorecard, FinishScore, FailRun, FinalizeRun)
+// are retried until they land, and their later attempts have fallbacks
+// (phase offload, phase persist): the worker's ActivityErrors interceptor
+// would otherwise stop a not-found or an invalid at its first attempt,
+// leaving the batch or the run unsettled with nothing said. The message is
+// still derrors.Message's, and an application error made on purpose keeps
+// its own retry flag.
+func untilLanded(errp *error) {
+	err := *errp
+	var ae *temporal.ApplicationError
+	switch {
+	case err == nil, errors.As(err, &ae), errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return
+	}
+	*errp = temporal.NewApplicationErrorWithCause(derrors.Message(err), derrors.KindName(err), err)
+}
 
 // lastTry reports whether this attempt of the activity is the n-th or a
 // later one (always, outside an activity: there is no retry to wait for).
@@ -233,7 +254,8 @@ func sealedJudges(sc *eval.Scorecard) []eval.SealedJudge {
 // flips an experiment into a scorecard, refreshes the summary and emits
 // scorecard.scored; an aborted pass adds no revision. Either way the batch
 // is released for the next pass.
-func (a *Activities) FinishScore(ctx context.Context, in FinishScoreInput) error {
+func (a *Activities) FinishScore(ctx context.Context, in FinishScoreInput) (err error) {
+	defer untilLanded(&err)
 	t, err := a.tally(ctx, in.ScorecardRef)
 	if err != nil {
 		return err

@@ -721,7 +721,8 @@ func (a *Activities) finishOne(ctx context.Context, now time.Time, run eval.Run,
 // FailRun records a run whose dispatch gave up (or was cancelled) as
 // failed, with the error envelope and a trace saying why. A run already
 // terminal is left as it is.
-func (a *Activities) FailRun(ctx context.Context, in FailInput) (RunStatus, error) {
+func (a *Activities) FailRun(ctx context.Context, in FailInput) (_ RunStatus, err error) {
+	defer untilLanded(&err)
 	run, err := a.loadRun(ctx, in.RunRef)
 	if err != nil {
 		return RunStatus{}, err
@@ -740,7 +741,8 @@ func (a *Activities) FailRun(ctx context.Context, in FailInput) (RunStatus, erro
 // FinalizeRun sends the outward effects of a terminal run: the creator's
 // notification (none for a scorecard's child, none when the creator is
 // unknown) and the run.completed or run.failed event.
-func (a *Activities) FinalizeRun(ctx context.Context, ref RunRef) error {
+func (a *Activities) FinalizeRun(ctx context.Context, ref RunRef) (err error) {
+	defer untilLanded(&err)
 	run, err := a.loadRun(ctx, ref)
 	if err != nil {
 		return err
