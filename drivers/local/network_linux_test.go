@@ -219,7 +219,13 @@ func testIsolatedNetworkAllowed(t *testing.T, pool bool) {
 	}))
 	t.Cleanup(api.Close)
 	apiAddr := api.Listener.Addr().String()
-	fwd, reach, err := ParseAllow(t.Context(), "10.1.2.0/24,10.9.8.7:8000")
+	allow := "10.1.2.0/24,10.9.8.7:8000"
+	if _, err := os.Stat("/proc/net/if_inet6"); err == nil {
+		// A kernel with IPv6: an IPv6 service allowed by port is relayed
+		// too, though the namespace has no IPv6 route.
+		allow += ",[fd00::5]:8000"
+	}
+	fwd, reach, err := ParseAllow(t.Context(), allow)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -241,6 +247,10 @@ func testIsolatedNetworkAllowed(t *testing.T, pool bool) {
 		"metadata=169.254.169.254:80",
 	)
 	want = append(want, "allowed-out", "relayed-open", "relayed-other-port-refused", "private-denied", "metadata-denied")
+	if strings.Contains(allow, "fd00::5") {
+		targets = append(targets, "relayed6=fd00::5:8000", "unrelayed6=fd00::6:8000")
+		want = append(want, "relayed6-open", "unrelayed6-unreachable")
+	}
 	if haveIP() {
 		targets = append(targets, "route:allowed=10.1.2.3", "route:private=10.1.3.3")
 		want = append(want, "allowed-routed", "private-denied")
