@@ -209,8 +209,8 @@ func testIsolatedNetworkReach(t *testing.T, pool bool) {
 // TestIsolatedNetworkAllowed: what the operator allows
 // (SVC_LOCAL_NETWORK_ALLOW) a job reaches: the host's own address and a
 // private network allowed as networks are routed out, every port; a
-// private service allowed by port is relayed, that port only; the rest of
-// the private networks stays refused.
+// private service allowed by port (IPv4 or IPv6) is relayed, that port
+// only; the rest of the private networks stays refused.
 func TestIsolatedNetworkAllowed(t *testing.T) { eachIsolation(t, testIsolatedNetworkAllowed) }
 
 func testIsolatedNetworkAllowed(t *testing.T, pool bool) {
