@@ -186,7 +186,7 @@ func (a *Activities) ledgerEvents(ctx context.Context, run eval.Run, plan pull.P
 		case !errors.Is(err, derrors.ErrNotFound):
 			return nil, "", err
 		}
-		pending, err := ingest.Pending(ctx, run.Tenant, plan.Viewer, plan.RunID)
+		pending, err := ingest.Pending(ctx, run.Tenant, plan.Viewer, plan.ViewerTeams, plan.RunID)
 		switch {
 		case err != nil:
 			return nil, "", err

@@ -119,6 +119,7 @@ func (s *Server) runTry(c echo.Context, req tryRequest) error {
 		ref   *registry.Ref
 	)
 	label := "inline"
+	team := "" // a registered judge's private team: its try is that team's
 	switch {
 	case hasSpec && req.Judge != nil:
 		return derrors.Invalidf("send either spec (an inline judge) or judge {id, version}, not both")
@@ -137,7 +138,7 @@ func (s *Server) runTry(c echo.Context, req tryRequest) error {
 			return err
 		}
 		r := res.Ref()
-		j, canon, ref, label = res.Spec.Judge(), res.Spec.Canonical(), &r, r.String()
+		j, canon, ref, label, team = res.Spec.Judge(), res.Spec.Canonical(), &r, r.String(), res.PrivateTeam
 	default:
 		return derrors.Invalidf("spec or judge is required: an inline judge, or {id, version} of a registered one")
 	}
@@ -150,7 +151,7 @@ func (s *Server) runTry(c echo.Context, req tryRequest) error {
 		if req.Rubric != nil {
 			return derrors.Invalidf("rubric: a code judge has no rubric; it reads the case, trace, snapshot and evidence as JSON")
 		}
-		return s.tryCodeJudge(c, j, canon, ref, label, req.Evidence, ev)
+		return s.tryCodeJudge(c, j, canon, ref, label, team, req.Evidence, ev)
 	case registry.JudgeModel:
 		return s.tryModelJudge(c, j, label, req, ev.Evidence)
 	case registry.JudgeHarness:
@@ -311,7 +312,7 @@ func (s *Server) tryModelJudge(c echo.Context, j *registry.JudgeSpec, label stri
 // runtime, else the source case's placement (a stored run's runtime, or
 // the deployment's local runtime it ran on); a pasted trace has no case
 // placement, so without a judge runtime it is 400.
-func (s *Server) tryCodeJudge(c echo.Context, j *registry.JudgeSpec, canon json.RawMessage, ref *registry.Ref, label string, src previewEvidence, ev evidenceOf) error {
+func (s *Server) tryCodeJudge(c echo.Context, j *registry.JudgeSpec, canon json.RawMessage, ref *registry.Ref, label, team string, src previewEvidence, ev evidenceOf) error {
 	ctx, p := c.Request().Context(), principal(c)
 	runtime := j.Code.Runtime
 	if runtime == "" {
@@ -328,8 +329,10 @@ func (s *Server) tryCodeJudge(c echo.Context, j *registry.JudgeSpec, canon json.
 	if ref != nil {
 		rec.Ref = ref.String()
 	}
-	tr := runs.JudgeTryRequest{Judge: j, Ref: ref, Record: rec, Runtime: runtime}
-	if ev.Run != nil {
+	// The try's input is its source's case and its code the judge's: it is
+	// read by whom the source run is, else by the judge's private team.
+	tr := runs.JudgeTryRequest{Judge: j, Ref: ref, Record: rec, Runtime: runtime, AudienceTeam: team}
+	if ev.Run != nil && ev.Run.AudienceTeam != "" {
 		tr.AudienceTeam = ev.Run.AudienceTeam
 	}
 	run, err := s.runs.SubmitJudgeTry(ctx, p, tr, originSource(c))

@@ -9,6 +9,7 @@ import (
 
 	"svc/auth"
 	"svc/derrors"
+	"svc/records"
 	"svc/runs"
 )
 
@@ -181,8 +182,12 @@ func (s *Server) pendingTrajectory(c echo.Context, id string, err error) error {
 	if !errors.Is(err, derrors.ErrNotFound) {
 		return err
 	}
-	p := principal(c)
-	pe, perr := s.traceIngest.Pending(c.Request().Context(), p.Workspace, p.Subject, id)
+	ctx, p := c.Request().Context(), principal(c)
+	teams, terr := records.TeamAudiences(ctx, s.store, p.Workspace, p.Subject, auth.ReachesEveryTeam(p))
+	if terr != nil {
+		return terr
+	}
+	pe, perr := s.traceIngest.Pending(ctx, p.Workspace, p.Subject, teams, id)
 	switch {
 	case perr != nil:
 		return perr

@@ -243,7 +243,7 @@ var Settings = []Setting{
 		set: integer(func(c *Config) *int { return &c.WebhookAttempts })},
 	{Flag: "probe-allow", Env: "SVC_PROBE_ALLOW", Default: "", Usage: "comma-separated CIDRs, addresses or host names that runtime probes and the nomad and k8s clients may reach although private, loopback or link-local",
 		set: str(func(c *Config) *string { return &c.ProbeAllow })},
-	{Flag: "k8s-operator-namespaces", Env: "SVC_K8S_OPERATOR_NAMESPACES", Default: "", Usage: "comma-separated namespaces where a k8s runtime without kubeconfigSecret or server+authSecret may run jobs with the control plane's own kubeconfig context or in-cluster identity; empty: such runtimes are refused",
+	{Flag: "k8s-operator-namespaces", Env: "SVC_K8S_OPERATOR_NAMESPACES", Default: "", Usage: "comma-separated namespaces (ns: of the current context or in-cluster identity; ctx/ns: in kubeconfig context ctx) where a k8s runtime without kubeconfigSecret or server+authSecret may run jobs as the control plane; empty: such runtimes are refused",
 		set: str(func(c *Config) *string { return &c.K8sOperatorNamespaces })},
 	{Flag: "harness-otlp-endpoint", Env: "SVC_HARNESS_OTLP_ENDPOINT", Default: "", Usage: "OTLP/HTTP endpoint exported to harnesses as OTEL_EXPORTER_OTLP_ENDPOINT (with svc.run_id in OTEL_RESOURCE_ATTRIBUTES); unset when empty",
 		set: str(func(c *Config) *string { return &c.HarnessOTLPEndpoint })},

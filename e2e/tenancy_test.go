@@ -122,6 +122,31 @@ func TestPrivateTeamDatasetScorecardIsTheTeams(t *testing.T) {
 			t.Errorf("%s: POST /scorecards/query scanned %d batches (the private one visible: %v)", who.name, q.Scanned, sees)
 		}
 	}
+	// A single run of a private team's harness is the team's too.
+	mustDo(alice, "POST", "/harnesses", map[string]any{"id": "secret-agent", "version": "1.0.0", "kind": "process",
+		"command": []string{"/bin/sh", "-c", "echo the team's agent"}}, 201)
+	mustDo(alice, "POST", "/harnesses/secret-agent/team", map[string]any{"teamId": "secret"}, 200)
+	var single eval.Run
+	if code := do(alice, "POST", "/runs", map[string]any{"harness": map[string]string{"id": "secret-agent", "version": "1.0.0"},
+		"case": map[string]any{"id": "one", "task": "t"}}, &single); code != 202 {
+		t.Fatalf("alice's POST /runs = %d, want 202", code)
+	}
+	mustDo(alice, "GET", "/runs/"+single.ID, nil, 200)
+	mustDo(bob, "GET", "/runs/"+single.ID, nil, 404)
+
+	// A pull from the ledger of the team's trajectory makes a batch that is
+	// the team's: a copy never widens who reads it.
+	var pulled eval.Scorecard
+	if code := do(alice, "POST", "/scorecards/ingest/pull", map[string]any{"source": map[string]string{"name": "svc"},
+		"runs": []map[string]string{{"caseId": "copy", "runId": child}}}, &pulled); code != 202 {
+		t.Fatalf("alice's pull of the team's trajectory = %d, want 202", code)
+	}
+	if pulled.AudienceTeam != "secret" {
+		t.Errorf("the pulled batch's audienceTeam = %q, want secret", pulled.AudienceTeam)
+	}
+	mustDo(alice, "GET", "/scorecards/"+pulled.ID, nil, 200)
+	mustDo(bob, "GET", "/scorecards/"+pulled.ID, nil, 404)
+
 	// Bob's refusals name nothing of the team's.
 	var refusal struct {
 		Error struct{ Message string } `json:"error"`

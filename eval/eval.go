@@ -177,17 +177,37 @@ func TeamAudience(team string) string { return teamAudiencePrefix + team }
 // IsTeamAudience reports whether audience is a TeamAudience.
 func IsTeamAudience(audience string) bool { return strings.HasPrefix(audience, teamAudiencePrefix) }
 
+// TeamOf is the team of a TeamAudience, "" for any other audience.
+func TeamOf(audience string) string {
+	if !IsTeamAudience(audience) {
+		return ""
+	}
+	return strings.TrimPrefix(audience, teamAudiencePrefix)
+}
+
+// AnyTeamAudience, among a reader's team audiences, reads every team's
+// (admins and machine credentials), teams deleted since included. No team
+// id holds '*'.
+const AnyTeamAudience = teamAudiencePrefix + "*"
+
 // Visible reports whether subject may read a run with the given audience,
 // reading no team's: a personal audience is its member's alone, with no
-// admin bypass (a refusal is a 404 to the caller). VisibleTo also reads
-// the teams the reader may.
-func Visible(audience, subject string) bool { return audience == "" || audience == subject }
+// admin bypass (a refusal is a 404 to the caller). A subject spelled like
+// a team audience reads no team's. VisibleTo also reads the teams the
+// reader may.
+func Visible(audience, subject string) bool {
+	return audience == "" || (audience == subject && !IsTeamAudience(audience))
+}
 
 // VisibleTo reports whether subject, who may read the team audiences
-// teams (TeamAudience values: the private teams it is in, or all of them
-// for admins and machine credentials), may read an audience.
+// teams (TeamAudience values: the private teams it is in, or
+// AnyTeamAudience for admins and machine credentials), may read an
+// audience.
 func VisibleTo(audience, subject string, teams []string) bool {
-	return Visible(audience, subject) || (IsTeamAudience(audience) && slices.Contains(teams, audience))
+	if !IsTeamAudience(audience) {
+		return Visible(audience, subject)
+	}
+	return slices.Contains(teams, audience) || slices.Contains(teams, AnyTeamAudience)
 }
 
 // CaseResult is the per-case result of spec §2.7.

@@ -133,6 +133,9 @@ func (s *Service) Submit(ctx context.Context, p auth.Principal, req SubmitReques
 		Runtime:    req.Runtime,
 		WebhookURL: req.WebhookURL,
 		Case:       &c,
+		// A private team's harness makes a run that team's to read (its
+		// answer and trajectory show the harness at work).
+		AudienceTeam: h.PrivateTeam,
 	}
 	row, err := records.Row(run)
 	if err != nil {

@@ -3,6 +3,7 @@ package scorecards
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"strings"
 	"unicode/utf8"
 
@@ -193,10 +194,61 @@ func (s *Service) IngestPull(ctx context.Context, p auth.Principal, req PullRequ
 	if err := s.resolveJudges(ctx, p, &pl, req.Judges); err != nil {
 		return eval.Scorecard{}, err
 	}
+	if base.Ledger() {
+		team, err := s.ledgerTeam(ctx, p, base.ViewerTeams, byCase)
+		if err != nil {
+			return eval.Scorecard{}, err
+		}
+		pl.team = team
+	}
 	pl.inTx = func(ctx context.Context, tx store.Tx, sc eval.Scorecard) error {
 		return createPulled(ctx, tx, sc, pl.cases, byCase, base)
 	}
 	return s.record(ctx, p, pl, origin)
+}
+
+// ledgerTeam is the private team whose trajectories (or runs) a pull from
+// the ledger copies, so that the batch keeps them that team's to read: a
+// copy never widens who reads a trajectory (issue 30). Trajectories of
+// several teams are refused, as is a personal one of the caller's (a
+// session or conversation is its member's alone); one the caller cannot
+// read is left for the pull to find missing, so nothing tells it apart
+// from an unknown id.
+func (s *Service) ledgerTeam(ctx context.Context, p auth.Principal, teams []string, byCase map[string]string) (string, error) {
+	team := ""
+	for _, id := range byCase {
+		audience := ""
+		t, err := s.o.Store.GetTrajectory(ctx, p.Workspace, id)
+		switch {
+		case err == nil:
+			audience = t.Audience
+		case !errors.Is(err, derrors.ErrNotFound):
+			return "", err
+		default:
+			row, err := s.o.Store.GetRun(ctx, p.Workspace, id)
+			switch {
+			case err == nil:
+				audience = row.Audience
+			case !errors.Is(err, derrors.ErrNotFound):
+				return "", err
+			}
+		}
+		switch {
+		case audience == "":
+		case eval.IsTeamAudience(audience):
+			if !eval.VisibleTo(audience, p.Subject, teams) {
+				continue
+			}
+			t := eval.TeamOf(audience)
+			if team != "" && team != t {
+				return "", derrors.Invalidf("the runs to pull are of private teams %q and %q: a batch is one team's to read; pull each team's runs into a batch of its own", team, t)
+			}
+			team = t
+		case audience == p.Subject:
+			return "", derrors.Invalidf("run %q is personal (a session or conversation of yours): its trajectory is yours alone and is not copied into a batch the workspace reads", id)
+		}
+	}
+	return team, nil
 }
 
 // harnessMapping is a harness's effective span attribute mapping: its

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -78,7 +77,7 @@ func (s *Service) audienceChecker(ctx context.Context, p auth.Principal) func(ev
 			}
 			teams, loaded = t, true
 		}
-		if !slices.Contains(teams, eval.TeamAudience(sc.AudienceTeam)) {
+		if !eval.VisibleTo(eval.TeamAudience(sc.AudienceTeam), p.Subject, teams) {
 			return notFound(sc.ID)
 		}
 		return nil

@@ -155,6 +155,9 @@ type plan struct {
 	// inTx, when set, writes what the batch needs beside its record in
 	// the submit's transaction (an ingest's sealed traces and child runs).
 	inTx func(ctx context.Context, tx store.Tx, sc eval.Scorecard) error
+	// team, when set, is the private team whose trajectories a pull from
+	// the ledger copies: the batch is that team's to read.
+	team string
 }
 
 // Submit resolves, seals and records a scorecard, then starts its workflow.
@@ -354,6 +357,12 @@ func (s *Service) record(ctx context.Context, p auth.Principal, pl plan, source 
 	// expected answers (issue 30, finding 6).
 	if sc.AudienceTeam = pl.dataset.PrivateTeam; sc.AudienceTeam == "" {
 		sc.AudienceTeam = pl.harness.PrivateTeam
+	}
+	if pl.team != "" {
+		if sc.AudienceTeam != "" && sc.AudienceTeam != pl.team {
+			return eval.Scorecard{}, derrors.Invalidf("the pulled trajectories are team %q's and the dataset or harness team %q's: a batch is one team's to read; pull them into a batch over assets of the same team", pl.team, sc.AudienceTeam)
+		}
+		sc.AudienceTeam = pl.team
 	}
 	row, err := records.ScorecardRow(sc, 0)
 	if err != nil {

@@ -289,7 +289,7 @@ func (s *Service) readsTeam(ctx context.Context, p auth.Principal, audience stri
 		*errp = err
 		return false
 	}
-	return slices.Contains(teams, audience)
+	return eval.VisibleTo(audience, p.Subject, teams)
 }
 
 // store keeps pending under the workspace's quota, in one transaction

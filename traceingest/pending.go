@@ -62,11 +62,12 @@ func (e *PendingError) ErrorDetails() map[string]any {
 }
 
 // Pending returns a *PendingError when spans of the trajectory id wait
-// unsealed in workspace and viewer may see them (another member's
-// personal run reads as nothing waiting), else nil. It is what GET
+// unsealed in workspace and viewer, who reads the team audiences teams
+// (records.TeamAudiences), may see them (another member's personal run,
+// or another team's, reads as nothing waiting), else nil. It is what GET
 // /trajectories/:id answers for an id with no sealed trajectory, and what
 // a pull from the ledger waits for.
-func (s *Service) Pending(ctx context.Context, workspace, viewer, id string) (*PendingError, error) {
+func (s *Service) Pending(ctx context.Context, workspace, viewer string, teams []string, id string) (*PendingError, error) {
 	g, err := s.o.Store.GetPendingGroup(ctx, workspace, id)
 	if errors.Is(err, derrors.ErrNotFound) {
 		return nil, nil
@@ -85,7 +86,7 @@ func (s *Service) Pending(ctx context.Context, workspace, viewer, id string) (*P
 		return nil, nil // the run is gone: the sweep drops its spans
 	case err != nil:
 		return nil, err
-	case !eval.Visible(row.Audience, viewer), eval.Status(row.Status).Terminal():
+	case !eval.VisibleTo(row.Audience, viewer, teams), eval.Status(row.Status).Terminal():
 		// Another member's; or ended, its trajectory sealed, and these
 		// late spans are dropped by the sweep.
 		return nil, nil

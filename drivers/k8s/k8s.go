@@ -69,8 +69,9 @@ type Config struct {
 	Guard *netguard.Guard
 	// OperatorNamespaces (SVC_K8S_OPERATOR_NAMESPACES) are the namespaces a
 	// runtime without credentials of its own (the context path: the control
-	// plane's kubeconfig or in-cluster identity) may use. Empty: the context
-	// path is off, since any member may register a runtime (spec §5.7) and
+	// plane's kubeconfig or in-cluster identity) may use: "ns" in the
+	// current context, "ctx/ns" in context ctx. Empty: the context path is
+	// off, since any member may register a runtime (spec §5.7) and
 	// would otherwise act as the control plane in a namespace of their choice.
 	OperatorNamespaces []string
 }
@@ -143,9 +144,16 @@ func fromOperatorContext(cfg Config) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	if !slices.Contains(cfg.OperatorNamespaces, c.Namespace) {
-		return nil, fmt.Errorf("%s: namespace %q is not one the operator offers to runtimes (SVC_K8S_OPERATOR_NAMESPACES: %s); set namespace to one of them",
-			c.Auth, c.Namespace, strings.Join(cfg.OperatorNamespaces, ", "))
+	// An entry "ns" offers namespace ns of the current context (or the
+	// in-cluster identity); "ctx/ns" offers it in context ctx. A context
+	// is the operator's to offer: it may reach another cluster.
+	want := c.Namespace
+	if cfg.Context != "" {
+		want = cfg.Context + "/" + c.Namespace
+	}
+	if !slices.Contains(cfg.OperatorNamespaces, want) {
+		return nil, fmt.Errorf("%s: namespace %q is not one the operator offers to runtimes (SVC_K8S_OPERATOR_NAMESPACES: %s); set namespace (and context) to one of them",
+			c.Auth, want, strings.Join(cfg.OperatorNamespaces, ", "))
 	}
 	g := cfg.Guard
 	if g == nil {

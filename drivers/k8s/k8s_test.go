@@ -152,7 +152,7 @@ func TestProbeAuthPrecedence(t *testing.T) {
 		},
 		{
 			name: "context from the control plane's kubeconfig",
-			cfg:  k8s.ProbeConfig{Context: "ops", OperatorNamespaces: []string{"default"}},
+			cfg:  k8s.ProbeConfig{Context: "ops", OperatorNamespaces: []string{"ops/default"}},
 			want: k8s.Result{Kind: "k8s", Reachable: true, Detail: "context ops; v1.36.4"},
 		},
 		{
@@ -170,12 +170,19 @@ func TestProbeAuthPrecedence(t *testing.T) {
 		},
 		{
 			name: "a namespace the operator did not offer is refused",
-			cfg:  k8s.ProbeConfig{Context: "ops", Namespace: "kube-system", OperatorNamespaces: []string{"default"}},
-			want: k8s.Result{Kind: "k8s", Detail: `context ops: namespace "kube-system" is not one the operator offers to runtimes (SVC_K8S_OPERATOR_NAMESPACES: default); set namespace to one of them`},
+			cfg:  k8s.ProbeConfig{Namespace: "kube-system", OperatorNamespaces: []string{"default"}},
+			want: k8s.Result{Kind: "k8s", Detail: `context (current): namespace "kube-system" is not one the operator offers to runtimes (SVC_K8S_OPERATOR_NAMESPACES: default); set namespace (and context) to one of them`},
+		},
+		{
+			// A context may reach another cluster: offering a namespace
+			// of the current context offers it in no other context.
+			name: "another context than the one offered is refused",
+			cfg:  k8s.ProbeConfig{Context: "ops", OperatorNamespaces: []string{"default"}},
+			want: k8s.Result{Kind: "k8s", Detail: `context ops: namespace "ops/default" is not one the operator offers to runtimes (SVC_K8S_OPERATOR_NAMESPACES: default); set namespace (and context) to one of them`},
 		},
 		{
 			name: "context that does not exist",
-			cfg:  k8s.ProbeConfig{Context: "nope", OperatorNamespaces: []string{"default"}},
+			cfg:  k8s.ProbeConfig{Context: "nope", OperatorNamespaces: []string{"nope/default"}},
 			want: k8s.Result{Kind: "k8s", Detail: `context nope: context "nope" does not exist`},
 		},
 		{

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"svc/derrors"
+	"svc/eval"
 	"svc/store"
 )
 
@@ -36,12 +37,18 @@ func (a *sqlArgs) add(v any) string {
 // audiences, eval.TeamAudience), or, with anyTeam, every team's. The
 // common case, no team, keeps the literal the indexes were planned with.
 func audienceIn(args *sqlArgs, viewer string, teams []string, anyTeam bool) string {
+	if eval.IsTeamAudience(viewer) {
+		viewer = "" // a subject spelled like a team reads no team's
+	}
+	anyTeam = anyTeam || slices.Contains(teams, eval.AnyTeamAudience)
 	c := `(audience = '' OR audience = ` + args.add(viewer)
 	if anyTeam {
 		c += ` OR audience LIKE 'team:%'`
 	}
 	for _, t := range teams {
-		c += ` OR audience = ` + args.add(t)
+		if !anyTeam {
+			c += ` OR audience = ` + args.add(t)
+		}
 	}
 	return c + `)`
 }
