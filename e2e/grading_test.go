@@ -1,23 +1,18 @@
 package e2e
 
 import (
-	"crypto/rand"
-	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"svc/eval"
 	"svc/internal/testwait"
 	"svc/judges/judgetest"
-	"svc/store/pgtest"
 )
 
 // meteredHarness asks its bound model through the control plane's model
@@ -154,12 +149,7 @@ print(%s + str(c["expected"]))
 // It runs on SQLite (`svc dev`) and on PostgreSQL (`svc serve` + `svc
 // worker`).
 func TestExpectedWithoutGraderIsCompared(t *testing.T) {
-	t.Run("sqlite", func(t *testing.T) {
-		expectedIsCompared(t, start(t, devEnv(t.TempDir()), true, "dev").URL)
-	})
-	t.Run("postgres", func(t *testing.T) {
-		expectedIsCompared(t, pgStack(t))
-	})
+	onBothStores(t, nil, expectedIsCompared)
 }
 
 func expectedIsCompared(t *testing.T, url string) {
@@ -264,47 +254,4 @@ func expectedIsCompared(t *testing.T, url string) {
 	if out, errOut, code := cli("verify", wrong.ID); code != 0 {
 		t.Errorf("svc verify %s exit %d, want 0\nstdout: %s\nstderr: %s", wrong.ID, code, out, errOut)
 	}
-}
-
-// temporalTLSLine is svc dev's line naming the client certificate files
-// of its embedded Temporal, as TEMPORAL_TLS_* settings.
-var temporalTLSLine = regexp.MustCompile(`Temporal requires mutual TLS: a client uses (TEMPORAL_TLS_CA=\S+ TEMPORAL_TLS_CERT=\S+ TEMPORAL_TLS_KEY=\S+)`)
-
-// pgStack starts the production roles on PostgreSQL and returns the API's
-// address: `svc dev` only as the Temporal cluster (its worker polls a
-// queue of its own, so the PostgreSQL worker runs every task), `svc
-// migrate`, `svc serve` on a fixed port named as SVC_PUBLIC_URL (where the
-// worker sends jobs for the model proxy) and `svc worker`, with env added.
-func pgStack(t *testing.T, env ...string) string {
-	t.Helper()
-	temporalPort, port := freePort(t), freePort(t)
-	dev := start(t, devEnv(t.TempDir(), "SVC_TEMPORAL_PORT="+temporalPort, "SVC_TASK_QUEUE=dev-only"), true, "dev")
-	// The embedded Temporal requires mutual TLS; svc dev says with what.
-	tlsEnv := testwait.UntilValue(t, 30*time.Second, "svc dev's Temporal TLS line", func() ([]string, bool) {
-		m := temporalTLSLine.FindStringSubmatch(dev.Stdout())
-		if m == nil {
-			return nil, false
-		}
-		return strings.Fields(m[1]), true
-	})
-	key := make([]byte, 32)
-	if _, err := rand.Read(key); err != nil {
-		t.Fatal(err)
-	}
-	env = append([]string{"DATABASE_URL=" + pgtest.URL(t), "TEMPORAL_ADDRESS=127.0.0.1:" + temporalPort,
-		"SVC_ADDR=127.0.0.1:" + port, "SVC_PUBLIC_URL=http://127.0.0.1:" + port,
-		"SVC_SECRET_KEY=" + base64.StdEncoding.EncodeToString(key), "SVC_DATA_DIR=" + t.TempDir()}, append(tlsEnv, env...)...)
-	if m := start(t, env, false, "migrate"); m.wait(time.Minute) != 0 {
-		t.Fatalf("svc migrate failed: %s", m.Stderr())
-	}
-	s := start(t, env, true, "serve")
-	w := start(t, env, false, "worker")
-	testwait.Until(t, 30*time.Second, "worker polling line", func() bool { return strings.Contains(w.Stdout(), "polling task queue") })
-	t.Cleanup(func() {
-		for _, p := range []*proc{w, s} {
-			p.signal(syscall.SIGTERM)
-			p.wait(time.Minute)
-		}
-	})
-	return s.URL
 }

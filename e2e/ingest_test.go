@@ -6,13 +6,11 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"svc/eval"
 	"svc/internal/testwait"
-	"svc/store/pgtest"
 )
 
 // Ingest through the real binary (issue 29, items 1, 2 and 5): traces
@@ -25,28 +23,7 @@ import (
 // harness, succeed with one case per trace, on SQLite (`svc dev`) and on
 // PostgreSQL (`svc serve` + `svc worker`).
 func TestIngestWithoutDatasetEachTraceIsACase(t *testing.T) {
-	t.Run("sqlite", func(t *testing.T) {
-		dev := start(t, devEnv(t.TempDir()), true, "dev")
-		ingestEachTraceIsACase(t, dev.URL)
-	})
-	t.Run("postgres", func(t *testing.T) {
-		// `svc dev` is only the Temporal cluster here: its worker polls
-		// a queue of its own, so the PostgreSQL worker runs every task.
-		temporalPort, devDir := freePort(t), t.TempDir()
-		start(t, devEnv(devDir, "SVC_TEMPORAL_PORT="+temporalPort, "SVC_TASK_QUEUE=dev-only"), true, "dev")
-		env := append([]string{"DATABASE_URL=" + pgtest.URL(t), "TEMPORAL_ADDRESS=127.0.0.1:" + temporalPort, "SVC_ADDR=127.0.0.1:0"}, devTemporalTLS(devDir)...)
-		if m := start(t, env, false, "migrate"); m.wait(time.Minute) != 0 {
-			t.Fatalf("svc migrate failed: %s", m.Stderr())
-		}
-		s := start(t, env, true, "serve")
-		w := start(t, env, false, "worker")
-		testwait.Until(t, 30*time.Second, "worker polling line", func() bool { return strings.Contains(w.Stdout(), "polling task queue") })
-		ingestEachTraceIsACase(t, s.URL)
-		for _, p := range []*proc{w, s} {
-			p.signal(syscall.SIGTERM)
-			p.wait(time.Minute)
-		}
-	})
+	onBothStores(t, nil, ingestEachTraceIsACase)
 }
 
 func ingestEachTraceIsACase(t *testing.T, url string) {
@@ -118,16 +95,19 @@ func checkTraceCases(t *testing.T, sc eval.Scorecard, want ...string) {
 // exact grader: the right answer passes, the wrong one fails, and each
 // case's evidence holds the answer the agent gave.
 func TestPullFromSvcKeepsTheAnswer(t *testing.T) {
-	svc := start(t, devEnv(t.TempDir(), "SVC_INGEST_IDLE_WINDOW=1s"), true, "dev")
+	onBothStores(t, []string{"SVC_INGEST_IDLE_WINDOW=1s"}, pullFromSvcKeepsTheAnswer)
+}
+
+func pullFromSvcKeepsTheAnswer(t *testing.T, url string) {
 	cases := []map[string]any{
 		{"id": "sum", "task": "What is 2+2?", "expected": "4", "graders": []map[string]any{{"id": "exact"}}},
 		{"id": "sum-again", "task": "What is 2+2?", "expected": "4", "graders": []map[string]any{{"id": "exact"}}},
 	}
-	if code := call(t, "POST", svc.URL+"/datasets", map[string]any{"id": "qa", "version": "1.0.0", "cases": cases}, nil); code != 201 {
+	if code := call(t, "POST", url+"/datasets", map[string]any{"id": "qa", "version": "1.0.0", "cases": cases}, nil); code != 201 {
 		t.Fatalf("POST /datasets = %d, want 201", code)
 	}
-	sendAgentSpans(t, svc.URL, "agent-right", "4")
-	sendAgentSpans(t, svc.URL, "agent-wrong", "5")
+	sendAgentSpans(t, url, "agent-right", "4")
+	sendAgentSpans(t, url, "agent-wrong", "5")
 
 	pullReq := map[string]any{
 		"dataset": map[string]any{"id": "qa", "version": "1.0.0"},
@@ -135,10 +115,10 @@ func TestPullFromSvcKeepsTheAnswer(t *testing.T) {
 		"runs":    []map[string]any{{"caseId": "sum", "runId": "agent-right"}, {"caseId": "sum-again", "runId": "agent-wrong"}},
 	}
 	var queued eval.Scorecard
-	if code := call(t, "POST", svc.URL+"/scorecards/ingest/pull", pullReq, &queued); code != 202 {
+	if code := call(t, "POST", url+"/scorecards/ingest/pull", pullReq, &queued); code != 202 {
 		t.Fatalf("POST /scorecards/ingest/pull = %d %+v, want 202", code, queued)
 	}
-	sc := waitScorecard(t, svc.URL, queued.ID)
+	sc := waitScorecard(t, url, queued.ID)
 	if sc.Status != eval.ScorecardSucceeded {
 		t.Fatalf("scorecard is %s (error %+v, steps %+v), want succeeded", sc.Status, sc.Error, sc.Steps)
 	}
@@ -162,7 +142,7 @@ func TestPullFromSvcKeepsTheAnswer(t *testing.T) {
 			t.Errorf("case %s: casePass %v, scores %+v; want the exact grader to say %v", row.CaseID, row.CasePass, row.Scores, w.pass)
 		}
 		var run eval.Run
-		if code := call(t, "GET", svc.URL+"/runs/"+row.RunID, nil, &run); code != 200 || run.Result == nil || run.Result.Evidence == nil {
+		if code := call(t, "GET", url+"/runs/"+row.RunID, nil, &run); code != 200 || run.Result == nil || run.Result.Evidence == nil {
 			t.Fatalf("GET /runs/%s = %d %+v, want a result with evidence", row.RunID, code, run)
 		}
 		if got := run.Result.Evidence.FinalAnswer; got != w.answer {
@@ -181,10 +161,16 @@ func TestPullFromSvcKeepsTheAnswer(t *testing.T) {
 // when, then pulls the trajectory once it is sealed; from then on the
 // trajectory reads normally.
 func TestPendingSpansAreVisible(t *testing.T) {
-	const window = 8 * time.Second
-	svc := start(t, devEnv(t.TempDir(), "SVC_INGEST_IDLE_WINDOW="+window.String()), true, "dev")
+	onBothStores(t, []string{"SVC_INGEST_IDLE_WINDOW=" + pendingWindow.String()}, pendingSpansAreVisible)
+}
+
+// pendingWindow is TestPendingSpansAreVisible's idle window.
+const pendingWindow = 8 * time.Second
+
+func pendingSpansAreVisible(t *testing.T, url string) {
+	const window = pendingWindow
 	sent := time.Now()
-	sendAgentSpans(t, svc.URL, "slow-agent", "4")
+	sendAgentSpans(t, url, "slow-agent", "4")
 
 	var body struct {
 		Error struct {
@@ -193,7 +179,7 @@ func TestPendingSpansAreVisible(t *testing.T) {
 			Details map[string]any `json:"details"`
 		} `json:"error"`
 	}
-	if code := call(t, "GET", svc.URL+"/trajectories/slow-agent", nil, &body); code != 404 {
+	if code := call(t, "GET", url+"/trajectories/slow-agent", nil, &body); code != 404 {
 		t.Fatalf("GET /trajectories/slow-agent right after the spans = %d %+v, want 404 (not sealed yet)", code, body)
 	}
 	e := body.Error
@@ -208,13 +194,13 @@ func TestPendingSpansAreVisible(t *testing.T) {
 
 	pullReq := map[string]any{"source": map[string]any{"name": "svc"}, "runs": []map[string]any{{"runId": "slow-agent"}}}
 	var queued eval.Scorecard
-	if code := call(t, "POST", svc.URL+"/scorecards/ingest/pull", pullReq, &queued); code != 202 {
+	if code := call(t, "POST", url+"/scorecards/ingest/pull", pullReq, &queued); code != 202 {
 		t.Fatalf("POST /scorecards/ingest/pull = %d %+v, want 202", code, queued)
 	}
 	// The pull waits, and says so while it does.
 	step := testwait.UntilValue(t, window, "the pull's step naming the pending trajectory", func() (eval.Step, bool) {
 		var sc eval.Scorecard
-		call(t, "GET", svc.URL+"/scorecards/"+queued.ID, nil, &sc)
+		call(t, "GET", url+"/scorecards/"+queued.ID, nil, &sc)
 		for _, s := range sc.Steps {
 			if s.CaseID == "slow-agent" && strings.Contains(s.Message, "waits for trajectory slow-agent") {
 				return s, true
@@ -227,7 +213,7 @@ func TestPendingSpansAreVisible(t *testing.T) {
 	}
 	mustContain(t, step.Message, "sealed at "+sealsAt.UTC().Format(time.RFC3339))
 
-	sc := waitScorecard(t, svc.URL, queued.ID)
+	sc := waitScorecard(t, url, queued.ID)
 	if sc.Status != eval.ScorecardSucceeded || len(sc.Scorecard) != 1 || sc.Scorecard[0].Status != eval.StatusSucceeded {
 		t.Fatalf("scorecard is %s with %+v (steps %+v), want succeeded with the one pulled case", sc.Status, sc.Scorecard, sc.Steps)
 	}
@@ -242,7 +228,7 @@ func TestPendingSpansAreVisible(t *testing.T) {
 		} `json:"meta"`
 		Events []eval.TraceEvent `json:"events"`
 	}
-	if code := call(t, "GET", svc.URL+"/trajectories/slow-agent", nil, &traj); code != 200 {
+	if code := call(t, "GET", url+"/trajectories/slow-agent", nil, &traj); code != 200 {
 		t.Fatalf("GET /trajectories/slow-agent after the pull = %d, want 200", code)
 	}
 	if traj.Meta.Source != "otel" || traj.Meta.EventCount != 2 || !traj.Meta.Sealed || len(traj.Events) != 2 {

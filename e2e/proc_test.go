@@ -6,6 +6,8 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/base64"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -21,6 +23,7 @@ import (
 	"testing"
 	"time"
 
+	"svc/internal/testwait"
 	"svc/store/pgtest"
 )
 
@@ -274,4 +277,55 @@ func mustContain(t *testing.T, got, want string) {
 	if !strings.Contains(got, want) {
 		t.Fatalf("output lacks %q:\n%s", want, got)
 	}
+}
+
+// temporalTLSLine is svc dev's line naming the client certificate files
+// of its embedded Temporal, as TEMPORAL_TLS_* settings.
+var temporalTLSLine = regexp.MustCompile(`Temporal requires mutual TLS: a client uses (TEMPORAL_TLS_CA=\S+ TEMPORAL_TLS_CERT=\S+ TEMPORAL_TLS_KEY=\S+)`)
+
+// pgStack starts the production roles on PostgreSQL and returns the API's
+// address: `svc dev` only as the Temporal cluster (its worker polls a
+// queue of its own, so the PostgreSQL worker runs every task), `svc
+// migrate`, `svc serve` on a fixed port named as SVC_PUBLIC_URL (where the
+// worker sends jobs for the model proxy) and `svc worker`, with env added.
+func pgStack(t *testing.T, env ...string) string {
+	t.Helper()
+	temporalPort, port := freePort(t), freePort(t)
+	dev := start(t, devEnv(t.TempDir(), "SVC_TEMPORAL_PORT="+temporalPort, "SVC_TASK_QUEUE=dev-only"), true, "dev")
+	// The embedded Temporal requires mutual TLS; svc dev says with what.
+	tlsEnv := testwait.UntilValue(t, 30*time.Second, "svc dev's Temporal TLS line", func() ([]string, bool) {
+		m := temporalTLSLine.FindStringSubmatch(dev.Stdout())
+		if m == nil {
+			return nil, false
+		}
+		return strings.Fields(m[1]), true
+	})
+	key := make([]byte, 32)
+	if _, err := rand.Read(key); err != nil {
+		t.Fatal(err)
+	}
+	env = append([]string{"DATABASE_URL=" + pgtest.URL(t), "TEMPORAL_ADDRESS=127.0.0.1:" + temporalPort,
+		"SVC_ADDR=127.0.0.1:" + port, "SVC_PUBLIC_URL=http://127.0.0.1:" + port,
+		"SVC_SECRET_KEY=" + base64.StdEncoding.EncodeToString(key), "SVC_DATA_DIR=" + t.TempDir()}, append(tlsEnv, env...)...)
+	if m := start(t, env, false, "migrate"); m.wait(time.Minute) != 0 {
+		t.Fatalf("svc migrate failed: %s", m.Stderr())
+	}
+	s := start(t, env, true, "serve")
+	w := start(t, env, false, "worker")
+	testwait.Until(t, 30*time.Second, "worker polling line", func() bool { return strings.Contains(w.Stdout(), "polling task queue") })
+	t.Cleanup(func() {
+		for _, p := range []*proc{w, s} {
+			p.signal(syscall.SIGTERM)
+			p.wait(time.Minute)
+		}
+	})
+	return s.URL
+}
+
+// onBothStores runs fn against each store: `svc dev` (SQLite) and the
+// production roles on PostgreSQL (pgStack), each with env added.
+func onBothStores(t *testing.T, env []string, fn func(t *testing.T, url string)) {
+	t.Helper()
+	t.Run("sqlite", func(t *testing.T) { fn(t, start(t, devEnv(t.TempDir(), env...), true, "dev").URL) })
+	t.Run("postgres", func(t *testing.T) { fn(t, pgStack(t, env...)) })
 }

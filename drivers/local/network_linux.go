@@ -453,10 +453,11 @@ type relay struct {
 	dial map[netip.AddrPort]string
 	wg   sync.WaitGroup
 
-	mu     sync.Mutex
-	closed bool
-	ls     []net.Listener
-	conns  map[net.Conn]struct{}
+	mu       sync.Mutex
+	closed   bool
+	ls       []net.Listener
+	conns    map[net.Conn]struct{}
+	lastFull time.Time // when noteFull last logged
 }
 
 // startRelay relays from the listening sockets fds (each is taken over,
@@ -511,11 +512,41 @@ func (r *relay) accept(l net.Listener, target string) {
 			}
 			return
 		}
+		if r.full() {
+			// A job holding many connections open must not exhaust the
+			// service's descriptors: past the cap, connections are
+			// refused (closed at once) until some end.
+			_ = c.Close()
+			r.noteFull()
+			continue
+		}
 		if !r.track(c) {
 			_ = c.Close()
 			return
 		}
 		go r.pipe(c, target)
+	}
+}
+
+// maxRelayConns bounds the connections one relay holds open (each is a
+// job's end and the service's: two descriptors of the svc process, and the
+// API's own socket when it runs in the same process).
+var maxRelayConns = 512
+
+// full reports whether the relay holds maxRelayConns connections of jobs.
+func (r *relay) full() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.conns) >= 2*maxRelayConns
+}
+
+// noteFull logs, at most once a minute, that connections were refused.
+func (r *relay) noteFull() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if now := time.Now(); now.Sub(r.lastFull) > time.Minute {
+		r.lastFull = now
+		r.log.Warn("local driver: jobs hold the most connections to the service the relay keeps open; refusing more until some end", "max", maxRelayConns)
 	}
 }
 

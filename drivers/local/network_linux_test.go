@@ -24,6 +24,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"svc/drivers"
+	"svc/internal/testwait"
 )
 
 // networkDriver returns an isolated driver (on the job server when pool)
@@ -648,4 +649,57 @@ func TestIsolatedNetworkSlirpFails(t *testing.T) {
 			t.Errorf("a job server (pid %d) is left running", pid)
 		}
 	})
+}
+
+// TestRelayCapsConnections: a job holding connections open cannot exhaust
+// the service's descriptors: past the cap the relay closes new ones at once,
+// and takes them again once some end.
+func TestRelayCapsConnections(t *testing.T) {
+	defer func(n int) { maxRelayConns = n }(maxRelayConns)
+	maxRelayConns = 2
+	echo := listenEcho(t)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	at := netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), uint16(l.Addr().(*net.TCPAddr).Port))
+	r, err := startRelay([]int{listenerFD(t, l)}, map[netip.AddrPort]string{at: echo.Addr().String()}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.close()
+	relayed := func() (net.Conn, bool) {
+		t.Helper()
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+		fmt.Fprintf(c, "ping\n")
+		line, err := bufio.NewReader(c).ReadString('\n')
+		return c, err == nil && line == "ping\n"
+	}
+	var held []net.Conn
+	for i := range maxRelayConns {
+		c, ok := relayed()
+		if !ok {
+			t.Fatalf("connection %d of %d was not relayed", i+1, maxRelayConns)
+		}
+		held = append(held, c)
+	}
+	c, ok := relayed()
+	c.Close()
+	if ok {
+		t.Fatalf("a connection past the cap of %d was relayed", maxRelayConns)
+	}
+	held[0].Close()
+	testwait.Until(t, 10*time.Second, "a connection relayed again once one ended", func() bool {
+		c, ok := relayed()
+		c.Close()
+		return ok
+	})
+	for _, c := range held[1:] {
+		c.Close()
+	}
 }
