@@ -297,7 +297,7 @@ func TestProbeBadConfig(t *testing.T) {
 func TestProbeNoControlPlaneKubeconfig(t *testing.T) {
 	t.Setenv("KUBECONFIG", filepath.Join(t.TempDir(), "missing"))
 	t.Setenv("KUBERNETES_SERVICE_HOST", "")
-	got := k8s.Probe(t.Context(), k8s.ProbeConfig{})
+	got := k8s.Probe(t.Context(), k8s.ProbeConfig{OperatorNamespaces: []string{"default"}})
 	if got.Reachable || !strings.HasPrefix(got.Detail, "context (current): ") {
 		t.Errorf("Probe = %+v, want not reachable on the context path", got)
 	}
