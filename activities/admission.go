@@ -6,11 +6,11 @@ import (
 	"log/slog"
 	"time"
 
-	"svc/derrors"
 	"svc/drivers"
-	"svc/eval"
+	"svc/internal/domain/eval"
+	"svc/internal/domain/registry"
+	"svc/internal/platform/derrors"
 	"svc/records"
-	"svc/registry"
 	"svc/store"
 )
 

@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"svc/eval"
-	"svc/flows"
+	"svc/internal/domain/eval"
+	"svc/internal/domain/flows"
 	"svc/internal/testwait"
 )
 

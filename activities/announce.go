@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"strings"
 
-	"svc/eval"
+	"svc/internal/domain/eval"
 	"svc/store"
 )
 

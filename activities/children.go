@@ -3,9 +3,9 @@ package activities
 import (
 	"context"
 
-	"svc/eval"
+	"svc/internal/domain/eval"
+	"svc/internal/domain/scoring"
 	"svc/records"
-	"svc/scoring"
 	"svc/store"
 )
 

@@ -9,10 +9,10 @@ import (
 
 	"go.temporal.io/sdk/temporal"
 
-	"svc/derrors"
-	"svc/eval"
+	"svc/internal/domain/eval"
+	"svc/internal/domain/registry"
+	"svc/internal/platform/derrors"
 	"svc/records"
-	"svc/registry"
 	"svc/store"
 )
 

@@ -22,11 +22,11 @@ import (
 	"go.temporal.io/sdk/worker"
 
 	"svc/drivers"
+	"svc/internal/platform/secrets"
+	"svc/internal/service/registries"
 	"svc/judges"
 	"svc/models"
 	"svc/records"
-	"svc/registry/service"
-	"svc/secrets"
 	"svc/store"
 	"svc/traceingest"
 	"svc/tracesources"

@@ -7,9 +7,9 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"go.temporal.io/sdk/testsuite"
 
-	"svc/eval"
+	"svc/internal/domain/eval"
+	"svc/internal/domain/registry"
 	"svc/records"
-	"svc/registry"
 	"svc/store/sqlite/sqlitetest"
 )
 

@@ -8,10 +8,10 @@ import (
 	"sync"
 	"time"
 
-	"svc/derrors"
-	"svc/eval"
+	"svc/internal/domain/eval"
+	"svc/internal/domain/registry"
+	"svc/internal/platform/derrors"
 	"svc/records"
-	"svc/registry"
 	"svc/store"
 	"svc/traces"
 )

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"svc/drivers"
-	"svc/eval"
+	"svc/internal/domain/eval"
 	"svc/models"
 	"svc/store"
 )

@@ -12,9 +12,9 @@ import (
 	"time"
 
 	"svc/auth"
-	"svc/registry"
-	"svc/registry/service"
-	"svc/secrets"
+	"svc/internal/domain/registry"
+	"svc/internal/platform/secrets"
+	"svc/internal/service/registries"
 	"svc/store"
 	"svc/store/sqlite/sqlitetest"
 )

@@ -8,9 +8,9 @@ import (
 
 	"go.temporal.io/sdk/temporal"
 
-	"svc/derrors"
-	"svc/eval"
-	"svc/registry"
+	"svc/internal/domain/eval"
+	"svc/internal/domain/registry"
+	"svc/internal/platform/derrors"
 	"svc/traceingest"
 	"svc/traces"
 )

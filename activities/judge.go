@@ -9,12 +9,12 @@ import (
 	"go.temporal.io/sdk/activity"
 
 	"svc/auth"
-	"svc/derrors"
-	"svc/eval"
-	"svc/flows"
+	"svc/internal/domain/eval"
+	"svc/internal/domain/flows"
+	"svc/internal/domain/registry"
+	"svc/internal/platform/derrors"
 	"svc/judges"
 	"svc/records"
-	"svc/registry"
 	"svc/store"
 )
 

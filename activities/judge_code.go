@@ -8,10 +8,10 @@ import (
 	"time"
 
 	"svc/auth"
-	"svc/eval"
+	"svc/internal/domain/eval"
+	"svc/internal/domain/registry"
 	"svc/judges"
 	"svc/models"
-	"svc/registry"
 	"svc/store"
 )
 

@@ -9,14 +9,14 @@ import (
 	"time"
 
 	"svc/auth"
-	"svc/derrors"
-	"svc/eval"
+	"svc/internal/domain/eval"
+	"svc/internal/domain/registry"
+	"svc/internal/platform/derrors"
 	"svc/judges"
 	"svc/judges/evidence"
 	"svc/judges/prompt"
 	"svc/judges/score"
 	"svc/records"
-	"svc/registry"
 )
 
 // TriggerHarnessJudge is the trigger of the run in which a legacy harness

@@ -4,8 +4,8 @@ import (
 	"testing"
 
 	"svc/activities"
-	"svc/eval"
-	"svc/registry"
+	"svc/internal/domain/eval"
+	"svc/internal/domain/registry"
 )
 
 func TestHarnessJudgeRuntime(t *testing.T) {

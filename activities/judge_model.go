@@ -4,10 +4,10 @@ import (
 	"context"
 
 	"svc/auth"
-	"svc/eval"
+	"svc/internal/domain/eval"
+	"svc/internal/domain/registry"
 	"svc/judges"
 	"svc/judges/prompt"
-	"svc/registry"
 )
 
 // runModelJudge runs a legacy model judge over one case: its effective

@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"svc/drivers/nomad/nomadtest"
-	"svc/eval"
+	"svc/internal/domain/eval"
 )
 
 // judgeVerdict is what the fake cluster prints for a judge's job.

@@ -8,11 +8,11 @@ import (
 	"time"
 
 	"svc/auth"
-	"svc/derrors"
-	"svc/eval"
+	"svc/internal/domain/eval"
+	"svc/internal/domain/registry"
+	"svc/internal/platform/derrors"
 	"svc/judges"
 	"svc/judges/try"
-	"svc/registry"
 )
 
 // runJudgeTry runs the code judge of a try run (trigger judge-preview,

@@ -16,10 +16,10 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
-	"svc/config"
 	"svc/drivers/k8s"
 	"svc/drivers/k8s/kubetest"
-	"svc/eval"
+	"svc/internal/domain/eval"
+	"svc/internal/platform/config"
 	"svc/internal/stacktest"
 	"svc/internal/testwait"
 )

@@ -8,10 +8,10 @@ import (
 	"testing"
 	"time"
 
-	"svc/config"
 	"svc/drivers/nomad"
 	"svc/drivers/nomad/nomadtest"
-	"svc/eval"
+	"svc/internal/domain/eval"
+	"svc/internal/platform/config"
 	"svc/internal/stacktest"
 	"svc/internal/testwait"
 	"svc/runs"

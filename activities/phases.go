@@ -6,7 +6,7 @@ import (
 
 	"go.temporal.io/sdk/temporal"
 
-	"svc/eval"
+	"svc/internal/domain/eval"
 )
 
 // PersistPhaseError is the type of the application error a case activity

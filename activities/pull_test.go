@@ -11,10 +11,10 @@ import (
 	"testing"
 	"time"
 
-	"svc/eval"
+	"svc/internal/domain/eval"
+	"svc/internal/domain/registry"
+	"svc/internal/platform/secrets"
 	"svc/records"
-	"svc/registry"
-	"svc/secrets"
 	"svc/store"
 	"svc/store/sqlite/sqlitetest"
 	"svc/traces"

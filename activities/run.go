@@ -15,13 +15,13 @@ import (
 	"golang.org/x/sync/singleflight"
 
 	"svc/auth"
-	"svc/derrors"
 	"svc/drivers"
-	"svc/eval"
+	"svc/internal/domain/eval"
+	"svc/internal/domain/redact"
+	"svc/internal/domain/registry"
+	"svc/internal/platform/derrors"
+	"svc/internal/service/registries"
 	"svc/records"
-	"svc/redact"
-	"svc/registry"
-	"svc/registry/service"
 	"svc/store"
 	"svc/traces"
 )

@@ -13,15 +13,15 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"svc/auth"
-	"svc/derrors"
 	"svc/drivers"
 	"svc/drivers/k8s"
 	"svc/drivers/nomad"
 	"svc/drivers/runner"
-	"svc/eval"
+	"svc/internal/domain/eval"
+	"svc/internal/domain/registry"
+	"svc/internal/platform/derrors"
 	"svc/internal/probers"
-	"svc/registry"
-	"svc/registry/service"
+	"svc/internal/service/registries"
 	"svc/runners"
 )
 

@@ -9,11 +9,11 @@ import (
 	"sync"
 	"time"
 
-	"svc/derrors"
+	"svc/internal/platform/derrors"
 	"svc/store"
 
-	"svc/eval"
-	"svc/redact"
+	"svc/internal/domain/eval"
+	"svc/internal/domain/redact"
 	"svc/traceingest"
 )
 

@@ -3,7 +3,7 @@ package activities
 import (
 	"context"
 
-	"svc/flows"
+	"svc/internal/domain/flows"
 )
 
 // SweepTraces is one run of the trace sweep (traceingest.Service.Sweep):

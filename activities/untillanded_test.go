@@ -7,7 +7,7 @@ import (
 
 	"go.temporal.io/sdk/temporal"
 
-	"svc/derrors"
+	"svc/internal/platform/derrors"
 	"svc/orchestration"
 )
 

@@ -9,7 +9,7 @@ import (
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 
-	"svc/derrors"
+	"svc/internal/platform/derrors"
 	"svc/records"
 	"svc/store"
 	"svc/webhooks"

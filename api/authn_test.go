@@ -12,7 +12,7 @@ import (
 	"svc/api"
 	"svc/api/apitest"
 	"svc/auth"
-	"svc/config"
+	"svc/internal/platform/config"
 )
 
 // anyPath fills every path parameter with a value no record has.

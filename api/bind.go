@@ -14,7 +14,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"svc/derrors"
+	"svc/internal/platform/derrors"
 )
 
 // Validator is implemented by request types that check themselves once

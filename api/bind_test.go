@@ -16,8 +16,8 @@ import (
 
 	"svc/api"
 	"svc/api/apitest"
-	"svc/config"
-	"svc/derrors"
+	"svc/internal/platform/config"
+	"svc/internal/platform/derrors"
 )
 
 // bindRequest stands for the typed request of a later handler: nested

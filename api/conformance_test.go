@@ -12,7 +12,7 @@ import (
 	"testing"
 
 	"svc/api"
-	"svc/config"
+	"svc/internal/platform/config"
 )
 
 // conformanceDoc is the table of the spec's rules and of the routes.

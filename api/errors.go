@@ -16,7 +16,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"svc/derrors"
+	"svc/internal/platform/derrors"
 )
 
 // Error codes are the machine-readable half of every error body. Clients

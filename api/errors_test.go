@@ -19,7 +19,7 @@ import (
 
 	"svc/api"
 	"svc/api/apitest"
-	"svc/derrors"
+	"svc/internal/platform/derrors"
 )
 
 // internalText stands for what an unforeseen error may carry; no response

@@ -10,9 +10,9 @@ import (
 
 	"svc/api"
 	"svc/api/apitest"
-	"svc/eval"
+	"svc/internal/domain/eval"
+	"svc/internal/domain/registry"
 	"svc/records"
-	"svc/registry"
 )
 
 // builtinKinds is how an unknown-kind message lists the built-in kinds.

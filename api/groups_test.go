@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"svc/eval"
+	"svc/internal/domain/eval"
 	"svc/store"
 )
 

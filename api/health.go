@@ -13,7 +13,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"svc/auth"
-	"svc/derrors"
+	"svc/internal/platform/derrors"
 )
 
 // Checker is one dependency that /readyz probes, such as "database" or "temporal".

@@ -10,8 +10,8 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"svc/auth"
-	"svc/derrors"
 	"svc/identity"
+	"svc/internal/platform/derrors"
 )
 
 func (s *Server) identityRoutes() []Route {

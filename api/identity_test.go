@@ -17,7 +17,7 @@ import (
 	"svc/api/apitest"
 	"svc/auth"
 	"svc/auth/authtest"
-	"svc/config"
+	"svc/internal/platform/config"
 	"svc/internal/probers"
 	"svc/store/sqlite"
 )

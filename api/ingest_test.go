@@ -5,8 +5,8 @@ import (
 	"strings"
 	"testing"
 
-	"svc/config"
-	"svc/eval"
+	"svc/internal/domain/eval"
+	"svc/internal/platform/config"
 	"svc/records"
 	"svc/traces"
 )

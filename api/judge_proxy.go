@@ -12,10 +12,10 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"svc/auth"
-	"svc/derrors"
+	"svc/internal/platform/derrors"
+	"svc/internal/platform/reqid"
 	"svc/models"
 	"svc/records"
-	"svc/reqid"
 	"svc/store"
 )
 

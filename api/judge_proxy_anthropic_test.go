@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"svc/config"
+	"svc/internal/platform/config"
 	"svc/judges/judgetest"
 	"svc/models"
 )

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"svc/config"
+	"svc/internal/platform/config"
 	"svc/judges/judgetest"
 	"svc/models"
 	"svc/store"

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"svc/config"
+	"svc/internal/platform/config"
 )
 
 // A custom evidence slot of a judge's template is bound from the case's

@@ -8,12 +8,12 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"svc/auth"
-	"svc/derrors"
-	"svc/eval"
+	"svc/internal/domain/eval"
+	"svc/internal/domain/registry"
+	"svc/internal/domain/scoring"
+	"svc/internal/platform/derrors"
 	"svc/judges/evidence"
 	"svc/judges/prompt"
-	"svc/registry"
-	"svc/scoring"
 	"svc/webhooks"
 )
 

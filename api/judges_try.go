@@ -10,13 +10,13 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"svc/auth"
-	"svc/derrors"
-	"svc/eval"
+	"svc/internal/domain/eval"
+	"svc/internal/domain/registry"
+	"svc/internal/platform/derrors"
+	"svc/internal/platform/reqid"
 	"svc/judges/prompt"
 	"svc/judges/score"
 	"svc/judges/try"
-	"svc/registry"
-	"svc/reqid"
 	"svc/runs"
 )
 

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"svc/config"
+	"svc/internal/platform/config"
 	"svc/judges/judgetest"
 )
 

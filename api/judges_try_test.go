@@ -6,9 +6,9 @@ import (
 	"testing"
 	"time"
 
-	"svc/config"
+	"svc/internal/domain/registry"
+	"svc/internal/platform/config"
 	"svc/judges/judgetest"
-	"svc/registry"
 	"svc/store"
 )
 

@@ -11,7 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"svc/auth"
-	"svc/config"
+	"svc/internal/platform/config"
 	"svc/store"
 )
 

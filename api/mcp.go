@@ -15,7 +15,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
 
 	"svc/auth"
-	"svc/derrors"
+	"svc/internal/platform/derrors"
 )
 
 // The agent tool endpoint (spec §4.11, §5.10): the official MCP Go SDK's

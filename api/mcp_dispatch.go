@@ -17,8 +17,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"svc/auth"
-	"svc/derrors"
-	"svc/registry"
+	"svc/internal/domain/registry"
+	"svc/internal/platform/derrors"
 )
 
 // A tool call is served by its route: the call becomes an HTTP request for

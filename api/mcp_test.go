@@ -18,7 +18,7 @@ import (
 	"svc/api"
 	"svc/api/apitest"
 	"svc/auth"
-	"svc/config"
+	"svc/internal/platform/config"
 )
 
 func init() {

@@ -14,7 +14,7 @@ import (
 	"svc/api"
 	"svc/api/apitest"
 	"svc/auth"
-	"svc/eval"
+	"svc/internal/domain/eval"
 	"svc/store"
 )
 

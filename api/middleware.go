@@ -13,7 +13,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 
-	"svc/reqid"
+	"svc/internal/platform/reqid"
 )
 
 // RequestID returns the id of the request ctx belongs to, or "" outside a

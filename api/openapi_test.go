@@ -15,7 +15,7 @@ import (
 	"svc/api"
 	"svc/api/apitest"
 	"svc/auth"
-	"svc/config"
+	"svc/internal/platform/config"
 )
 
 // echoParam is an Echo path parameter, ":id", which OpenAPI writes "{id}".

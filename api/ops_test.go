@@ -8,8 +8,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"svc/auth"
-	"svc/eval"
-	"svc/flows"
+	"svc/internal/domain/eval"
+	"svc/internal/domain/flows"
 )
 
 // The driver-ops routes read Temporal directly. Without an orchestrator

@@ -7,7 +7,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"svc/derrors"
+	"svc/internal/platform/derrors"
 )
 
 // checkPathParams vets every path parameter of the matched route with

@@ -9,10 +9,10 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"svc/auth"
-	"svc/derrors"
-	"svc/graders"
-	"svc/registry"
-	"svc/registry/service"
+	"svc/internal/domain/graders"
+	"svc/internal/domain/registry"
+	"svc/internal/platform/derrors"
+	"svc/internal/service/registries"
 )
 
 // The versioned registries (spec §4.3): datasets, judges, rubrics,

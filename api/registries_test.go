@@ -17,10 +17,10 @@ import (
 
 	"svc/api"
 	"svc/auth"
-	"svc/config"
+	"svc/internal/domain/registry"
+	"svc/internal/platform/config"
+	"svc/internal/service/registries"
 	"svc/records"
-	"svc/registry"
-	"svc/registry/service"
 	"svc/store"
 )
 

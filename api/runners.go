@@ -9,8 +9,8 @@ import (
 	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 
 	"svc/auth"
-	"svc/derrors"
 	"svc/identity"
+	"svc/internal/platform/derrors"
 	"svc/runners"
 	"svc/traces"
 )

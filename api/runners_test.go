@@ -9,8 +9,8 @@ import (
 
 	"svc/api"
 	"svc/auth"
+	"svc/internal/platform/secrets"
 	"svc/runners"
-	"svc/secrets"
 	"svc/store"
 )
 

@@ -8,7 +8,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"svc/auth"
-	"svc/derrors"
+	"svc/internal/platform/derrors"
 	"svc/records"
 	"svc/runs"
 )

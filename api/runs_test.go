@@ -12,9 +12,9 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"svc/auth"
-	"svc/eval"
+	"svc/internal/domain/eval"
+	"svc/internal/domain/registry"
 	"svc/records"
-	"svc/registry"
 	"svc/runs"
 	"svc/store"
 	"svc/traces"

@@ -6,9 +6,9 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"svc/auth"
-	"svc/derrors"
-	"svc/eval"
-	"svc/query"
+	"svc/internal/domain/eval"
+	"svc/internal/domain/query"
+	"svc/internal/platform/derrors"
 	"svc/scorecards"
 )
 

@@ -16,16 +16,16 @@ import (
 
 	"svc/api"
 	"svc/api/apitest"
-	"svc/config"
-	"svc/derrors"
-	"svc/eval"
-	"svc/flows"
-	"svc/manifest"
+	"svc/internal/domain/eval"
+	"svc/internal/domain/flows"
+	"svc/internal/domain/manifest"
+	"svc/internal/domain/registry"
+	"svc/internal/domain/scoring"
+	"svc/internal/platform/config"
+	"svc/internal/platform/derrors"
 	"svc/records"
-	"svc/registry"
 	"svc/runs"
 	"svc/scorecards"
-	"svc/scoring"
 	"svc/store"
 )
 

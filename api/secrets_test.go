@@ -13,7 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"svc/api/apitest"
-	"svc/config"
+	"svc/internal/platform/config"
 )
 
 // tokenTrap is a loopback listener that records every X-Nomad-Token and

@@ -7,8 +7,8 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"svc/auth"
-	"svc/derrors"
-	"svc/secrets"
+	"svc/internal/platform/derrors"
+	"svc/internal/platform/secrets"
 	"svc/traces"
 	"svc/traces/pull"
 	"svc/tracesources"

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"svc/config"
+	"svc/internal/platform/config"
 )
 
 // Trace sources (spec §4.2, issue 16 point 7) against a loopback server

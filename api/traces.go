@@ -9,8 +9,8 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"svc/auth"
-	"svc/derrors"
-	"svc/internal/bufpool"
+	"svc/internal/platform/bufpool"
+	"svc/internal/platform/derrors"
 	"svc/traceingest"
 	"svc/traces"
 )

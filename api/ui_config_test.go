@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"svc/api"
-	"svc/config"
+	"svc/internal/platform/config"
 )
 
 // TestUIOIDCSignIn walks the web view's OIDC sign-in against a real issuer

@@ -11,7 +11,7 @@ import (
 	"slices"
 	"strings"
 
-	"svc/derrors"
+	"svc/internal/platform/derrors"
 )
 
 // Action is what a route requires of its caller, e.g. "runs:read". Every

@@ -7,7 +7,7 @@ import (
 	"net/http"
 	"strings"
 
-	"svc/derrors"
+	"svc/internal/platform/derrors"
 )
 
 // Authenticator turns a request's credential into a Principal.

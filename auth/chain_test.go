@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"svc/auth"
-	"svc/derrors"
+	"svc/internal/platform/derrors"
 )
 
 // stubAuth answers fixed values, to test the chain's own rules.

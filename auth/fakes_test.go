@@ -8,7 +8,7 @@ import (
 	"sync"
 
 	"svc/auth"
-	"svc/derrors"
+	"svc/internal/platform/derrors"
 )
 
 // fakeKeys is an in-memory auth.KeyLookup that records the hashes it was

@@ -5,7 +5,7 @@ import (
 	"crypto/subtle"
 	"fmt"
 
-	"svc/derrors"
+	"svc/internal/platform/derrors"
 )
 
 // InternalTokenHeader carries the operator token of /internal routes.

@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"svc/auth"
-	"svc/derrors"
+	"svc/internal/platform/derrors"
 )
 
 func TestCheckInternalToken(t *testing.T) {

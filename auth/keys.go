@@ -11,7 +11,7 @@ import (
 	"net/http"
 	"strings"
 
-	"svc/derrors"
+	"svc/internal/platform/derrors"
 )
 
 // Prefixes of the secrets this package mints (spec §5.1, §2.10).

@@ -13,7 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"svc/auth"
-	"svc/derrors"
+	"svc/internal/platform/derrors"
 )
 
 func TestNewAPIKey(t *testing.T) {

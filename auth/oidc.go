@@ -13,7 +13,7 @@ import (
 
 	"github.com/coreos/go-oidc/v3/oidc"
 
-	"svc/derrors"
+	"svc/internal/platform/derrors"
 )
 
 // OIDCConfig configures the OIDC authenticator (spec §5.3).

@@ -12,7 +12,7 @@ import (
 
 	"svc/auth"
 	"svc/auth/authtest"
-	"svc/derrors"
+	"svc/internal/platform/derrors"
 )
 
 func newOIDC(t *testing.T, cfg auth.OIDCConfig) *auth.OIDCAuthenticator {

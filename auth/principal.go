@@ -6,7 +6,7 @@ import (
 	"slices"
 	"strings"
 
-	"svc/derrors"
+	"svc/internal/platform/derrors"
 )
 
 // Role is a workspace role. Roles are cumulative: member includes viewer and

@@ -7,7 +7,7 @@ import (
 	"net/http"
 	"strings"
 
-	"svc/derrors"
+	"svc/internal/platform/derrors"
 )
 
 // Memberships is what workspace selection needs from storage (spec §5.6).

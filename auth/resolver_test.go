@@ -13,7 +13,7 @@ import (
 
 	"svc/auth"
 	"svc/auth/authtest"
-	"svc/derrors"
+	"svc/internal/platform/derrors"
 )
 
 type header = map[string]string

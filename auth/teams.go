@@ -3,7 +3,7 @@ package auth
 import (
 	"slices"
 
-	"svc/derrors"
+	"svc/internal/platform/derrors"
 )
 
 // The team axis (spec §5.8). These checks come after Authorize: the role and

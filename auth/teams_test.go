@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"svc/auth"
-	"svc/derrors"
+	"svc/internal/platform/derrors"
 )
 
 var (

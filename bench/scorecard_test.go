@@ -7,7 +7,7 @@ import (
 
 	enumspb "go.temporal.io/api/enums/v1"
 
-	"svc/eval"
+	"svc/internal/domain/eval"
 	"svc/records"
 )
 

@@ -4,7 +4,7 @@ import (
 	"path"
 	"strings"
 
-	"svc/derrors"
+	"svc/internal/platform/derrors"
 )
 
 // CheckJob rejects what no driver could run, as derrors.ErrInvalid with a

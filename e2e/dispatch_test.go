@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"svc/eval"
+	"svc/internal/domain/eval"
 )
 
 // TestBatchThatDispatchedNothingFails: a harness whose command does not

@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"svc/eval"
-	"svc/gate"
+	"svc/internal/domain/eval"
+	"svc/internal/domain/gate"
 )
 
 // gateHarness answers "bad" for the case ids listed in its %q (space

@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"svc/eval"
+	"svc/internal/domain/eval"
 	"svc/internal/testwait"
 	"svc/store"
 )

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"svc/drivers/local"
-	"svc/eval"
+	"svc/internal/domain/eval"
 	"svc/internal/testwait"
 )
 

@@ -17,7 +17,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"svc/drivers/local"
-	"svc/eval"
+	"svc/internal/domain/eval"
 	"svc/internal/testwait"
 	"svc/store/pgtest"
 )

@@ -10,8 +10,8 @@ import (
 	"strings"
 	"testing"
 
-	"svc/eval"
-	"svc/gate"
+	"svc/internal/domain/eval"
+	"svc/internal/domain/gate"
 )
 
 // ciDoc is the CI recipe whose policy and trials the newcomer test runs

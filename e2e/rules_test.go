@@ -12,7 +12,7 @@ import (
 
 	_ "modernc.org/sqlite" // the test reaches into svc dev's SQLite file to inject store faults
 
-	"svc/eval"
+	"svc/internal/domain/eval"
 	"svc/internal/testwait"
 )
 

@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"svc/eval"
+	"svc/internal/domain/eval"
 	"svc/internal/testwait"
 	"svc/records"
 	"svc/runs"

@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"svc/eval"
-	"svc/flows"
+	"svc/internal/domain/eval"
+	"svc/internal/domain/flows"
 	"svc/internal/testwait"
 	"svc/runs"
 	"svc/store"

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"svc/drivers/nomad/nomadtest"
-	"svc/eval"
+	"svc/internal/domain/eval"
 	"svc/internal/testwait"
 	"svc/store/sqlite"
 )

@@ -18,7 +18,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
-	"svc/eval"
+	"svc/internal/domain/eval"
 	"svc/internal/testwait"
 	"svc/orchestration"
 )

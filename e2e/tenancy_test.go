@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"svc/auth/authtest"
-	"svc/eval"
+	"svc/internal/domain/eval"
 	"svc/internal/testwait"
 )
 

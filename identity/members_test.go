@@ -7,8 +7,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"svc/auth"
-	"svc/derrors"
 	"svc/identity"
+	"svc/internal/platform/derrors"
 )
 
 func TestChangeMemberRole(t *testing.T) {

@@ -15,7 +15,7 @@ import (
 	"strings"
 	"time"
 
-	"svc/derrors"
+	"svc/internal/platform/derrors"
 	"svc/store"
 )
 

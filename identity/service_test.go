@@ -8,8 +8,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"svc/auth"
-	"svc/derrors"
 	"svc/identity"
+	"svc/internal/platform/derrors"
 	"svc/store"
 	"svc/store/sqlite/sqlitetest"
 )

@@ -5,7 +5,7 @@ import (
 	"errors"
 
 	"svc/auth"
-	"svc/derrors"
+	"svc/internal/platform/derrors"
 	"svc/store"
 )
 

@@ -8,7 +8,7 @@ import (
 	"unicode/utf8"
 
 	"svc/auth"
-	"svc/derrors"
+	"svc/internal/platform/derrors"
 )
 
 // maxLabelLen bounds the free-text names people give keys, workspaces and

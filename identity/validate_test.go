@@ -5,8 +5,8 @@ import (
 	"strings"
 	"testing"
 
-	"svc/derrors"
 	"svc/identity"
+	"svc/internal/platform/derrors"
 )
 
 func TestCheckTeamID(t *testing.T) {

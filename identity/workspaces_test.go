@@ -6,8 +6,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"svc/auth"
-	"svc/derrors"
 	"svc/identity"
+	"svc/internal/platform/derrors"
 )
 
 func TestCreateWorkspace(t *testing.T) {

@@ -1,9 +1,9 @@
 package judges
 
 import (
-	"svc/eval"
+	"svc/internal/domain/eval"
+	"svc/internal/domain/registry"
 	"svc/judges/score"
-	"svc/registry"
 )
 
 // MilestonePrefix begins the criterion id a case milestone becomes.

@@ -12,8 +12,8 @@ import (
 	"svc/drivers/nomad"
 	"svc/drivers/nomad/nomadtest"
 	"svc/drivers/probe"
-	"svc/eval"
-	"svc/registry"
+	"svc/internal/domain/eval"
+	"svc/internal/domain/registry"
 )
 
 // imageJudge is a code judge whose program is an entrypoint in its image.

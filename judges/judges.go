@@ -27,11 +27,11 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"svc/derrors"
 	"svc/drivers"
-	"svc/eval"
+	"svc/internal/domain/eval"
+	"svc/internal/domain/registry"
+	"svc/internal/platform/derrors"
 	"svc/judges/score"
-	"svc/registry"
 )
 
 // Input is what a judge reads about one case: written as JSON {case,

@@ -11,11 +11,11 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"svc/derrors"
 	"svc/drivers"
 	"svc/drivers/local"
-	"svc/eval"
-	"svc/registry"
+	"svc/internal/domain/eval"
+	"svc/internal/domain/registry"
+	"svc/internal/platform/derrors"
 )
 
 // newRunner returns a Runner on a local driver of its own.

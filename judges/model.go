@@ -5,10 +5,10 @@ import (
 	"fmt"
 	"strings"
 
-	"svc/eval"
+	"svc/internal/domain/eval"
+	"svc/internal/domain/registry"
 	"svc/judges/prompt"
 	"svc/judges/score"
-	"svc/registry"
 )
 
 // Endpoint is one resolved model binding (score.Endpoint).

@@ -9,11 +9,11 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"svc/eval"
+	"svc/internal/domain/eval"
+	"svc/internal/domain/registry"
 	"svc/judges"
 	"svc/judges/judgetest"
 	"svc/judges/prompt"
-	"svc/registry"
 )
 
 func fp(x float64) *float64 { return &x }

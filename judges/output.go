@@ -10,7 +10,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"svc/eval"
+	"svc/internal/domain/eval"
 	"svc/judges/score"
 )
 

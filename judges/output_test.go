@@ -8,7 +8,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"svc/eval"
+	"svc/internal/domain/eval"
 )
 
 func TestParseOutput(t *testing.T) {

@@ -5,11 +5,11 @@ import (
 	"net/http"
 	"testing"
 
-	"svc/eval"
+	"svc/internal/domain/eval"
+	"svc/internal/domain/registry"
 	"svc/judges"
 	"svc/judges/judgetest"
 	"svc/judges/prompt"
-	"svc/registry"
 )
 
 // A model judge whose inputs name the screenshot and dom sends the browser

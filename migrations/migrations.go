@@ -22,7 +22,7 @@ import (
 	"strconv"
 	"time"
 
-	"svc/derrors"
+	"svc/internal/platform/derrors"
 )
 
 // Dialect names, the same strings store.Store.Dialect returns.

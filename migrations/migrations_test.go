@@ -14,7 +14,7 @@ import (
 	_ "github.com/jackc/pgx/v5/stdlib" // registers "pgx"
 	_ "modernc.org/sqlite"             // registers "sqlite"
 
-	"svc/derrors"
+	"svc/internal/platform/derrors"
 	"svc/store/pgtest"
 )
 

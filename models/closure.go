@@ -4,9 +4,9 @@ import (
 	"context"
 
 	"svc/auth"
-	"svc/manifest"
-	"svc/registry"
-	"svc/registry/service"
+	"svc/internal/domain/manifest"
+	"svc/internal/domain/registry"
+	"svc/internal/service/registries"
 )
 
 // JudgeResolver resolves a judge's closure (manifest.JudgeClosure) as who

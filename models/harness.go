@@ -5,9 +5,9 @@ import (
 	"errors"
 	"fmt"
 
-	"svc/derrors"
-	"svc/netguard"
-	"svc/registry"
+	"svc/internal/domain/registry"
+	"svc/internal/platform/derrors"
+	"svc/internal/platform/netguard"
 )
 
 // A harness that declares model {ref: <binding>} calls that binding

@@ -9,9 +9,9 @@ import (
 	"time"
 
 	"svc/auth"
-	"svc/derrors"
+	"svc/internal/domain/registry"
+	"svc/internal/platform/derrors"
 	"svc/models"
-	"svc/registry"
 	"svc/store"
 	"svc/store/sqlite"
 )

@@ -26,9 +26,9 @@ import (
 	"unicode"
 
 	"svc/auth"
-	"svc/derrors"
-	"svc/netguard"
-	"svc/secrets"
+	"svc/internal/platform/derrors"
+	"svc/internal/platform/netguard"
+	"svc/internal/platform/secrets"
 	"svc/store"
 )
 

@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"svc/auth"
+	"svc/internal/platform/secrets"
 	"svc/models"
-	"svc/secrets"
 	"svc/store"
 	"svc/store/sqlite"
 )

@@ -13,7 +13,7 @@ import (
 	"strings"
 	"time"
 
-	"svc/derrors"
+	"svc/internal/platform/derrors"
 	"svc/store"
 )
 

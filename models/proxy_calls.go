@@ -9,7 +9,7 @@ import (
 	"errors"
 	"fmt"
 
-	"svc/derrors"
+	"svc/internal/platform/derrors"
 	"svc/store"
 )
 

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"svc/derrors"
+	"svc/internal/platform/derrors"
 	"svc/models"
 	"svc/store/sqlite"
 )

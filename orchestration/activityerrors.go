@@ -8,7 +8,7 @@ import (
 	"go.temporal.io/sdk/interceptor"
 	"go.temporal.io/sdk/temporal"
 
-	"svc/derrors"
+	"svc/internal/platform/derrors"
 )
 
 // ActivityErrors is the worker interceptor that gives every error an

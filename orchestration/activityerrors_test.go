@@ -14,7 +14,7 @@ import (
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
-	"svc/derrors"
+	"svc/internal/platform/derrors"
 	"svc/orchestration"
 )
 

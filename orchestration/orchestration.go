@@ -24,7 +24,7 @@ import (
 	tlog "go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/worker"
 
-	"svc/derrors"
+	"svc/internal/platform/derrors"
 )
 
 // DialTimeout bounds Dial, so an unreachable TEMPORAL_ADDRESS fails start-up

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"svc/derrors"
+	"svc/internal/platform/derrors"
 	"svc/orchestration"
 )
 

@@ -5,8 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"svc/derrors"
-	"svc/flows"
+	"svc/internal/domain/flows"
+	"svc/internal/platform/derrors"
 
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"

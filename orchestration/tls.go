@@ -7,7 +7,7 @@ import (
 	"os"
 	"sync"
 
-	"svc/derrors"
+	"svc/internal/platform/derrors"
 )
 
 // TLSSettings are the PEM files of a TLS connection to the Temporal

@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"svc/derrors"
+	"svc/internal/platform/derrors"
 	"svc/orchestration"
 )
 

@@ -8,7 +8,7 @@ import (
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 
-	"svc/flows"
+	"svc/internal/domain/flows"
 )
 
 // StartTraceSweep starts the trace sweep's cron workflow on taskQueue

@@ -3,7 +3,7 @@ package records
 import (
 	"context"
 
-	"svc/eval"
+	"svc/internal/domain/eval"
 	"svc/store"
 )
 

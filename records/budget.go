@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"svc/derrors"
+	"svc/internal/platform/derrors"
 	"svc/store"
 )
 

@@ -7,7 +7,7 @@ import (
 	"sort"
 	"strconv"
 
-	"svc/eval"
+	"svc/internal/domain/eval"
 	"svc/store"
 )
 

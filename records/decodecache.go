@@ -5,7 +5,7 @@ import (
 	"sync"
 	"time"
 
-	"svc/eval"
+	"svc/internal/domain/eval"
 	"svc/store"
 )
 

@@ -4,7 +4,7 @@ import (
 	"math"
 	"time"
 
-	"svc/eval"
+	"svc/internal/domain/eval"
 	"svc/store"
 )
 

@@ -6,7 +6,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"svc/eval"
+	"svc/internal/domain/eval"
 	"svc/store"
 )
 

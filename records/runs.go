@@ -8,7 +8,7 @@ import (
 
 	jsoniter "github.com/json-iterator/go"
 
-	"svc/eval"
+	"svc/internal/domain/eval"
 	"svc/store"
 )
 

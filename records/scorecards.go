@@ -7,8 +7,8 @@ import (
 	"fmt"
 	"sync"
 
-	"svc/derrors"
-	"svc/eval"
+	"svc/internal/domain/eval"
+	"svc/internal/platform/derrors"
 	"svc/store"
 )
 

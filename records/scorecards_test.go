@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"svc/eval"
+	"svc/internal/domain/eval"
 	"svc/store"
 )
 

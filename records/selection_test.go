@@ -9,7 +9,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"svc/eval"
+	"svc/internal/domain/eval"
 	"svc/records"
 	"svc/store"
 	"svc/store/sqlite/sqlitetest"

@@ -4,7 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"svc/registry"
+	"svc/internal/domain/registry"
 	"svc/store"
 )
 

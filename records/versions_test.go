@@ -11,8 +11,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"svc/derrors"
-	"svc/registry"
+	"svc/internal/domain/registry"
+	"svc/internal/platform/derrors"
 	"svc/store"
 )
 

@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"time"
 
-	"svc/derrors"
-	"svc/secrets"
+	"svc/internal/platform/derrors"
+	"svc/internal/platform/secrets"
 	"svc/store"
 	"svc/webhooks"
 )

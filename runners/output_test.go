@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"svc/auth"
-	"svc/derrors"
+	"svc/internal/platform/derrors"
 	"svc/runners"
 	"svc/store"
 	"svc/store/sqlite/sqlitetest"

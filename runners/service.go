@@ -14,7 +14,7 @@ import (
 	"unicode/utf8"
 
 	"svc/auth"
-	"svc/derrors"
+	"svc/internal/platform/derrors"
 	"svc/store"
 )
 

@@ -9,8 +9,8 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"svc/derrors"
-	"svc/redact"
+	"svc/internal/domain/redact"
+	"svc/internal/platform/derrors"
 )
 
 // ShipperOptions configure a LogShipper.

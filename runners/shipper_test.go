@@ -7,7 +7,7 @@ import (
 	"sync"
 	"testing"
 
-	"svc/derrors"
+	"svc/internal/platform/derrors"
 	"svc/runners"
 )
 

@@ -6,11 +6,11 @@ import (
 	"errors"
 
 	"svc/auth"
-	"svc/derrors"
-	"svc/eval"
+	"svc/internal/domain/eval"
+	"svc/internal/domain/registry"
+	"svc/internal/platform/derrors"
 	"svc/judges/try"
 	"svc/records"
-	"svc/registry"
 	"svc/store"
 )
 

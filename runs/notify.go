@@ -4,8 +4,8 @@ import (
 	"context"
 
 	"svc/auth"
-	"svc/derrors"
-	"svc/eval"
+	"svc/internal/domain/eval"
+	"svc/internal/platform/derrors"
 	"svc/records"
 	"svc/store"
 )

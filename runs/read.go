@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"svc/auth"
-	"svc/derrors"
-	"svc/eval"
+	"svc/internal/domain/eval"
+	"svc/internal/platform/derrors"
 	"svc/records"
 	"svc/store"
 )

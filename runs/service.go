@@ -11,8 +11,8 @@ import (
 	"log/slog"
 	"time"
 
-	"svc/registry/service"
-	"svc/secrets"
+	"svc/internal/platform/secrets"
+	"svc/internal/service/registries"
 	"svc/store"
 	"svc/webhooks"
 )

@@ -9,13 +9,13 @@ import (
 	"time"
 
 	"svc/auth"
-	"svc/derrors"
-	"svc/eval"
-	"svc/graders"
+	"svc/internal/domain/eval"
+	"svc/internal/domain/graders"
+	"svc/internal/domain/registry"
+	"svc/internal/platform/derrors"
+	"svc/internal/platform/reqid"
 	"svc/models"
 	"svc/records"
-	"svc/registry"
-	"svc/reqid"
 	"svc/store"
 )
 

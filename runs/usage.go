@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"svc/auth"
-	"svc/derrors"
+	"svc/internal/platform/derrors"
 	"svc/records"
 	"svc/store"
 )

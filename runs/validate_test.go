@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"svc/derrors"
-	"svc/registry"
+	"svc/internal/domain/registry"
+	"svc/internal/platform/derrors"
 )
 
 // wantRefusal checks one row: want "" accepts, otherwise err is ErrInvalid

@@ -15,10 +15,10 @@ import (
 	"time"
 
 	"svc/auth"
-	"svc/derrors"
-	"svc/eval"
+	"svc/internal/domain/eval"
+	"svc/internal/domain/scoring"
+	"svc/internal/platform/derrors"
 	"svc/records"
-	"svc/scoring"
 	"svc/store"
 )
 

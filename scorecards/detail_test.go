@@ -18,11 +18,11 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"svc/auth"
-	"svc/derrors"
-	"svc/eval"
+	"svc/internal/domain/eval"
+	"svc/internal/domain/scoring"
+	"svc/internal/platform/derrors"
 	"svc/records"
 	"svc/scorecards/scorecardstest"
-	"svc/scoring"
 	"svc/store"
 	"svc/store/sqlite/sqlitetest"
 )

@@ -11,7 +11,7 @@ import (
 	"sort"
 	"strings"
 
-	"svc/eval"
+	"svc/internal/domain/eval"
 )
 
 // A docTemplate is the JSON of a batch's detail read with holes where the

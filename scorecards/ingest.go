@@ -13,11 +13,11 @@ import (
 	"unicode/utf8"
 
 	"svc/auth"
-	"svc/derrors"
-	"svc/eval"
+	"svc/internal/domain/eval"
+	"svc/internal/domain/registry"
+	"svc/internal/domain/scoring"
+	"svc/internal/platform/derrors"
 	"svc/records"
-	"svc/registry"
-	"svc/scoring"
 	"svc/store"
 	"svc/traces"
 )

@@ -4,7 +4,7 @@ import (
 	"errors"
 	"testing"
 
-	"svc/derrors"
+	"svc/internal/platform/derrors"
 )
 
 // FuzzDecodeIngest: the body decoder of POST /scorecards/ingest never

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"svc/derrors"
+	"svc/internal/platform/derrors"
 )
 
 func TestDecodeIngestNamesTheField(t *testing.T) {

@@ -8,9 +8,9 @@ import (
 	"strings"
 	"time"
 
-	"svc/eval"
+	"svc/internal/domain/eval"
+	"svc/internal/domain/scoring"
 	"svc/records"
-	"svc/scoring"
 	"svc/store"
 )
 

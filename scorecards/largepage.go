@@ -5,9 +5,9 @@ import (
 	"encoding/json"
 	"net"
 
-	"svc/eval"
+	"svc/internal/domain/eval"
+	"svc/internal/domain/scoring"
 	"svc/records"
-	"svc/scoring"
 	"svc/store"
 )
 

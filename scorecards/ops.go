@@ -5,8 +5,8 @@ import (
 	"errors"
 
 	"svc/auth"
-	"svc/derrors"
-	"svc/flows"
+	"svc/internal/domain/flows"
+	"svc/internal/platform/derrors"
 )
 
 // Families of /ops/driver: the batch workflow of a scorecard, or its

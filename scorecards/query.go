@@ -7,10 +7,10 @@ import (
 	"fmt"
 
 	"svc/auth"
-	"svc/derrors"
-	"svc/eval"
-	"svc/gate"
-	"svc/query"
+	"svc/internal/domain/eval"
+	"svc/internal/domain/gate"
+	"svc/internal/domain/query"
+	"svc/internal/platform/derrors"
 	"svc/store"
 )
 

@@ -12,11 +12,11 @@ import (
 	"time"
 
 	"svc/auth"
-	"svc/derrors"
-	"svc/eval"
+	"svc/internal/domain/eval"
+	"svc/internal/domain/scoring"
+	"svc/internal/platform/derrors"
+	"svc/internal/platform/reqid"
 	"svc/records"
-	"svc/reqid"
-	"svc/scoring"
 	"svc/store"
 )
 

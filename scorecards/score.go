@@ -7,14 +7,14 @@ import (
 	"log/slog"
 
 	"svc/auth"
-	"svc/derrors"
-	"svc/eval"
-	"svc/flows"
-	"svc/manifest"
+	"svc/internal/domain/eval"
+	"svc/internal/domain/flows"
+	"svc/internal/domain/manifest"
+	"svc/internal/domain/registry"
+	"svc/internal/domain/scoring"
+	"svc/internal/platform/derrors"
+	"svc/internal/platform/reqid"
 	"svc/records"
-	"svc/registry"
-	"svc/reqid"
-	"svc/scoring"
 )
 
 // ScoreRequest is the body of POST /scorecards/:id/score and

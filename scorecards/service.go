@@ -10,9 +10,9 @@ import (
 	"log/slog"
 	"time"
 
-	"svc/flows"
-	"svc/registry/service"
-	"svc/reqid"
+	"svc/internal/domain/flows"
+	"svc/internal/platform/reqid"
+	"svc/internal/service/registries"
 	"svc/store"
 )
 

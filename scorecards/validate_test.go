@@ -6,9 +6,9 @@ import (
 	"strings"
 	"testing"
 
-	"svc/derrors"
-	"svc/gate"
-	"svc/registry"
+	"svc/internal/domain/gate"
+	"svc/internal/domain/registry"
+	"svc/internal/platform/derrors"
 )
 
 // validator is what each request checked here has.

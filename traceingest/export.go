@@ -15,9 +15,9 @@ import (
 	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 
 	"svc/auth"
-	"svc/derrors"
-	"svc/eval"
-	"svc/internal/bufpool"
+	"svc/internal/domain/eval"
+	"svc/internal/platform/bufpool"
+	"svc/internal/platform/derrors"
 	"svc/records"
 	"svc/store"
 	"svc/traces"

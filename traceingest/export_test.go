@@ -14,10 +14,10 @@ import (
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 
 	"svc/auth"
-	"svc/derrors"
-	"svc/eval"
+	"svc/internal/domain/eval"
+	"svc/internal/domain/registry"
+	"svc/internal/platform/derrors"
 	"svc/records"
-	"svc/registry"
 	"svc/store"
 	"svc/store/sqlite/sqlitetest"
 	"svc/traceingest"

@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"time"
 
-	"svc/derrors"
-	"svc/eval"
+	"svc/internal/domain/eval"
+	"svc/internal/platform/derrors"
 )
 
 // Spans wait unsealed before they are a trajectory: an external

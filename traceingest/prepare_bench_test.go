@@ -12,7 +12,7 @@ import (
 
 	resourcepb "go.opentelemetry.io/proto/otlp/resource/v1"
 
-	"svc/eval"
+	"svc/internal/domain/eval"
 	"svc/traces"
 )
 

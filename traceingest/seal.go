@@ -8,8 +8,8 @@ import (
 	"fmt"
 	"time"
 
-	"svc/derrors"
-	"svc/eval"
+	"svc/internal/domain/eval"
+	"svc/internal/platform/derrors"
 	"svc/store"
 	"svc/traces"
 )

@@ -12,8 +12,8 @@ import (
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 
 	"svc/auth"
-	"svc/eval"
-	"svc/registry"
+	"svc/internal/domain/eval"
+	"svc/internal/domain/registry"
 	"svc/store"
 	"svc/traceingest"
 	"svc/traces"

@@ -18,9 +18,9 @@ import (
 	"time"
 
 	"svc/auth"
-	"svc/derrors"
-	"svc/registry"
-	"svc/registry/service"
+	"svc/internal/domain/registry"
+	"svc/internal/platform/derrors"
+	"svc/internal/service/registries"
 	"svc/store"
 	"svc/traces"
 )

@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"time"
 
-	"svc/eval"
-	"svc/registry"
+	"svc/internal/domain/eval"
+	"svc/internal/domain/registry"
 )
 
 // Analysis is the bundle a scoring revision freezes (spec §9.6): what the

@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"svc/eval"
-	"svc/registry"
+	"svc/internal/domain/eval"
+	"svc/internal/domain/registry"
 )
 
 // TestBuildAnalysisIsTheCanonicalDocument: the analysis, made a case at a

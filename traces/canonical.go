@@ -15,8 +15,8 @@ import (
 	"unicode/utf16"
 	"unicode/utf8"
 
-	"svc/eval"
-	"svc/registry"
+	"svc/internal/domain/eval"
+	"svc/internal/domain/registry"
 )
 
 // The ledger's digests are over registry.CanonicalJSON of the events

@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"svc/eval"
-	"svc/registry"
+	"svc/internal/domain/eval"
+	"svc/internal/domain/registry"
 )
 
 // referenceCanonical is the element of registry.CanonicalJSON of a

@@ -18,8 +18,8 @@ import (
 	resourcepb "go.opentelemetry.io/proto/otlp/resource/v1"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 
-	"svc/eval"
-	"svc/registry"
+	"svc/internal/domain/eval"
+	"svc/internal/domain/registry"
 )
 
 // The door's fast paths (FlattenSpans without copies, Normalize and

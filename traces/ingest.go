@@ -1,9 +1,9 @@
 package traces
 
 import (
-	"svc/eval"
-	"svc/graders"
-	"svc/registry"
+	"svc/internal/domain/eval"
+	"svc/internal/domain/graders"
+	"svc/internal/domain/registry"
 )
 
 // SourceImport is the trajectory source of a pushed trace (POST

@@ -3,8 +3,8 @@ package traces
 import (
 	"testing"
 
-	"svc/eval"
-	"svc/registry"
+	"svc/internal/domain/eval"
+	"svc/internal/domain/registry"
 )
 
 func TestIngestResult(t *testing.T) {

@@ -16,7 +16,7 @@ import (
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 
-	"svc/eval"
+	"svc/internal/domain/eval"
 )
 
 // RunIDAttribute is the span or resource attribute that names the run a

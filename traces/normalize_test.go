@@ -11,7 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
 
-	"svc/eval"
+	"svc/internal/domain/eval"
 )
 
 func TestNormalize(t *testing.T) {

@@ -20,7 +20,7 @@ import (
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 
-	"svc/eval"
+	"svc/internal/domain/eval"
 )
 
 func refSpanKey(sp *tracepb.Span) string {

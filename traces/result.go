@@ -9,10 +9,10 @@ import (
 	"strings"
 	"time"
 
-	"svc/derrors"
-	"svc/eval"
-	"svc/graders"
-	"svc/registry"
+	"svc/internal/domain/eval"
+	"svc/internal/domain/graders"
+	"svc/internal/domain/registry"
+	"svc/internal/platform/derrors"
 )
 
 // Dispatch is what dispatching a run resolved, as its result records it:

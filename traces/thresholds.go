@@ -5,7 +5,7 @@ import (
 	"math"
 	"time"
 
-	"svc/eval"
+	"svc/internal/domain/eval"
 )
 
 // Thresholds are a workspace's bounds on a sealed trajectory (spec §4.2,

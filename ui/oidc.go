@@ -17,7 +17,7 @@ import (
 	"github.com/coreos/go-oidc/v3/oidc"
 	"golang.org/x/oauth2"
 
-	"svc/derrors"
+	"svc/internal/platform/derrors"
 )
 
 // OIDCConfig configures the web view's sign-in with an OIDC issuer: an

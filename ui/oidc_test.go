@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"svc/auth/authtest"
-	"svc/derrors"
+	"svc/internal/platform/derrors"
 	"svc/ui"
 )
 

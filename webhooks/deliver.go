@@ -10,7 +10,7 @@ import (
 	"strconv"
 	"time"
 
-	"svc/derrors"
+	"svc/internal/platform/derrors"
 )
 
 // UserAgent identifies the service's deliveries to receivers.

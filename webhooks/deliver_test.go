@@ -12,7 +12,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"svc/derrors"
+	"svc/internal/platform/derrors"
 )
 
 // received is what the test receiver saw of one delivery.

@@ -1,7 +1,7 @@
 package webhooks
 
 import (
-	"svc/netguard"
+	"svc/internal/platform/netguard"
 )
 
 // Resolver looks up a host's addresses; *net.Resolver satisfies it, and tests

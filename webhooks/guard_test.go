@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"svc/derrors"
+	"svc/internal/platform/derrors"
 )
 
 // fakeResolver answers from a table; unknown names are "no such host".

@@ -16,7 +16,7 @@ import (
 	"strings"
 	"time"
 
-	"svc/derrors"
+	"svc/internal/platform/derrors"
 )
 
 // Standard Webhooks header names.

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"svc/derrors"
+	"svc/internal/platform/derrors"
 )
 
 // The example from the Standard Webhooks specification.

@@ -14,7 +14,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"svc/activities"
-	"svc/flows"
+	"svc/internal/domain/flows"
 )
 
 func TestLaneWidths(t *testing.T) {

@@ -9,7 +9,7 @@ import (
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
-	"svc/flows"
+	"svc/internal/domain/flows"
 )
 
 // Register adds every workflow of svc to r, under its name in package

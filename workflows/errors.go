@@ -6,7 +6,7 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/temporal"
 
-	"svc/derrors"
+	"svc/internal/platform/derrors"
 )
 
 // failureMessage is what a record's error or a step says of a failed

@@ -9,7 +9,7 @@ import (
 	failurepb "go.temporal.io/api/failure/v1"
 	"go.temporal.io/sdk/temporal"
 
-	"svc/derrors"
+	"svc/internal/platform/derrors"
 )
 
 // activityFailure is err as a workflow receives it from an activity that

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"svc/eval"
+	"svc/internal/domain/eval"
 	"svc/internal/testwait"
 	"svc/judges/judgetest"
 	"svc/models"

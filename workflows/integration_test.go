@@ -22,8 +22,8 @@ import (
 	"go.temporal.io/sdk/client"
 	"google.golang.org/protobuf/encoding/protojson"
 
-	"svc/config"
-	"svc/eval"
+	"svc/internal/domain/eval"
+	"svc/internal/platform/config"
 	"svc/internal/stacktest"
 	"svc/internal/testwait"
 	"svc/records"

@@ -5,9 +5,9 @@ import (
 	"strings"
 	"testing"
 
-	"svc/config"
-	"svc/eval"
-	"svc/gate"
+	"svc/internal/domain/eval"
+	"svc/internal/domain/gate"
+	"svc/internal/platform/config"
 	"svc/internal/stacktest"
 	"svc/judges/judgetest"
 )

@@ -6,9 +6,9 @@ import (
 	"testing"
 	"time"
 
-	"svc/eval"
+	"svc/internal/domain/eval"
+	"svc/internal/domain/registry"
 	"svc/judges/judgetest"
-	"svc/registry"
 	"svc/store"
 )
 

@@ -11,8 +11,8 @@ import (
 	"sync"
 	"testing"
 
-	"svc/config"
-	"svc/eval"
+	"svc/internal/domain/eval"
+	"svc/internal/platform/config"
 	"svc/internal/stacktest"
 	"svc/judges/judgetest"
 )

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"svc/eval"
+	"svc/internal/domain/eval"
 	"svc/judges/judgetest"
 	"svc/models"
 	"svc/store"

@@ -7,10 +7,10 @@ import (
 	"testing"
 	"time"
 
-	"svc/eval"
-	"svc/gate"
+	"svc/internal/domain/eval"
+	"svc/internal/domain/gate"
+	"svc/internal/domain/manifest"
 	"svc/internal/testwait"
-	"svc/manifest"
 	"svc/runs"
 )
 

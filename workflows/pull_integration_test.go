@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"svc/eval"
+	"svc/internal/domain/eval"
 	"svc/records"
 )
 

@@ -10,7 +10,7 @@ import (
 	"go.temporal.io/sdk/testsuite"
 
 	"svc/activities"
-	"svc/flows"
+	"svc/internal/domain/flows"
 )
 
 // Unit tests of RunWorkflow's decisions with the SDK's test environment:

@@ -5,7 +5,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"svc/activities"
-	"svc/flows"
+	"svc/internal/domain/flows"
 )
 
 // ScoreWorkflow runs the judges over every canonical child run with a

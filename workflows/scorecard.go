@@ -9,7 +9,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"svc/activities"
-	"svc/flows"
+	"svc/internal/domain/flows"
 )
 
 // DefaultItemsPerRun keeps one run's history to a few thousand events: each

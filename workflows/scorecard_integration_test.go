@@ -8,10 +8,10 @@ import (
 	"testing"
 	"time"
 
-	"svc/eval"
-	"svc/flows"
+	"svc/internal/domain/eval"
+	"svc/internal/domain/flows"
+	"svc/internal/domain/manifest"
 	"svc/internal/testwait"
-	"svc/manifest"
 	"svc/store"
 	"svc/traces"
 )

@@ -13,7 +13,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"svc/activities"
-	"svc/flows"
+	"svc/internal/domain/flows"
 )
 
 // Unit tests of ScorecardWorkflow's and ScoreWorkflow's decisions with the

@@ -7,7 +7,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"svc/activities"
-	"svc/flows"
+	"svc/internal/domain/flows"
 )
 
 // traceSweepOptions run one trace sweep: bounded, retried a few times;

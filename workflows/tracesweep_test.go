@@ -8,7 +8,7 @@ import (
 	"go.temporal.io/sdk/testsuite"
 
 	"svc/activities"
-	"svc/flows"
+	"svc/internal/domain/flows"
 )
 
 func newSweepEnv(t *testing.T) *testsuite.TestWorkflowEnvironment {

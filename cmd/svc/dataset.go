@@ -14,8 +14,8 @@ import (
 	"strconv"
 	"strings"
 
-	"svc/graders"
-	"svc/registry"
+	"svc/internal/domain/graders"
+	"svc/internal/domain/registry"
 )
 
 const datasetSynopsis = `usage: svc dataset push FILE [--id id] [--version v] [--grader g]... [--dry-run] [--json]

@@ -14,7 +14,7 @@ import (
 	"strings"
 
 	"svc/api"
-	"svc/config"
+	"svc/internal/platform/config"
 	"svc/internal/probers"
 	"svc/orchestration"
 	"svc/orchestration/devserver"

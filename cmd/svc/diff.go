@@ -8,8 +8,8 @@ import (
 	"slices"
 	"strings"
 
-	"svc/eval"
-	"svc/gate"
+	"svc/internal/domain/eval"
+	"svc/internal/domain/gate"
 )
 
 const diffSynopsis = `usage: svc diff <baseline-id> <candidate-id> [--answers n] [--format table|csv|jsonl|md] [--exit-code] [--json]

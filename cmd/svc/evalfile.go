@@ -14,9 +14,9 @@ import (
 
 	"sigs.k8s.io/yaml"
 
-	"svc/eval"
-	"svc/gate"
-	"svc/registry"
+	"svc/internal/domain/eval"
+	"svc/internal/domain/gate"
+	"svc/internal/domain/registry"
 	"svc/scorecards"
 )
 

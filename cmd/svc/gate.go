@@ -14,7 +14,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"svc/gate"
+	"svc/internal/domain/gate"
 	"svc/scorecards"
 )
 

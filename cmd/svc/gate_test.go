@@ -11,9 +11,9 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"svc/eval"
-	"svc/gate"
-	"svc/registry"
+	"svc/internal/domain/eval"
+	"svc/internal/domain/gate"
+	"svc/internal/domain/registry"
 	"svc/scorecards"
 )
 

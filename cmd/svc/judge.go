@@ -7,7 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"svc/registry"
+	"svc/internal/domain/registry"
 )
 
 const judgeSynopsis = `usage: svc judge register --file judge.py [--language python|node] --id id --version v [flags] [--json]

@@ -7,8 +7,8 @@ import (
 	"os"
 	"strings"
 
-	"svc/config"
 	"svc/drivers/local"
+	"svc/internal/platform/config"
 )
 
 // localDriver builds the local runtime's driver for a process of the given

@@ -9,9 +9,9 @@ import (
 	"strings"
 	"testing"
 
-	"svc/config"
 	"svc/drivers"
 	"svc/drivers/local"
+	"svc/internal/platform/config"
 )
 
 // TestLocalDriverPolicy: which worker runs local jobs, and how (issue 11):

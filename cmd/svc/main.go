@@ -15,7 +15,7 @@ import (
 	"os/signal"
 	"syscall"
 
-	"svc/config"
+	"svc/internal/platform/config"
 )
 
 // command is one subcommand of svc: a server role (run, reading the

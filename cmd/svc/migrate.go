@@ -7,7 +7,7 @@ import (
 	"os"
 	"path/filepath"
 
-	"svc/config"
+	"svc/internal/platform/config"
 	"svc/store/sqlite"
 )
 

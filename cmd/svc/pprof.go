@@ -8,7 +8,7 @@ import (
 	"net/http/pprof"
 	"runtime"
 
-	"svc/config"
+	"svc/internal/platform/config"
 )
 
 // startPprof serves Go's profiles on cfg.PprofAddr, which must be a

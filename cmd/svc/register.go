@@ -13,7 +13,7 @@ import (
 
 	"sigs.k8s.io/yaml"
 
-	"svc/registry/service"
+	"svc/internal/service/registries"
 )
 
 // registerSpec registers doc in collection ("/datasets", "/harnesses",

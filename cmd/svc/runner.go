@@ -14,10 +14,10 @@ import (
 	"sync"
 	"time"
 
-	"svc/config"
-	"svc/derrors"
 	"svc/drivers"
-	"svc/eval"
+	"svc/internal/domain/eval"
+	"svc/internal/platform/config"
+	"svc/internal/platform/derrors"
 	"svc/runners"
 	"svc/traces"
 )

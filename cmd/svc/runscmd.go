@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"svc/eval"
+	"svc/internal/domain/eval"
 )
 
 const runsSynopsis = `usage: svc runs logs <run-id> [--follow] [--json]

@@ -12,8 +12,8 @@ import (
 	"strings"
 	"time"
 
-	"svc/eval"
-	"svc/registry"
+	"svc/internal/domain/eval"
+	"svc/internal/domain/registry"
 	"svc/scorecards"
 )
 

@@ -11,8 +11,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"svc/eval"
-	"svc/registry"
+	"svc/internal/domain/eval"
+	"svc/internal/domain/registry"
 	"svc/scorecards"
 )
 

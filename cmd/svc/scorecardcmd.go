@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"svc/eval"
+	"svc/internal/domain/eval"
 	"svc/scorecards"
 )
 

@@ -9,7 +9,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"svc/api"
-	"svc/config"
+	"svc/internal/platform/config"
 	"svc/internal/probers"
 	"svc/orchestration"
 	"svc/store/postgres"

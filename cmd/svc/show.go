@@ -8,8 +8,8 @@ import (
 	"slices"
 	"strings"
 
-	"svc/eval"
-	"svc/scoring"
+	"svc/internal/domain/eval"
+	"svc/internal/domain/scoring"
 )
 
 // runScorecardShow is `svc scorecard show`: one line per case.

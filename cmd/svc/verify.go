@@ -7,7 +7,7 @@ import (
 	"net/url"
 	"strings"
 
-	"svc/manifest"
+	"svc/internal/domain/manifest"
 )
 
 const verifySynopsis = `usage: svc verify <scorecard-id> [--json] [--url URL]

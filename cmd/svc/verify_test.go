@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"svc/manifest"
+	"svc/internal/domain/manifest"
 )
 
 // TestVerify: 0 when every facet matches, 1 on any drift, missing or

@@ -7,7 +7,7 @@ import (
 	"runtime"
 	"runtime/debug"
 
-	"svc/config"
+	"svc/internal/platform/config"
 )
 
 // runVersion prints the version, the Go version and the VCS stamp.

@@ -12,9 +12,9 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"svc/eval"
-	"svc/gate"
-	"svc/registry"
+	"svc/internal/domain/eval"
+	"svc/internal/domain/gate"
+	"svc/internal/domain/registry"
 )
 
 // reads is a fake batch whose light read (?view=summary) moves one state

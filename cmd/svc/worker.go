@@ -6,7 +6,7 @@ import (
 	"io"
 	"path/filepath"
 
-	"svc/config"
+	"svc/internal/platform/config"
 )
 
 // runWorker runs the Temporal worker only: workflows and activities, against

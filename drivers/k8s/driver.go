@@ -20,10 +20,10 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
-	"svc/derrors"
 	"svc/drivers"
 	"svc/drivers/probe"
-	"svc/netguard"
+	"svc/internal/platform/derrors"
+	"svc/internal/platform/netguard"
 )
 
 // Name is the driver's name as it appears in a Result.

@@ -21,11 +21,11 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
-	"svc/derrors"
 	"svc/drivers"
 	"svc/drivers/internal/drivertest"
 	"svc/drivers/k8s"
 	"svc/drivers/k8s/kubetest"
+	"svc/internal/platform/derrors"
 	"svc/internal/testwait"
 )
 

@@ -17,8 +17,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"svc/derrors"
 	"svc/drivers"
+	"svc/internal/platform/derrors"
 )
 
 // RuntimeOptions are the job settings of a k8s runtime (interface spec

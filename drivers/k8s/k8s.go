@@ -28,7 +28,7 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"svc/drivers/probe"
-	"svc/netguard"
+	"svc/internal/platform/netguard"
 )
 
 // Kind is the runtime kind this package serves, as it appears in a RuntimeSpec and a probe Result.

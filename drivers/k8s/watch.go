@@ -16,9 +16,9 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
 
-	"svc/derrors"
 	"svc/drivers"
 	"svc/drivers/probe"
+	"svc/internal/platform/derrors"
 )
 
 // startFailures are the waiting reasons of a container that will not

@@ -77,9 +77,9 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"svc/derrors"
 	"svc/drivers"
 	"svc/drivers/local/shim"
+	"svc/internal/platform/derrors"
 )
 
 // Name is the driver's name as it appears in a Result.

@@ -12,7 +12,7 @@ import (
 	"strings"
 	"time"
 
-	"svc/netguard"
+	"svc/internal/platform/netguard"
 )
 
 // SlirpName is the program that gives the isolated network its way out

@@ -40,7 +40,7 @@ import (
 	"time"
 
 	"svc/drivers/local/shim"
-	"svc/netguard"
+	"svc/internal/platform/netguard"
 )
 
 // Bounds of the isolated network's set-up and relays.

@@ -26,9 +26,9 @@ import (
 	"syscall"
 	"time"
 
-	"svc/derrors"
 	"svc/drivers"
 	"svc/drivers/local/shim"
+	"svc/internal/platform/derrors"
 )
 
 // UIDLockDir holds one lock file per uid of a pool: a uid is a job's while

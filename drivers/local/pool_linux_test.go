@@ -15,9 +15,9 @@ import (
 	"testing"
 	"time"
 
-	"svc/derrors"
 	"svc/drivers"
 	"svc/drivers/local/shim"
+	"svc/internal/platform/derrors"
 	"svc/internal/testwait"
 )
 

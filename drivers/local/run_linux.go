@@ -19,9 +19,9 @@ import (
 	"syscall"
 	"time"
 
-	"svc/derrors"
 	"svc/drivers"
 	"svc/drivers/local/shim"
+	"svc/internal/platform/derrors"
 )
 
 // supervisorSlack is how long past the kill grace the driver trusts the

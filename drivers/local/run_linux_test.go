@@ -20,9 +20,9 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"svc/derrors"
 	"svc/drivers"
 	"svc/drivers/local/shim"
+	"svc/internal/platform/derrors"
 	"svc/internal/testwait"
 )
 

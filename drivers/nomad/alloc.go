@@ -9,8 +9,8 @@ import (
 
 	"github.com/hashicorp/nomad/api"
 
-	"svc/derrors"
 	"svc/drivers/probe"
+	"svc/internal/platform/derrors"
 )
 
 // What the driver reads from Nomad's view of a job: its allocation, the

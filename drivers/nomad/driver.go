@@ -13,10 +13,10 @@ import (
 
 	"github.com/hashicorp/nomad/api"
 
-	"svc/derrors"
 	"svc/drivers"
 	"svc/drivers/probe"
-	"svc/netguard"
+	"svc/internal/platform/derrors"
+	"svc/internal/platform/netguard"
 )
 
 // Name is the driver's name as it appears in a Result.

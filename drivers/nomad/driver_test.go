@@ -12,11 +12,11 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"svc/derrors"
 	"svc/drivers"
 	"svc/drivers/internal/drivertest"
 	"svc/drivers/nomad"
 	"svc/drivers/nomad/nomadtest"
+	"svc/internal/platform/derrors"
 	"svc/internal/testwait"
 )
 

@@ -12,8 +12,8 @@ import (
 
 	"github.com/hashicorp/nomad/api"
 
-	"svc/derrors"
 	"svc/drivers"
+	"svc/internal/platform/derrors"
 )
 
 // RuntimeOptions are the job settings of a nomad runtime (interface spec

@@ -22,7 +22,7 @@ import (
 	"github.com/hashicorp/nomad/api"
 
 	"svc/drivers/probe"
-	"svc/netguard"
+	"svc/internal/platform/netguard"
 )
 
 // Kind is the runtime kind this package serves, as it appears in a RuntimeSpec and a probe Result.

@@ -20,7 +20,7 @@ import (
 	"syscall"
 	"time"
 
-	"svc/netguard"
+	"svc/internal/platform/netguard"
 )
 
 // Setting is the operator setting that allow-lists private probe targets.

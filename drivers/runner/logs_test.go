@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"svc/derrors"
+	"svc/internal/platform/derrors"
 	"svc/internal/testwait"
 	"svc/runners"
 	"svc/store"

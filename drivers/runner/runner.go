@@ -21,8 +21,8 @@ import (
 	"log/slog"
 	"time"
 
-	"svc/derrors"
 	"svc/drivers"
+	"svc/internal/platform/derrors"
 	"svc/runners"
 	"svc/store"
 )

@@ -7,12 +7,12 @@ import (
 	"testing"
 	"time"
 
-	"svc/derrors"
 	"svc/drivers"
 	"svc/drivers/runner"
+	"svc/internal/platform/derrors"
+	"svc/internal/platform/secrets"
 	"svc/internal/testwait"
 	"svc/runners"
-	"svc/secrets"
 	"svc/store"
 	"svc/store/sqlite/sqlitetest"
 )

@@ -61,8 +61,8 @@ type rule struct {
 
 // pureDomain are the packages of domain logic that must not touch the
 // store (docs/architecture.md).
-var pureDomain = []string{"svc/eval", "svc/scoring", "svc/gate", "svc/manifest", "svc/graders", "svc/judges",
-	"svc/query", "svc/registry", "svc/traces"}
+var pureDomain = []string{"svc/internal/domain/eval", "svc/internal/domain/scoring", "svc/internal/domain/gate", "svc/internal/domain/manifest", "svc/internal/domain/graders", "svc/judges",
+	"svc/internal/domain/query", "svc/internal/domain/registry", "svc/traces"}
 
 var rules = []rule{
 	{name: "the API never reaches the activities, workflows or drivers", transitive: true,

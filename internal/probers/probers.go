@@ -10,7 +10,7 @@ import (
 
 	"svc/drivers/k8s"
 	"svc/drivers/nomad"
-	"svc/registry/service"
+	"svc/internal/service/registries"
 )
 
 // Drivers returns the probers of the nomad and k8s drivers.

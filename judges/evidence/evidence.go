@@ -20,10 +20,10 @@ import (
 	"strings"
 	"time"
 
-	"svc/eval"
+	"svc/internal/domain/eval"
+	"svc/internal/domain/registry"
+	"svc/internal/platform/netguard"
 	"svc/judges/prompt"
-	"svc/netguard"
-	"svc/registry"
 )
 
 // MaxArtifact is how much of one text artifact a slot holds, in bytes.

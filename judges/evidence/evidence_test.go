@@ -7,10 +7,10 @@ import (
 	"strings"
 	"testing"
 
-	"svc/eval"
+	"svc/internal/domain/eval"
+	"svc/internal/domain/registry"
+	"svc/internal/platform/netguard"
 	"svc/judges/prompt"
-	"svc/netguard"
-	"svc/registry"
 )
 
 // guard admits loopback, as SVC_WEBHOOK_ALLOW=127.0.0.1 does.

@@ -17,9 +17,9 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"svc/derrors"
-	"svc/eval"
-	"svc/registry"
+	"svc/internal/domain/eval"
+	"svc/internal/domain/registry"
+	"svc/internal/platform/derrors"
 )
 
 // Effective holds a judge's values at judge-run time (spec §2.5).

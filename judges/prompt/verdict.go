@@ -7,8 +7,8 @@ import (
 	"sort"
 	"strings"
 
-	"svc/eval"
-	"svc/registry"
+	"svc/internal/domain/eval"
+	"svc/internal/domain/registry"
 )
 
 // Verdict is the model's answer, as VerdictInstruction asks for it.

@@ -3,8 +3,8 @@ package score
 import (
 	"fmt"
 
-	"svc/eval"
-	"svc/registry"
+	"svc/internal/domain/eval"
+	"svc/internal/domain/registry"
 )
 
 // MilestonePrefix begins the criterion id a case milestone becomes.

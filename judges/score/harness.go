@@ -4,9 +4,9 @@ import (
 	"fmt"
 	"strings"
 
-	"svc/eval"
+	"svc/internal/domain/eval"
+	"svc/internal/domain/registry"
 	"svc/judges/prompt"
-	"svc/registry"
 )
 
 // HarnessVerdict reads the verdict of a legacy harness judge from the run

@@ -4,9 +4,9 @@ import (
 	"strings"
 	"testing"
 
-	"svc/eval"
+	"svc/internal/domain/eval"
+	"svc/internal/domain/registry"
 	"svc/judges/prompt"
-	"svc/registry"
 )
 
 func TestHarnessVerdict(t *testing.T) {

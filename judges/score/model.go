@@ -12,9 +12,9 @@ import (
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 
-	"svc/eval"
+	"svc/internal/domain/eval"
+	"svc/internal/domain/registry"
 	"svc/judges/prompt"
-	"svc/registry"
 )
 
 // Endpoint is one resolved model binding: where a model judge's prompt is

@@ -11,7 +11,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"svc/eval"
+	"svc/internal/domain/eval"
 )
 
 // MaxDetail bounds a score's detail, in runes; a longer one is cut and

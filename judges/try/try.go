@@ -9,8 +9,8 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"svc/eval"
-	"svc/registry"
+	"svc/internal/domain/eval"
+	"svc/internal/domain/registry"
 )
 
 // StoreKind is the registry table kind of a try record. Like a model

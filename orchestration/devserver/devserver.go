@@ -44,7 +44,7 @@ import (
 	"go.temporal.io/server/schema/sqlite"
 	"go.temporal.io/server/temporal"
 
-	"svc/derrors"
+	"svc/internal/platform/derrors"
 )
 
 // loopback is where every service of the embedded server listens and what

@@ -8,7 +8,7 @@ import (
 	"os"
 	"syscall"
 
-	"svc/derrors"
+	"svc/internal/platform/derrors"
 )
 
 // lockFile takes an exclusive lock on path (created when missing), so two

@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"svc/eval"
+	"svc/internal/domain/eval"
+	"svc/internal/domain/registry"
 	"svc/records"
-	"svc/registry"
 	"svc/store"
 )
 

@@ -18,7 +18,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/jackc/pgx/v5/stdlib"
 
-	"svc/derrors"
+	"svc/internal/platform/derrors"
 	"svc/migrations"
 	"svc/store"
 	"svc/store/sqlstore"

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"svc/derrors"
+	"svc/internal/platform/derrors"
 	"svc/store"
 	"svc/store/pgtest"
 	"svc/store/storetest"

@@ -20,7 +20,7 @@ import (
 	"modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
 
-	"svc/derrors"
+	"svc/internal/platform/derrors"
 	"svc/migrations"
 	"svc/store"
 	"svc/store/sqlstore"

@@ -6,7 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"svc/derrors"
+	"svc/internal/platform/derrors"
 	"svc/store"
 	"svc/store/storetest"
 )

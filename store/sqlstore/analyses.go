@@ -5,7 +5,7 @@ import (
 	"database/sql"
 	"errors"
 
-	"svc/derrors"
+	"svc/internal/platform/derrors"
 	"svc/store"
 )
 

@@ -6,7 +6,7 @@ import (
 
 	"github.com/klauspost/compress/s2"
 
-	"svc/internal/bufpool"
+	"svc/internal/platform/bufpool"
 )
 
 // Events compressed by the service (migration 0020): a pending row's and a

@@ -10,7 +10,7 @@ import (
 	"errors"
 	"fmt"
 
-	"svc/derrors"
+	"svc/internal/platform/derrors"
 	"svc/store"
 )
 

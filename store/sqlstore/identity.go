@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"time"
 
-	"svc/derrors"
+	"svc/internal/platform/derrors"
 )
 
 // This file holds the row helpers the identity tables introduced and the

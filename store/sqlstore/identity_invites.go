@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"time"
 
-	"svc/derrors"
+	"svc/internal/platform/derrors"
 	"svc/store"
 )
 

@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"strconv"
 
-	"svc/derrors"
+	"svc/internal/platform/derrors"
 	"svc/store"
 )
 

@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"svc/derrors"
+	"svc/internal/platform/derrors"
 	"svc/store"
 )
 

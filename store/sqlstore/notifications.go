@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"svc/derrors"
+	"svc/internal/platform/derrors"
 	"svc/store"
 )
 

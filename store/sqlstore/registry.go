@@ -15,7 +15,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"svc/derrors"
+	"svc/internal/platform/derrors"
 	"svc/store"
 )
 

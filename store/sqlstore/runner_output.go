@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 
-	"svc/derrors"
+	"svc/internal/platform/derrors"
 	"svc/store"
 )
 

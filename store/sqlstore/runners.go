@@ -7,7 +7,7 @@ import (
 	"errors"
 	"time"
 
-	"svc/derrors"
+	"svc/internal/platform/derrors"
 	"svc/store"
 )
 

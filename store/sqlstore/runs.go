@@ -9,8 +9,8 @@ import (
 	"strings"
 	"time"
 
-	"svc/derrors"
-	"svc/eval"
+	"svc/internal/domain/eval"
+	"svc/internal/platform/derrors"
 	"svc/store"
 )
 

@@ -6,7 +6,7 @@ import (
 	"errors"
 	"time"
 
-	"svc/derrors"
+	"svc/internal/platform/derrors"
 	"svc/store"
 )
 

@@ -15,7 +15,7 @@ import (
 	"math/rand/v2"
 	"time"
 
-	"svc/derrors"
+	"svc/internal/platform/derrors"
 	"svc/store"
 )
 

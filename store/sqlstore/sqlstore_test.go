@@ -9,7 +9,7 @@ import (
 
 	_ "modernc.org/sqlite" // registers "sqlite"
 
-	"svc/derrors"
+	"svc/internal/platform/derrors"
 	"svc/migrations"
 	"svc/store"
 )

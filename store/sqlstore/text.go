@@ -5,7 +5,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"svc/derrors"
+	"svc/internal/platform/derrors"
 )
 
 // checkText refuses what PostgreSQL cannot store but SQLite would: NUL

@@ -18,8 +18,8 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"svc/derrors"
-	"svc/internal/bufpool"
+	"svc/internal/platform/bufpool"
+	"svc/internal/platform/derrors"
 	"svc/store"
 )
 

@@ -3,7 +3,7 @@ package sqlstore
 import (
 	"context"
 
-	"svc/derrors"
+	"svc/internal/platform/derrors"
 	"svc/store"
 )
 

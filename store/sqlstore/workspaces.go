@@ -7,7 +7,7 @@ import (
 	"slices"
 	"strings"
 
-	"svc/derrors"
+	"svc/internal/platform/derrors"
 	"svc/store"
 )
 

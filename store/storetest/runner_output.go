@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"svc/derrors"
+	"svc/internal/platform/derrors"
 	"svc/store"
 )
 

@@ -9,7 +9,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"svc/derrors"
+	"svc/internal/platform/derrors"
 	"svc/store"
 )
 

@@ -9,7 +9,7 @@ import (
 	"strconv"
 	"strings"
 
-	"svc/derrors"
+	"svc/internal/platform/derrors"
 	"svc/traces"
 )
 

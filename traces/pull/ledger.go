@@ -4,7 +4,7 @@ import (
 	"strings"
 	"time"
 
-	"svc/eval"
+	"svc/internal/domain/eval"
 )
 
 // The owned ledger (source name svc) keeps a trajectory as TraceEvents,

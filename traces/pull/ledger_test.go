@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"svc/eval"
+	"svc/internal/domain/eval"
 )
 
 func TestLedgerEventsCarryTheAnswer(t *testing.T) {

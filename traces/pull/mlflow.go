@@ -11,7 +11,7 @@ import (
 	"strconv"
 	"strings"
 
-	"svc/derrors"
+	"svc/internal/platform/derrors"
 	"svc/traces"
 )
 

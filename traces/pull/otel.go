@@ -14,7 +14,7 @@ import (
 	"strings"
 	"time"
 
-	"svc/derrors"
+	"svc/internal/platform/derrors"
 	"svc/traces"
 )
 

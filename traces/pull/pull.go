@@ -27,9 +27,9 @@ import (
 	"time"
 	"unicode"
 
-	"svc/derrors"
-	"svc/eval"
-	"svc/netguard"
+	"svc/internal/domain/eval"
+	"svc/internal/platform/derrors"
+	"svc/internal/platform/netguard"
 	"svc/traces"
 )
 

@@ -14,7 +14,7 @@ import (
 	"testing"
 
 	"svc/drivers/probe"
-	"svc/netguard"
+	"svc/internal/platform/netguard"
 )
 
 // Body is what a server of CheckAnswers sends; a probe's Detail must never
