@@ -61,7 +61,7 @@ func TestNotificationLinksResolve(t *testing.T) {
 	}
 
 	// Every address has a page in the web view's route table.
-	app, err := os.ReadFile("../ui/static/js/app.js")
+	app, err := os.ReadFile("../../../ui/static/js/app.js")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -24,9 +24,9 @@ import (
 // probes) can be dialled around the guard by accident.
 var dialSites = map[string]string{
 	// The guard itself.
-	"netguard/guard.go Client":      "the guarded client",
-	"netguard/guard.go Transport":   "the guarded transport",
-	"netguard/guard.go DialContext": "the guarded dialer (Control re-checks each address)",
+	"internal/platform/netguard/guard.go Client":      "the guarded client",
+	"internal/platform/netguard/guard.go Transport":   "the guarded transport",
+	"internal/platform/netguard/guard.go DialContext": "the guarded dialer (Control re-checks each address)",
 	// Tenant addresses, through the guard.
 	"drivers/nomad/nomad.go NewClient":            "its transport is cfg.Guard's (probe.DefaultGuard when nil)",
 	"judges/score/anthropic.go completeAnthropic": "ep.Client: the model guard's client (models.Service.Resolve)",
@@ -71,7 +71,7 @@ var dialCalls = map[string][]string{
 // dials, that dialSites does not explain (issue 30, finding 7: every
 // outbound dial of a tenant's address goes through the guard).
 func TestOutboundDialsGoThroughTheGuard(t *testing.T) {
-	root, err := filepath.Abs("..")
+	root, err := filepath.Abs("../../..") // the module
 	if err != nil {
 		t.Fatal(err)
 	}
