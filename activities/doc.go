@@ -22,15 +22,15 @@ import (
 	"go.temporal.io/sdk/worker"
 
 	"svc/drivers"
+	"svc/internal/integrations/webhooks"
 	"svc/internal/platform/secrets"
+	"svc/internal/service/models"
 	"svc/internal/service/registries"
+	"svc/internal/service/traceingest"
+	"svc/internal/service/tracesources"
 	"svc/judges"
-	"svc/models"
 	"svc/records"
 	"svc/store"
-	"svc/traceingest"
-	"svc/tracesources"
-	"svc/webhooks"
 )
 
 // Activities carries the dependencies of every activity method.

@@ -17,11 +17,11 @@ import (
 	"svc/internal/domain/manifest"
 	"svc/internal/domain/registry"
 	"svc/internal/domain/scoring"
+	"svc/internal/domain/traces"
 	"svc/internal/platform/derrors"
-	"svc/models"
+	"svc/internal/service/models"
 	"svc/records"
 	"svc/store"
-	"svc/traces"
 )
 
 // FinishInput ends a batch.

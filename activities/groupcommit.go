@@ -10,10 +10,10 @@ import (
 
 	"svc/internal/domain/eval"
 	"svc/internal/domain/registry"
+	"svc/internal/domain/traces"
 	"svc/internal/platform/derrors"
 	"svc/records"
 	"svc/store"
-	"svc/traces"
 )
 
 // Group commit of the writes every case of a batch makes: the creation of

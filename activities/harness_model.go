@@ -10,7 +10,7 @@ import (
 
 	"svc/drivers"
 	"svc/internal/domain/eval"
-	"svc/models"
+	"svc/internal/service/models"
 	"svc/store"
 )
 

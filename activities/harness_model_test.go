@@ -10,12 +10,12 @@ import (
 	"svc/drivers"
 	"svc/internal/domain/eval"
 	"svc/internal/domain/registry"
+	"svc/internal/domain/traces"
 	"svc/internal/platform/derrors"
 	"svc/internal/platform/secrets"
-	"svc/models"
+	"svc/internal/service/models"
 	"svc/store"
 	"svc/store/sqlite/sqlitetest"
-	"svc/traces"
 )
 
 // At dispatch, a harness that calls a binding gets a token for the

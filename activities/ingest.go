@@ -10,9 +10,9 @@ import (
 
 	"svc/internal/domain/eval"
 	"svc/internal/domain/registry"
+	"svc/internal/domain/traces"
 	"svc/internal/platform/derrors"
-	"svc/traceingest"
-	"svc/traces"
+	"svc/internal/service/traceingest"
 )
 
 // gradeImported finishes a child run made from an ingested trace (POST

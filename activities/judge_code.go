@@ -10,8 +10,8 @@ import (
 	"svc/auth"
 	"svc/internal/domain/eval"
 	"svc/internal/domain/registry"
+	"svc/internal/service/models"
 	"svc/judges"
-	"svc/models"
 	"svc/store"
 )
 

@@ -12,9 +12,9 @@ import (
 	"svc/drivers/nomad/nomadtest"
 	"svc/internal/domain/eval"
 	"svc/internal/platform/config"
+	"svc/internal/service/runs"
 	"svc/internal/stacktest"
 	"svc/internal/testwait"
-	"svc/runs"
 )
 
 // Cases really run on a nomad runtime: the whole service (API, embedded

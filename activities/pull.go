@@ -11,13 +11,13 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"svc/internal/domain/eval"
+	"svc/internal/domain/traces"
+	"svc/internal/integrations/pull"
 	"svc/internal/platform/derrors"
+	"svc/internal/service/traceingest"
+	"svc/internal/service/tracesources"
 	"svc/records"
 	"svc/store"
-	"svc/traceingest"
-	"svc/traces"
-	"svc/traces/pull"
-	"svc/tracesources"
 )
 
 // Pull ingest (POST /scorecards/ingest/pull, spec §4.5): a pulled batch's

@@ -13,13 +13,13 @@ import (
 
 	"svc/internal/domain/eval"
 	"svc/internal/domain/registry"
+	"svc/internal/domain/traces"
+	"svc/internal/integrations/pull"
 	"svc/internal/platform/secrets"
+	"svc/internal/service/tracesources"
 	"svc/records"
 	"svc/store"
 	"svc/store/sqlite/sqlitetest"
-	"svc/traces"
-	"svc/traces/pull"
-	"svc/tracesources"
 )
 
 // The case activity of a pulled batch's child run, end to end on a real

@@ -19,11 +19,11 @@ import (
 	"svc/internal/domain/eval"
 	"svc/internal/domain/redact"
 	"svc/internal/domain/registry"
+	"svc/internal/domain/traces"
 	"svc/internal/platform/derrors"
 	"svc/internal/service/registries"
 	"svc/records"
 	"svc/store"
-	"svc/traces"
 )
 
 // RunRef names a run.

@@ -22,7 +22,7 @@ import (
 	"svc/internal/platform/derrors"
 	"svc/internal/probers"
 	"svc/internal/service/registries"
-	"svc/runners"
+	"svc/internal/service/runners"
 )
 
 // jobAttempt is the Job.Attempt of every dispatch of a run. A remote

@@ -14,7 +14,7 @@ import (
 
 	"svc/internal/domain/eval"
 	"svc/internal/domain/redact"
-	"svc/traceingest"
+	"svc/internal/service/traceingest"
 )
 
 // Where a run's trajectory meets the OTLP door (issue 16): the spans an

@@ -18,10 +18,10 @@ import (
 	"svc/internal/domain/registry"
 	"svc/internal/platform/config"
 	"svc/internal/service/registries"
+	"svc/internal/service/traceingest"
 	"svc/records"
 	"svc/store"
 	"svc/store/sqlite/sqlitetest"
-	"svc/traceingest"
 )
 
 // instrumentedHarness exports one OTLP/HTTP JSON span per step to the

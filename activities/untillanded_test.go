@@ -7,8 +7,8 @@ import (
 
 	"go.temporal.io/sdk/temporal"
 
+	"svc/internal/orchestration"
 	"svc/internal/platform/derrors"
-	"svc/orchestration"
 )
 
 // TestRecordEndsAreRetriedUntilTheyLand: the worker makes a not-found or an

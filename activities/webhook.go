@@ -9,10 +9,10 @@ import (
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 
+	"svc/internal/integrations/webhooks"
 	"svc/internal/platform/derrors"
 	"svc/records"
 	"svc/store"
-	"svc/webhooks"
 )
 
 // ErrTypeWebhookRefused is the error type of a delivery refused for good

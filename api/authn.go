@@ -15,8 +15,8 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"svc/auth"
-	"svc/identity"
 	"svc/internal/platform/derrors"
+	"svc/internal/service/identity"
 	"svc/store"
 )
 

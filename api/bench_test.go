@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"svc/scorecards/scorecardstest"
+	"svc/internal/service/scorecards/scorecardstest"
 )
 
 // BenchmarkAuthenticatedRead measures the whole server path of an API-key

@@ -10,8 +10,8 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"svc/auth"
-	"svc/identity"
 	"svc/internal/platform/derrors"
+	"svc/internal/service/identity"
 )
 
 func (s *Server) identityRoutes() []Route {

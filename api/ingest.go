@@ -6,7 +6,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"svc/auth"
-	"svc/scorecards"
+	"svc/internal/service/scorecards"
 )
 
 // Push ingest (spec §4.5, issue 16): traces of agents that ran elsewhere,

@@ -6,7 +6,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"svc/auth"
-	"svc/scorecards"
+	"svc/internal/service/scorecards"
 )
 
 // Pull ingest (spec §4.5, issue 16 point 6): traces read from a

@@ -6,9 +6,9 @@ import (
 	"testing"
 
 	"svc/internal/domain/eval"
+	"svc/internal/domain/traces"
 	"svc/internal/platform/config"
 	"svc/records"
-	"svc/traces"
 )
 
 // POST /scorecards/ingest (spec §4.5, issue 16 point 5): what the route

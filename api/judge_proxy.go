@@ -14,7 +14,7 @@ import (
 	"svc/auth"
 	"svc/internal/platform/derrors"
 	"svc/internal/platform/reqid"
-	"svc/models"
+	"svc/internal/service/models"
 	"svc/records"
 	"svc/store"
 )

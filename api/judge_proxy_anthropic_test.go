@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"svc/internal/platform/config"
+	"svc/internal/service/models"
 	"svc/judges/judgetest"
-	"svc/models"
 )
 
 // The model proxy stays OpenAI-wire for an anthropic binding: it forwards

@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"svc/internal/platform/config"
+	"svc/internal/service/models"
 	"svc/judges/judgetest"
-	"svc/models"
 	"svc/store"
 )
 

@@ -11,7 +11,7 @@ import (
 	"svc/internal/domain/eval"
 	"svc/internal/domain/registry"
 	"svc/internal/platform/derrors"
-	"svc/runs"
+	"svc/internal/service/runs"
 )
 
 // Evidence source C of POST /judges/preview and /judges/try (spec §4.4):

@@ -11,10 +11,10 @@ import (
 	"svc/internal/domain/eval"
 	"svc/internal/domain/registry"
 	"svc/internal/domain/scoring"
+	"svc/internal/integrations/webhooks"
 	"svc/internal/platform/derrors"
 	"svc/judges/evidence"
 	"svc/judges/prompt"
-	"svc/webhooks"
 )
 
 // POST /judges/preview (spec §4.4): the exact prompt a model-backed judge

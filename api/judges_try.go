@@ -14,10 +14,10 @@ import (
 	"svc/internal/domain/registry"
 	"svc/internal/platform/derrors"
 	"svc/internal/platform/reqid"
+	"svc/internal/service/runs"
 	"svc/judges/prompt"
 	"svc/judges/score"
 	"svc/judges/try"
-	"svc/runs"
 )
 
 // POST /judges/try and /judges/:id/try (spec §4.4): one real execution of

@@ -6,7 +6,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"svc/auth"
-	"svc/identity"
+	"svc/internal/service/identity"
 )
 
 // Workspace members (spec §2.10). Handlers read the request and call

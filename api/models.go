@@ -6,7 +6,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"svc/auth"
-	"svc/models"
+	"svc/internal/service/models"
 )
 
 // Workspace model bindings (issue 17): the models a workspace's judges may

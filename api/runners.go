@@ -9,10 +9,10 @@ import (
 	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 
 	"svc/auth"
-	"svc/identity"
+	"svc/internal/domain/traces"
 	"svc/internal/platform/derrors"
-	"svc/runners"
-	"svc/traces"
+	"svc/internal/service/identity"
+	"svc/internal/service/runners"
 )
 
 // Self-hosted runners (issue 15, point 6). An admin mints a runner key

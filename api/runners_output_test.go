@@ -10,9 +10,9 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
-	"svc/runners"
+	"svc/internal/domain/traces"
+	"svc/internal/service/runners"
 	"svc/store"
-	"svc/traces"
 )
 
 func init() {

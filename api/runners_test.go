@@ -10,7 +10,7 @@ import (
 	"svc/api"
 	"svc/auth"
 	"svc/internal/platform/secrets"
-	"svc/runners"
+	"svc/internal/service/runners"
 	"svc/store"
 )
 

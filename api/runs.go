@@ -9,8 +9,8 @@ import (
 
 	"svc/auth"
 	"svc/internal/platform/derrors"
+	"svc/internal/service/runs"
 	"svc/records"
-	"svc/runs"
 )
 
 // Runs, trajectories, notifications and the webhook signing secret (spec

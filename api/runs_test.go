@@ -14,10 +14,10 @@ import (
 	"svc/auth"
 	"svc/internal/domain/eval"
 	"svc/internal/domain/registry"
+	"svc/internal/domain/traces"
+	"svc/internal/service/runs"
 	"svc/records"
-	"svc/runs"
 	"svc/store"
-	"svc/traces"
 )
 
 // The run routes' submit path needs a workflow engine; it is tested end to

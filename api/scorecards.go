@@ -9,7 +9,7 @@ import (
 	"svc/internal/domain/eval"
 	"svc/internal/domain/query"
 	"svc/internal/platform/derrors"
-	"svc/scorecards"
+	"svc/internal/service/scorecards"
 )
 
 // Scorecards, groups (experiments), detached scoring, cancel, manifest

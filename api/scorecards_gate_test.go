@@ -19,9 +19,9 @@ import (
 	"svc/internal/domain/query"
 	"svc/internal/domain/registry"
 	"svc/internal/domain/scoring"
+	"svc/internal/domain/traces"
 	"svc/records"
 	"svc/store"
-	"svc/traces"
 )
 
 // The comparison routes (issue #7): diff, gate, query and the frozen

@@ -23,9 +23,9 @@ import (
 	"svc/internal/domain/scoring"
 	"svc/internal/platform/config"
 	"svc/internal/platform/derrors"
+	"svc/internal/service/runs"
+	"svc/internal/service/scorecards"
 	"svc/records"
-	"svc/runs"
-	"svc/scorecards"
 	"svc/store"
 )
 

@@ -18,17 +18,17 @@ import (
 	"go.opentelemetry.io/contrib/instrumentation/github.com/labstack/echo/otelecho"
 
 	"svc/auth"
-	"svc/identity"
+	"svc/internal/integrations/webhooks"
 	"svc/internal/platform/config"
 	"svc/internal/platform/netguard"
 	"svc/internal/platform/secrets"
+	"svc/internal/service/identity"
 	"svc/internal/service/registries"
-	"svc/runners"
-	"svc/runs"
-	"svc/scorecards"
+	"svc/internal/service/runners"
+	"svc/internal/service/runs"
+	"svc/internal/service/scorecards"
+	"svc/internal/service/traceingest"
 	"svc/store"
-	"svc/traceingest"
-	"svc/webhooks"
 )
 
 // Route is one row of the route table: auth, the OpenAPI document and tests derive from it.

@@ -6,7 +6,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"svc/auth"
-	"svc/identity"
+	"svc/internal/service/identity"
 )
 
 // Teams (spec §5.8). Handlers read the request and call package identity,

@@ -7,11 +7,11 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"svc/auth"
+	"svc/internal/domain/traces"
+	"svc/internal/integrations/pull"
 	"svc/internal/platform/derrors"
 	"svc/internal/platform/secrets"
-	"svc/traces"
-	"svc/traces/pull"
-	"svc/tracesources"
+	"svc/internal/service/tracesources"
 )
 
 // Trace sources (spec §4.2, issue 16 point 7): a workspace's named

@@ -9,10 +9,10 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"svc/auth"
+	"svc/internal/domain/traces"
 	"svc/internal/platform/bufpool"
 	"svc/internal/platform/derrors"
-	"svc/traceingest"
-	"svc/traces"
+	"svc/internal/service/traceingest"
 )
 
 // The OTLP door and the trace ledger's settings (spec §4.2, issue 16).

@@ -27,10 +27,10 @@ import (
 
 	"svc/internal/domain/eval"
 	"svc/internal/domain/registry"
+	"svc/internal/domain/traces"
+	"svc/internal/service/traceingest"
 	"svc/records"
 	"svc/store"
-	"svc/traceingest"
-	"svc/traces"
 )
 
 // The OTLP door (POST /v1/traces) and the trace settings, on a real

@@ -8,8 +8,8 @@ import (
 
 	"go.temporal.io/sdk/client"
 
+	"svc/internal/orchestration"
 	"svc/internal/stacktest"
-	"svc/orchestration"
 	"svc/store"
 	"svc/store/pgtest"
 )

@@ -9,7 +9,7 @@ import (
 	"context"
 	"time"
 
-	"svc/traces"
+	"svc/internal/domain/traces"
 )
 
 // Job is one case of a process harness to run (the harness contract of

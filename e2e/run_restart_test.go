@@ -16,11 +16,11 @@ import (
 	"time"
 
 	"svc/internal/domain/eval"
+	"svc/internal/integrations/webhooks"
+	"svc/internal/service/runs"
 	"svc/internal/testwait"
 	"svc/records"
-	"svc/runs"
 	"svc/store"
-	"svc/webhooks"
 )
 
 // TestRunSurvivesDevKill: a run whose harness is running when `svc dev` is

@@ -12,8 +12,8 @@ import (
 
 	"svc/internal/domain/eval"
 	"svc/internal/domain/flows"
+	"svc/internal/service/runs"
 	"svc/internal/testwait"
-	"svc/runs"
 	"svc/store"
 )
 

@@ -19,8 +19,8 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
 	"svc/internal/domain/eval"
+	"svc/internal/orchestration"
 	"svc/internal/testwait"
-	"svc/orchestration"
 )
 
 // devTemporalTLS is the environment with which `svc serve` and `svc worker`

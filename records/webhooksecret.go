@@ -6,10 +6,10 @@ import (
 	"fmt"
 	"time"
 
+	"svc/internal/integrations/webhooks"
 	"svc/internal/platform/derrors"
 	"svc/internal/platform/secrets"
 	"svc/store"
-	"svc/webhooks"
 )
 
 // WebhookSecret is a workspace's webhook signing secret, opened: the

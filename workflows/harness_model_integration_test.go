@@ -10,11 +10,11 @@ import (
 	"time"
 
 	"svc/internal/domain/eval"
+	"svc/internal/service/models"
+	"svc/internal/service/runners"
+	"svc/internal/service/runs"
 	"svc/internal/testwait"
 	"svc/judges/judgetest"
-	"svc/models"
-	"svc/runners"
-	"svc/runs"
 	"svc/store"
 )
 

@@ -8,8 +8,8 @@ import (
 
 	"svc/internal/domain/eval"
 	"svc/internal/domain/gate"
+	"svc/internal/domain/traces"
 	"svc/records"
-	"svc/traces"
 )
 
 // Push ingest end to end (issue 16 point 5): a managed scorecard of a

@@ -23,14 +23,14 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 
 	"svc/internal/domain/eval"
+	"svc/internal/integrations/webhooks"
 	"svc/internal/platform/config"
+	"svc/internal/service/runs"
 	"svc/internal/stacktest"
 	"svc/internal/testwait"
 	"svc/records"
-	"svc/runs"
 	"svc/store"
 	"svc/store/pgtest"
-	"svc/webhooks"
 )
 
 // End to end through Temporal's real server (embedded), the real API on

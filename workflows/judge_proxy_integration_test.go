@@ -7,8 +7,8 @@ import (
 	"testing"
 
 	"svc/internal/domain/eval"
+	"svc/internal/service/models"
 	"svc/judges/judgetest"
-	"svc/models"
 	"svc/store"
 )
 

@@ -10,8 +10,8 @@ import (
 	"svc/internal/domain/eval"
 	"svc/internal/domain/gate"
 	"svc/internal/domain/manifest"
+	"svc/internal/service/runs"
 	"svc/internal/testwait"
-	"svc/runs"
 )
 
 // nonemptyJudge passes a case whose final answer is not empty, printing a

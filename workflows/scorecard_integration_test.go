@@ -11,9 +11,9 @@ import (
 	"svc/internal/domain/eval"
 	"svc/internal/domain/flows"
 	"svc/internal/domain/manifest"
+	"svc/internal/domain/traces"
 	"svc/internal/testwait"
 	"svc/store"
-	"svc/traces"
 )
 
 // Batches end to end through Temporal's real server: ScorecardWorkflow with

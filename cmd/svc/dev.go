@@ -14,10 +14,10 @@ import (
 	"strings"
 
 	"svc/api"
+	"svc/internal/orchestration"
+	"svc/internal/orchestration/devserver"
 	"svc/internal/platform/config"
 	"svc/internal/probers"
-	"svc/orchestration"
-	"svc/orchestration/devserver"
 	"svc/store/sqlite"
 )
 

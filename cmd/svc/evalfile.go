@@ -17,7 +17,7 @@ import (
 	"svc/internal/domain/eval"
 	"svc/internal/domain/gate"
 	"svc/internal/domain/registry"
-	"svc/scorecards"
+	"svc/internal/service/scorecards"
 )
 
 const evalSynopsis = `usage: svc eval run FILE [--baseline id|latest|latest:harness[@version]] [--timeout d]

@@ -15,7 +15,7 @@ import (
 	"text/tabwriter"
 
 	"svc/internal/domain/gate"
-	"svc/scorecards"
+	"svc/internal/service/scorecards"
 )
 
 const gateSynopsis = `usage: svc gate --baseline <id> --candidate <id> [--policy file.json] [policy flags] [--strict] [--json] [--url URL]

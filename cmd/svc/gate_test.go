@@ -14,7 +14,7 @@ import (
 	"svc/internal/domain/eval"
 	"svc/internal/domain/gate"
 	"svc/internal/domain/registry"
-	"svc/scorecards"
+	"svc/internal/service/scorecards"
 )
 
 func ptr[T any](v T) *T { return &v }

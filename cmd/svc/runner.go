@@ -16,10 +16,10 @@ import (
 
 	"svc/drivers"
 	"svc/internal/domain/eval"
+	"svc/internal/domain/traces"
 	"svc/internal/platform/config"
 	"svc/internal/platform/derrors"
-	"svc/runners"
-	"svc/traces"
+	"svc/internal/service/runners"
 )
 
 // envRunnerKey holds a runner's key: a secret, so better there (or in

@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"svc/drivers"
-	"svc/runners"
+	"svc/internal/service/runners"
 )
 
 func TestRunnerKey(t *testing.T) {

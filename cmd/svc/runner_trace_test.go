@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"svc/drivers"
-	"svc/runners"
-	"svc/traces"
+	"svc/internal/domain/traces"
+	"svc/internal/service/runners"
 )
 
 // refusedWhy is what refusingJob's driver says of its trace file.

@@ -14,7 +14,7 @@ import (
 
 	"svc/internal/domain/eval"
 	"svc/internal/domain/registry"
-	"svc/scorecards"
+	"svc/internal/service/scorecards"
 )
 
 const scorecardSynopsis = `usage: svc scorecard run --dataset id@version --harness id@version [flags] [--wait] [--json]

@@ -13,7 +13,7 @@ import (
 
 	"svc/internal/domain/eval"
 	"svc/internal/domain/registry"
-	"svc/scorecards"
+	"svc/internal/service/scorecards"
 )
 
 // batchStates is a fake batch that moves one state further on every read

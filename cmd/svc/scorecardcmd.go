@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"svc/internal/domain/eval"
-	"svc/scorecards"
+	"svc/internal/service/scorecards"
 )
 
 // runScorecardList is `svc scorecard list`: GET /scorecards, newest first.

@@ -9,9 +9,9 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"svc/api"
+	"svc/internal/orchestration"
 	"svc/internal/platform/config"
 	"svc/internal/probers"
-	"svc/orchestration"
 	"svc/store/postgres"
 )
 

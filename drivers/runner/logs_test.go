@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"svc/internal/platform/derrors"
+	"svc/internal/service/runners"
 	"svc/internal/testwait"
-	"svc/runners"
 	"svc/store"
 	"svc/store/sqlite/sqlitetest"
 )

@@ -23,7 +23,7 @@ import (
 
 	"svc/drivers"
 	"svc/internal/platform/derrors"
-	"svc/runners"
+	"svc/internal/service/runners"
 	"svc/store"
 )
 

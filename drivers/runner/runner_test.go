@@ -11,8 +11,8 @@ import (
 	"svc/drivers/runner"
 	"svc/internal/platform/derrors"
 	"svc/internal/platform/secrets"
+	"svc/internal/service/runners"
 	"svc/internal/testwait"
-	"svc/runners"
 	"svc/store"
 	"svc/store/sqlite/sqlitetest"
 )
