@@ -29,11 +29,11 @@ cd "$(dirname "$0")/.."
 args=("$@")
 [ ${#args[@]} -eq 0 ] && args=(-benchtime 200x -count 2)
 if [ "${PGCLUSTER_STAT_STATEMENTS:-}" != 1 ]; then
-	exec go test -run '^$' -bench 'OTLPIngest' "${args[@]}" ./traceingest/
+	exec go test -run '^$' -bench 'OTLPIngest' "${args[@]}" ./internal/service/traceingest/
 fi
 psql "$DATABASE_URL" -qc "CREATE EXTENSION IF NOT EXISTS pg_stat_statements" >/dev/null
 psql "$DATABASE_URL" -qAtc "SELECT pg_stat_statements_reset()" >/dev/null
-go test -run '^$' -bench 'OTLPIngest/(decode|postgres)' "${args[@]}" ./traceingest/
+go test -run '^$' -bench 'OTLPIngest/(decode|postgres)' "${args[@]}" ./internal/service/traceingest/
 psql "$DATABASE_URL" -c "SELECT calls, round(total_exec_time::numeric, 1) AS ms,
   round((total_exec_time / calls)::numeric, 3) AS ms_per_call,
   left(regexp_replace(query, '\s+', ' ', 'g'), 110) AS statement

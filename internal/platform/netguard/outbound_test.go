@@ -34,25 +34,25 @@ var dialSites = map[string]string{
 	// Fallbacks when a constructor gets no guard: every production caller
 	// passes one (cmd/svc/app.go, api/models.go, api/trace_sources.go,
 	// activities); kept for package tests against loopback servers.
-	"judges/score/model.go Complete":   "fallback for an Endpoint without Client; callers pass access.Client",
-	"models/models.go Resolve":         "fallback for a Service without Guard; the API and the worker set Guard",
-	"traces/pull/pull.go New":          "fallback for a nil client; tracesources passes its Guard's client",
-	"drivers/k8s/kubetest/kubetest.go": "test tooling: a loopback kube-apiserver",
+	"judges/score/model.go Complete":            "fallback for an Endpoint without Client; callers pass access.Client",
+	"internal/service/models/models.go Resolve": "fallback for a Service without Guard; the API and the worker set Guard",
+	"internal/integrations/pull/pull.go New":    "fallback for a nil client; tracesources passes its Guard's client",
+	"drivers/k8s/kubetest/kubetest.go":          "test tooling: a loopback kube-apiserver",
 	// Operator-set addresses.
-	"auth/oidc.go":                         "OIDC_ISSUER, the operator's",
-	"ui/oidc.go":                           "OIDC_ISSUER, the operator's",
-	"orchestration/orchestration.go":       "TEMPORAL_ADDRESS, the operator's",
-	"orchestration/devserver/devserver.go": "the embedded Temporal server on loopback",
-	"cmd/svc/client.go":                    "the CLI calls the service URL its user gives",
-	"cmd/svc/runner.go":                    "svc runner calls the service URL its operator gives",
+	"auth/oidc.go": "OIDC_ISSUER, the operator's",
+	"ui/oidc.go":   "OIDC_ISSUER, the operator's",
+	"internal/orchestration/orchestration.go":       "TEMPORAL_ADDRESS, the operator's",
+	"internal/orchestration/devserver/devserver.go": "the embedded Temporal server on loopback",
+	"cmd/svc/client.go":                             "the CLI calls the service URL its user gives",
+	"cmd/svc/runner.go":                             "svc runner calls the service URL its operator gives",
 	// The local runtime's isolated network: a job's own traffic leaves
 	// through slirp4netns; this relays a job's connection to a host address
 	// the driver forwards (the service's own doors), not one a tenant names.
 	"drivers/local/network_linux.go pipe": "relay to a host address the local driver forwards",
 	// Test and benchmark tooling, not linked into serving paths.
-	"internal/stacktest/stacktest.go":      "test tooling",
-	"internal/cmd/otlpload/main.go":        "benchmark tool",
-	"traces/pull/jaegertest/jaegertest.go": "test tooling: a loopback Jaeger",
+	"internal/stacktest/stacktest.go":                     "test tooling",
+	"internal/cmd/otlpload/main.go":                       "benchmark tool",
+	"internal/integrations/pull/jaegertest/jaegertest.go": "test tooling: a loopback Jaeger",
 }
 
 // dialCalls are the functions and values whose use dials or builds a way
