@@ -32,7 +32,7 @@ const pullKey = "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY="
 
 func langfuseServer(t *testing.T, credential string) *httptest.Server {
 	t.Helper()
-	trace, err := os.ReadFile(filepath.Join("..", "traces", "pull", "testdata", "langfuse_trace.json"))
+	trace, err := os.ReadFile(filepath.Join("..", "internal", "integrations", "pull", "testdata", "langfuse_trace.json"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -44,7 +44,7 @@ func FuzzRegistryBodies(f *testing.F) {
 		{method: http.MethodPut, path: "/secrets/fz"},
 		{method: http.MethodPost, path: "/datasets", hs: []header{{"x-svc-origin", `{"via":"ci"}`}}},
 	}
-	specs, _ := filepath.Glob("../registry/testdata/specs/*.json")
+	specs, _ := filepath.Glob("../internal/domain/registry/testdata/specs/*.json")
 	seeds := []string{
 		`[" a ","a",""]`, `{"teamId":"fz"}`, `{"teamId":null}`, `{"value":"v"}`,
 		instanceSpec("fz-inst", "1.0.0", "img:2"), datasetSpec("fz", "1.0.0", "z"),

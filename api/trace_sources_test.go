@@ -14,7 +14,7 @@ import (
 
 // Trace sources (spec §4.2, issue 16 point 7) against a loopback server
 // answering Langfuse's documented public API with the recorded fixtures of
-// traces/pull/testdata; SVC_WEBHOOK_ALLOW admits the loopback address, as
+// internal/integrations/pull/testdata; SVC_WEBHOOK_ALLOW admits the loopback address, as
 // an operator would admit a self-hosted platform.
 
 // sourceBody is a source whose endpoint is public (the guard admits it
@@ -48,7 +48,7 @@ func init() {
 func langfuseFixtures(t *testing.T, credential string) *httptest.Server {
 	t.Helper()
 	read := func(name string) []byte {
-		b, err := os.ReadFile(filepath.Join("..", "traces", "pull", "testdata", name))
+		b, err := os.ReadFile(filepath.Join("..", "internal", "integrations", "pull", "testdata", name))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -264,25 +264,7 @@ func probePorts(t *testing.T, svc *proc, scripts string, targets []string) []str
 	if err := os.WriteFile(probe, fmt.Appendf(nil, portProbe, strings.Join(targets, " ")), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	h := map[string]any{"id": "ports", "version": "1.0.0", "kind": "process", "command": []string{"/bin/bash", probe}}
-	if code := call(t, "POST", svc.URL+"/harnesses", h, nil); code != 201 {
-		t.Fatalf("POST /harnesses = %d, want 201", code)
-	}
-	body := map[string]any{"harness": map[string]string{"id": "ports", "version": "1.0.0"},
-		"case": map[string]any{"id": "c", "task": "t", "timeoutSec": 120}}
-	var run eval.Run
-	if code := call(t, "POST", svc.URL+"/runs", body, &run); code != 202 {
-		t.Fatalf("POST /runs = %d, want 202", code)
-	}
-	testwait.Until(t, 2*time.Minute, "the probe run to end", func() bool {
-		if code := call(t, "GET", svc.URL+"/runs/"+run.ID, nil, &run); code != 200 {
-			t.Fatalf("GET /runs/%s = %d", run.ID, code)
-		}
-		return run.Status.Terminal()
-	})
-	if run.Result == nil || run.Result.Evidence == nil {
-		t.Fatalf("probe run %s ended without a result: %+v", run.Status, run.Error)
-	}
+	run := probeRun(t, svc.URL, "ports", []string{"/bin/bash", probe})
 	return strings.Split(strings.TrimSpace(run.Result.Evidence.FinalAnswer), "\n")
 }
 

@@ -23,6 +23,7 @@ import (
 	"testing"
 	"time"
 
+	"svc/internal/domain/eval"
 	"svc/internal/testwait"
 	"svc/store/pgtest"
 )
@@ -328,4 +329,31 @@ func onBothStores(t *testing.T, env []string, fn func(t *testing.T, url string))
 	t.Helper()
 	t.Run("sqlite", func(t *testing.T) { fn(t, start(t, devEnv(t.TempDir(), env...), true, "dev").URL) })
 	t.Run("postgres", func(t *testing.T) { fn(t, pgStack(t, env...)) })
+}
+
+// probeRun registers a process harness id running command, submits one
+// case to it through url, waits for the run to end and returns it, with
+// its result (a probe prints what it could do as its answer).
+func probeRun(t *testing.T, url, id string, command []string) eval.Run {
+	t.Helper()
+	h := map[string]any{"id": id, "version": "1.0.0", "kind": "process", "command": command}
+	if code := call(t, "POST", url+"/harnesses", h, nil); code != 201 {
+		t.Fatalf("POST /harnesses %s = %d, want 201", id, code)
+	}
+	body := map[string]any{"harness": map[string]string{"id": id, "version": "1.0.0"},
+		"case": map[string]any{"id": "c", "task": "t", "timeoutSec": 120}}
+	var run eval.Run
+	if code := call(t, "POST", url+"/runs", body, &run); code != 202 {
+		t.Fatalf("POST /runs = %d, want 202", code)
+	}
+	testwait.Until(t, 2*time.Minute, "the probe run to end", func() bool {
+		if code := call(t, "GET", url+"/runs/"+run.ID, nil, &run); code != 200 {
+			t.Fatalf("GET /runs/%s = %d", run.ID, code)
+		}
+		return run.Status.Terminal()
+	})
+	if run.Result == nil || run.Result.Evidence == nil {
+		t.Fatalf("probe run %s ended without a result: %+v", run.Status, run.Error)
+	}
+	return run
 }

@@ -18,7 +18,6 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
-	"svc/internal/domain/eval"
 	"svc/internal/orchestration"
 	"svc/internal/testwait"
 )
@@ -159,26 +158,7 @@ func TestDevTemporalRequiresClientCert(t *testing.T) {
 		t.Fatal(err)
 	}
 	key := strings.TrimPrefix(env[2], "TEMPORAL_TLS_KEY=")
-	h := map[string]any{"id": "temporal-probe", "version": "1.0.0", "kind": "process",
-		"command": append([]string{probe, temporalProbeArg, key, frontend}, others...)}
-	if code := call(t, "POST", svc.URL+"/harnesses", h, nil); code != 201 {
-		t.Fatalf("POST /harnesses = %d, want 201", code)
-	}
-	body := map[string]any{"harness": map[string]string{"id": "temporal-probe", "version": "1.0.0"},
-		"case": map[string]any{"id": "c", "task": "t", "timeoutSec": 120}}
-	var run eval.Run
-	if code := call(t, "POST", svc.URL+"/runs", body, &run); code != 202 {
-		t.Fatalf("POST /runs = %d, want 202", code)
-	}
-	testwait.Until(t, 2*time.Minute, "the probe run to end", func() bool {
-		if code := call(t, "GET", svc.URL+"/runs/"+run.ID, nil, &run); code != 200 {
-			t.Fatalf("GET /runs/%s = %d", run.ID, code)
-		}
-		return run.Status.Terminal()
-	})
-	if run.Result == nil || run.Result.Evidence == nil {
-		t.Fatalf("probe run %s ended without a result: %+v", run.Status, run.Error)
-	}
+	run := probeRun(t, svc.URL, "temporal-probe", append([]string{probe, temporalProbeArg, key, frontend}, others...))
 	want := []string{"key-refused", "frontend-tcp-open", "frontend-plain-refused", "frontend-tls-refused"}
 	for range others {
 		want = append(want, "internal-tcp-open", "internal-plain-refused", "internal-tls-refused")
