@@ -26,11 +26,7 @@ func (s *Server) ingestPull(c echo.Context) error {
 	if err := Bind(c, &req); err != nil {
 		return err
 	}
-	ts, err := s.traceSourceService()
-	if err != nil {
-		return err
-	}
-	sc, err := s.scorecards.IngestPull(c.Request().Context(), principal(c), req, originSource(c), ts)
+	sc, err := s.scorecards.IngestPull(c.Request().Context(), principal(c), req, originSource(c), s.traceSources)
 	if err != nil {
 		return err
 	}

@@ -62,11 +62,7 @@ func (s *Server) judgeProxy(c echo.Context) error {
 	if !ok {
 		return &derrors.Public{Kind: derrors.ErrUnauthenticated, Msg: "the model proxy takes the run-scoped token a judge (OPENAI_API_KEY) or a harness job (the SVC_MODEL_TOKEN entry of its SVC_SECRETS_FILE) was given, as a bearer token"}
 	}
-	ms, err := s.modelService()
-	if err != nil {
-		return err
-	}
-	ms.Sealer = s.sealer
+	ms := s.models
 	g, err := ms.OpenProxyToken(ctx, strings.TrimSpace(token))
 	if err != nil {
 		return err

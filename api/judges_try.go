@@ -274,11 +274,7 @@ func (s *Server) tryModelJudge(c echo.Context, j *registry.JudgeSpec, label stri
 	if reason != "" {
 		return skip(reason)
 	}
-	ms, err := s.modelService()
-	if err != nil {
-		return err
-	}
-	ms.Sealer = s.sealer
+	ms := s.models
 	access, missing, err := ms.Resolve(ctx, p.Workspace, j.Model.Model)
 	if err != nil {
 		return err

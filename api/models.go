@@ -29,16 +29,6 @@ func (s *Server) modelRoutes() []Route {
 	}
 }
 
-// modelService is the bindings service over the server's store, dialling
-// checks through the model guard.
-func (s *Server) modelService() (*models.Service, error) {
-	g, err := models.NewGuard(s.cfg.WebhookAllow)
-	if err != nil {
-		return nil, err
-	}
-	return &models.Service{Store: s.store, Guard: g, Now: s.now}, nil
-}
-
 func (s *Server) putModel(c echo.Context) error {
 	name, err := pathParam(c, "name")
 	if err != nil {
@@ -48,22 +38,14 @@ func (s *Server) putModel(c echo.Context) error {
 	if err := Bind(c, &req); err != nil {
 		return err
 	}
-	ms, err := s.modelService()
-	if err != nil {
-		return err
-	}
-	if _, err := ms.Put(c.Request().Context(), principal(c), name, req); err != nil {
+	if _, err := s.models.Put(c.Request().Context(), principal(c), name, req); err != nil {
 		return err
 	}
 	return c.NoContent(http.StatusNoContent)
 }
 
 func (s *Server) listModels(c echo.Context) error {
-	ms, err := s.modelService()
-	if err != nil {
-		return err
-	}
-	bs, err := ms.List(c.Request().Context(), principal(c))
+	bs, err := s.models.List(c.Request().Context(), principal(c))
 	if err != nil {
 		return err
 	}
@@ -75,11 +57,7 @@ func (s *Server) getModel(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	ms, err := s.modelService()
-	if err != nil {
-		return err
-	}
-	b, err := ms.Get(c.Request().Context(), principal(c).Workspace, name)
+	b, err := s.models.Get(c.Request().Context(), principal(c).Workspace, name)
 	if err != nil {
 		return err
 	}
@@ -91,11 +69,7 @@ func (s *Server) deleteModel(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	ms, err := s.modelService()
-	if err != nil {
-		return err
-	}
-	if err := ms.Delete(c.Request().Context(), principal(c), name); err != nil {
+	if err := s.models.Delete(c.Request().Context(), principal(c), name); err != nil {
 		return err
 	}
 	return c.NoContent(http.StatusNoContent)

@@ -18,16 +18,19 @@ import (
 	"go.opentelemetry.io/contrib/instrumentation/github.com/labstack/echo/otelecho"
 
 	"svc/auth"
+	"svc/internal/integrations/pull"
 	"svc/internal/integrations/webhooks"
 	"svc/internal/platform/config"
 	"svc/internal/platform/netguard"
 	"svc/internal/platform/secrets"
 	"svc/internal/service/identity"
+	"svc/internal/service/models"
 	"svc/internal/service/registries"
 	"svc/internal/service/runners"
 	"svc/internal/service/runs"
 	"svc/internal/service/scorecards"
 	"svc/internal/service/traceingest"
+	"svc/internal/service/tracesources"
 	"svc/store"
 )
 
@@ -94,7 +97,9 @@ type Server struct {
 	scorecards   *scorecards.Service
 	identity     *identity.Service
 	traceIngest  *traceingest.Service
-	sealer       *secrets.Sealer // opens model keys for inline judge tries; nil without SVC_SECRET_KEY
+	models       *models.Service       // model bindings, the model proxy's tokens; built once, with the sealer
+	traceSources *tracesources.Service // trace sources, through the pull guard (SVC_WEBHOOK_ALLOW)
+	sealer       *secrets.Sealer       // opens model keys for inline judge tries; nil without SVC_SECRET_KEY
 	runners      *runners.Service
 }
 
@@ -168,6 +173,16 @@ func NewServer(o Options) (*Server, error) {
 	s.traceIngest = traceingest.New(traceingest.Options{Store: o.Store, Registries: s.registries,
 		MaxEventsPerHour: int64(o.Config.IngestMaxEventsPerHour), RetentionDays: o.Config.TrajectoryRetentionDays,
 		IdleWindow: o.Config.IngestIdleWindow, Now: s.now, Logger: s.logger})
+	modelGuard, err := models.NewGuard(o.Config.WebhookAllow)
+	if err != nil {
+		return nil, fmt.Errorf("api: SVC_WEBHOOK_ALLOW: %w", err)
+	}
+	s.models = &models.Service{Store: o.Store, Sealer: sealer, Guard: modelGuard, Now: s.now}
+	pullGuard, err := pull.NewGuard(o.Config.WebhookAllow)
+	if err != nil {
+		return nil, fmt.Errorf("api: SVC_WEBHOOK_ALLOW: %w", err)
+	}
+	s.traceSources = &tracesources.Service{Store: o.Store, Sealer: sealer, Guard: pullGuard, Now: s.now}
 	ro := runners.Options{Store: o.Store, Now: s.now, Logger: s.logger}
 	if sealer != nil {
 		ro.Sealer = sealer

@@ -10,8 +10,6 @@ import (
 	"svc/internal/domain/traces"
 	"svc/internal/integrations/pull"
 	"svc/internal/platform/derrors"
-	"svc/internal/platform/secrets"
-	"svc/internal/service/tracesources"
 )
 
 // Trace sources (spec §4.2, issue 16 point 7): a workspace's named
@@ -40,22 +38,6 @@ func (s *Server) traceSourceRoutes() []Route {
 	}
 }
 
-// traceSourceService is the trace sources service over the server's
-// store, its secrets (SVC_SECRET_KEY) and the pull guard (SVC_WEBHOOK_ALLOW).
-func (s *Server) traceSourceService() (*tracesources.Service, error) {
-	g, err := pull.NewGuard(s.cfg.WebhookAllow)
-	if err != nil {
-		return nil, err
-	}
-	var sealer *secrets.Sealer
-	if s.cfg.SecretKey != "" {
-		if sealer, err = secrets.NewSealer(s.cfg.SecretKey); err != nil {
-			return nil, err
-		}
-	}
-	return &tracesources.Service{Store: s.store, Sealer: sealer, Guard: g, Now: s.now}, nil
-}
-
 func (s *Server) putTraceSource(c echo.Context) error {
 	name, err := pathParam(c, "name")
 	if err != nil {
@@ -65,22 +47,14 @@ func (s *Server) putTraceSource(c echo.Context) error {
 	if err := Bind(c, &cfg); err != nil {
 		return err
 	}
-	ts, err := s.traceSourceService()
-	if err != nil {
-		return err
-	}
-	if _, err := ts.Put(c.Request().Context(), principal(c), name, cfg); err != nil {
+	if _, err := s.traceSources.Put(c.Request().Context(), principal(c), name, cfg); err != nil {
 		return err
 	}
 	return c.NoContent(http.StatusNoContent)
 }
 
 func (s *Server) listTraceSources(c echo.Context) error {
-	ts, err := s.traceSourceService()
-	if err != nil {
-		return err
-	}
-	out, err := ts.List(c.Request().Context(), principal(c))
+	out, err := s.traceSources.List(c.Request().Context(), principal(c))
 	if err != nil {
 		return err
 	}
@@ -92,11 +66,7 @@ func (s *Server) getTraceSource(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	ts, err := s.traceSourceService()
-	if err != nil {
-		return err
-	}
-	src, err := ts.Get(c.Request().Context(), principal(c), name)
+	src, err := s.traceSources.Get(c.Request().Context(), principal(c), name)
 	if err != nil {
 		return err
 	}
@@ -108,11 +78,7 @@ func (s *Server) deleteTraceSource(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	ts, err := s.traceSourceService()
-	if err != nil {
-		return err
-	}
-	if err := ts.Delete(c.Request().Context(), principal(c), name); err != nil {
+	if err := s.traceSources.Delete(c.Request().Context(), principal(c), name); err != nil {
 		return err
 	}
 	return c.NoContent(http.StatusNoContent)
@@ -131,11 +97,7 @@ func (s *Server) listSourceTraces(c echo.Context) error {
 		}
 		limit = n
 	}
-	ts, err := s.traceSourceService()
-	if err != nil {
-		return err
-	}
-	out, err := ts.Traces(c.Request().Context(), principal(c), name, limit)
+	out, err := s.traceSources.Traces(c.Request().Context(), principal(c), name, limit)
 	if err != nil {
 		return err
 	}
@@ -162,11 +124,7 @@ func (s *Server) inspectSourceTrace(c echo.Context) error {
 	if err := Bind(c, &req); err != nil {
 		return err
 	}
-	ts, err := s.traceSourceService()
-	if err != nil {
-		return err
-	}
-	out, err := ts.Inspect(c.Request().Context(), principal(c), name, traceID, req.Mapping)
+	out, err := s.traceSources.Inspect(c.Request().Context(), principal(c), name, traceID, req.Mapping)
 	if err != nil {
 		return err
 	}

@@ -9,30 +9,20 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"os"
 	"strings"
 	"time"
 
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/worker"
 
-	"svc/activities"
 	"svc/api"
-	"svc/internal/integrations/pull"
-	"svc/internal/integrations/webhooks"
+	"svc/drivers"
+	"svc/internal/app"
 	"svc/internal/orchestration"
 	"svc/internal/platform/config"
-	"svc/internal/platform/netguard"
-	"svc/internal/platform/secrets"
 	"svc/internal/platform/telemetry"
-	"svc/internal/service/models"
-	"svc/internal/service/registries"
-	"svc/internal/service/traceingest"
-	"svc/internal/service/tracesources"
-	"svc/judges"
 	"svc/store"
 	"svc/store/postgres"
-	"svc/workflows"
 )
 
 // version is set at link time: -ldflags "-X main.version=v1.2.3".
@@ -116,102 +106,20 @@ func dialTemporal(ctx context.Context, cfg config.Config, hostPort, setting stri
 	return c, nil
 }
 
-// startWorker starts the Temporal worker with every workflow and activity.
+// startWorker starts the Temporal worker with every workflow and activity,
+// as internal/app wires it, on the local runtime of role (localDriver).
 // Harness work areas live under dataDir/work.
 func startWorker(ctx context.Context, c client.Client, cfg config.Config, role string, st store.Store, dataDir string, log *slog.Logger) (worker.Worker, error) {
-	var sealer *secrets.Sealer
-	if cfg.SecretKey != "" {
-		var err error
-		if sealer, err = secrets.NewSealer(cfg.SecretKey); err != nil {
-			return nil, err
-		}
-	}
-	guard, err := webhooks.NewGuard(cfg.WebhookAllow)
-	if err != nil {
-		return nil, fmt.Errorf("SVC_WEBHOOK_ALLOW: %v", err)
-	}
-	// Runs on a nomad runtime reach its cluster through the same guard as
-	// POST /runtimes/probe.
-	probeGuard, err := netguard.NewProbeGuard(cfg.ProbeAllow)
-	if err != nil {
-		return nil, fmt.Errorf("SVC_PROBE_ALLOW: %v", err)
-	}
-	// Model judges reach their model servers through the webhook allow
-	// list's guard (models.NewGuard).
-	modelGuard, err := models.NewGuard(cfg.WebhookAllow)
-	if err != nil {
-		return nil, fmt.Errorf("SVC_WEBHOOK_ALLOW: %v", err)
-	}
-	host, _ := os.Hostname()
-	driver, err := localDriver(ctx, cfg, role, dataDir, log)
-	if err != nil {
-		return nil, err
-	}
-	acts := &activities.Activities{
-		Store: st,
-		Registries: service.New(st, sealer, time.Now, service.WithProbeGuard(probeGuard),
-			service.WithK8sOperatorNamespaces(cfg.K8sOperatorNamespaceList())),
-		Sealer: sealer,
-		Driver: driver,
-		Judges: &judges.Runner{Driver: driver},
-		Models: &models.Service{Store: st, Sealer: sealer, Guard: modelGuard},
-		Guard:  guard,
-		Host:   host,
-		// An instrumented harness exports its spans here.
-		OTLPEndpoint: cfg.HarnessOTLPEndpoint,
-		// A code judge with a model binding calls its model here.
-		ModelProxyURL: modelProxyURL(cfg, role),
-		Logger:        log,
-	}
-	acts.TraceIngest = traceingest.New(traceingest.Options{Store: st, Registries: acts.Registries,
-		MaxEventsPerHour: int64(cfg.IngestMaxEventsPerHour), RetentionDays: cfg.TrajectoryRetentionDays,
-		IdleWindow: cfg.IngestIdleWindow, Logger: log})
-	// Pulled batches read their platforms through the same allow list,
-	// with errors that name the trace source's fields (pull.NewGuard).
-	pullGuard, err := pull.NewGuard(cfg.WebhookAllow)
-	if err != nil {
-		return nil, fmt.Errorf("SVC_WEBHOOK_ALLOW: %v", err)
-	}
-	acts.TraceSources = &tracesources.Service{Store: st, Sealer: sealer, Guard: pullGuard}
-	w := orchestration.NewWorker(c, cfg.TaskQueue, func(r worker.Registry) {
-		workflows.Register(r)
-		activities.Register(r, acts)
-	}, orchestration.WorkerOptions{})
-	if err := w.Start(); err != nil {
-		return nil, fmt.Errorf("start Temporal worker on task queue %q: %w", cfg.TaskQueue, err)
-	}
-	// The trace sweep seals idle external trajectories and applies
-	// retention; a failure to start it is logged, the next start retries.
-	if err := orchestration.StartTraceSweep(ctx, c, cfg.TaskQueue); err != nil {
-		log.Warn("starting the trace sweep", "err", err)
-	}
-	// What a dead svc of this host was running is retried now, not when its
-	// heartbeats time out.
-	go orchestration.ReclaimDeadAttempts(context.WithoutCancel(ctx), c, cfg.TemporalNamespace, cfg.TaskQueue, log)
-	return w, nil
-}
-
-// modelProxyURL is the judge model proxy's API root as this worker's
-// judge processes reach it: below SVC_PUBLIC_URL when set; else, for svc
-// dev (whose API is in the same process), below SVC_ADDR when its port is
-// fixed, a wildcard host read as loopback. "" otherwise: such judges skip,
-// saying to set SVC_PUBLIC_URL.
-func modelProxyURL(cfg config.Config, role string) string {
-	const path = "/judge-proxy/v1"
-	if cfg.PublicURL != "" {
-		return strings.TrimRight(cfg.PublicURL, "/") + path
-	}
-	if role != "dev" {
-		return ""
-	}
-	host, port, err := net.SplitHostPort(cfg.Addr)
-	if err != nil || port == "0" || port == "" {
-		return ""
-	}
-	if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
-		host = "127.0.0.1"
-	}
-	return "http://" + net.JoinHostPort(host, port) + path
+	return app.StartWorker(ctx, cfg, app.Deps{Store: st, Temporal: c, Logger: log, Version: version}, app.WorkerOptions{
+		Role: role,
+		OpenDriver: func() (drivers.Driver, error) {
+			d, err := localDriver(ctx, cfg, role, dataDir, log)
+			if err != nil {
+				return nil, err
+			}
+			return d, nil
+		},
+	})
 }
 
 // startTelemetry installs our own OpenTelemetry tracing when an OTLP endpoint is set.
@@ -222,21 +130,6 @@ func startTelemetry(ctx context.Context, cfg config.Config, role string, sd *shu
 	}
 	sd.add(shutdown)
 	return nil
-}
-
-type checker struct {
-	name  string
-	check func(ctx context.Context) error
-}
-
-func (c checker) Name() string                    { return c.name }
-func (c checker) Check(ctx context.Context) error { return c.check(ctx) }
-
-func readiness(st store.Store, c client.Client) []api.Checker {
-	return []api.Checker{
-		checker{"database", st.Ping},
-		checker{"temporal", func(ctx context.Context) error { return orchestration.Ready(ctx, c) }},
-	}
 }
 
 // serveHTTP listens on cfg.Addr, prints where, and serves until ctx is done.

@@ -13,11 +13,9 @@ import (
 	"runtime/debug"
 	"strings"
 
-	"svc/api"
-	"svc/internal/orchestration"
+	"svc/internal/app"
 	"svc/internal/orchestration/devserver"
 	"svc/internal/platform/config"
-	"svc/internal/probers"
 	"svc/store/sqlite"
 )
 
@@ -98,17 +96,7 @@ func runDev(ctx context.Context, cfg config.Config, args []string, stdout, stder
 	}
 	sd.add(func(context.Context) error { w.Stop(); return nil })
 
-	starter := &orchestration.Starter{Client: tc, TaskQueue: cfg.TaskQueue, WebhookAttempts: cfg.WebhookAttempts}
-	srv, err := api.NewServer(api.Options{
-		Store:        st,
-		Logger:       log,
-		Config:       cfg,
-		Version:      version,
-		Checkers:     readiness(st, tc),
-		Probers:      probers.Drivers(),
-		Starter:      starter,
-		Orchestrator: starter,
-	})
+	srv, err := app.API(cfg, app.Deps{Store: st, Temporal: tc, Logger: log, Version: version})
 	if err != nil {
 		return err
 	}

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"svc/drivers/local"
+	"svc/internal/app"
 	"svc/internal/platform/config"
 )
 
@@ -168,7 +169,7 @@ func localNetwork(ctx context.Context, cfg config.Config, role string, apiURLs [
 		return nil, nil
 	}
 	if len(apiURLs) == 0 {
-		apiURLs = []string{cfg.HarnessOTLPEndpoint, cfg.PublicURL, modelProxyURL(cfg, role)}
+		apiURLs = []string{cfg.HarnessOTLPEndpoint, cfg.PublicURL, app.ModelProxyURL(cfg, role)}
 	}
 	fwd, err := local.Forwards(ctx, apiURLs...)
 	if err != nil {

@@ -8,10 +8,9 @@ import (
 
 	"go.temporal.io/sdk/client"
 
-	"svc/api"
+	"svc/internal/app"
 	"svc/internal/orchestration"
 	"svc/internal/platform/config"
-	"svc/internal/probers"
 	"svc/store/postgres"
 )
 
@@ -32,9 +31,7 @@ func runServe(ctx context.Context, cfg config.Config, args []string, stdout, std
 		return err
 	}
 
-	starter := &orchestration.Starter{Client: tc, TaskQueue: cfg.TaskQueue, WebhookAttempts: cfg.WebhookAttempts}
-	srv, err := api.NewServer(api.Options{Store: st, Logger: log, Config: cfg, Version: version, Checkers: readiness(st, tc),
-		Probers: probers.Drivers(), Starter: starter, Orchestrator: starter})
+	srv, err := app.API(cfg, app.Deps{Store: st, Temporal: tc, Logger: log, Version: version})
 	if err != nil {
 		return err
 	}

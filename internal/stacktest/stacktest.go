@@ -1,9 +1,9 @@
 // Package stacktest builds, for tests and benchmarks, one whole running
 // service in the test process: a store (SQLite, or PostgreSQL from
 // store/pgtest), Temporal's real server embedded (orchestration/devserver),
-// a worker with every workflow and activity (the local driver, the judge
-// runner), and the API on a loopback HTTP server, with a tenant and its
-// admin key. Only test code imports it.
+// the worker and the API wired by internal/app as the binary wires them
+// (the worker on a plain local driver, the API on a loopback HTTP server),
+// with a tenant and its admin key. Only test code imports it.
 package stacktest
 
 import (
@@ -20,29 +20,18 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"go.temporal.io/sdk/client"
-	"go.temporal.io/sdk/worker"
 
-	"svc/activities"
-	"svc/api"
 	"svc/drivers/local"
-	"svc/internal/integrations/webhooks"
+	"svc/internal/app"
 	"svc/internal/orchestration"
 	"svc/internal/orchestration/devserver"
 	"svc/internal/platform/config"
-	"svc/internal/platform/netguard"
-	"svc/internal/platform/secrets"
-	"svc/internal/probers"
-	"svc/internal/service/models"
-	"svc/internal/service/registries"
-	"svc/judges"
 	"svc/store"
 	"svc/store/pgtest"
 	"svc/store/postgres"
 	"svc/store/sqlite"
-	"svc/workflows"
 )
 
 var (
@@ -146,69 +135,47 @@ func New(tb testing.TB, o Options) *Stack {
 		tb.Fatalf("stacktest: unknown backend %q", o.Backend)
 	}
 
-	ts, err := devserver.Start(ctx, devserver.Options{DBPath: filepath.Join(tmp, "temporal.db"), Namespace: "default", Logger: logger})
+	cfg := config.Defaults()
+	cfg.SecretKey = SecretKey
+	cfg.InternalToken = InternalToken
+	cfg.AuthFailLimit = 0
+	if o.TaskQueue != "" {
+		cfg.TaskQueue = o.TaskQueue
+	}
+	if o.Config != nil {
+		o.Config(&cfg)
+	}
+
+	ts, err := devserver.Start(ctx, devserver.Options{DBPath: filepath.Join(tmp, "temporal.db"), Namespace: cfg.TemporalNamespace, Logger: logger})
 	if err != nil {
 		tb.Fatalf("devserver: %v", err)
 	}
 	tb.Cleanup(func() { _ = ts.Stop() })
-	tc, err := orchestration.Dial(ctx, orchestration.ClientOptions{HostPort: ts.HostPort(), Namespace: "default", Logger: logger, TLS: ts.ClientTLS()})
+	tc, err := orchestration.Dial(ctx, orchestration.ClientOptions{HostPort: ts.HostPort(), Namespace: cfg.TemporalNamespace, Logger: logger, TLS: ts.ClientTLS()})
 	if err != nil {
 		tb.Fatal(err)
 	}
 	tb.Cleanup(tc.Close)
 
-	cfg := config.Defaults()
-	cfg.SecretKey = SecretKey
-	cfg.InternalToken = InternalToken
-	cfg.AuthFailLimit = 0
-	if o.Config != nil {
-		o.Config(&cfg)
-	}
-	sealer, err := secrets.NewSealer(cfg.SecretKey)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	guard, err := webhooks.NewGuard(cfg.WebhookAllow)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	// The worker reaches a nomad runtime's cluster through the probe guard,
-	// as cmd/svc builds it (SVC_PROBE_ALLOW).
-	probeGuard, err := netguard.NewProbeGuard(cfg.ProbeAllow)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	driver := local.New(local.Options{Root: filepath.Join(tmp, "work"), ShimPath: Shim(tb)})
-	acts := &activities.Activities{
-		Store: st, Registries: service.New(st, sealer, time.Now, service.WithProbeGuard(probeGuard)), Sealer: sealer,
-		Driver: driver, Judges: &judges.Runner{Driver: driver},
-		Guard: guard, Host: o.Host, Logger: logger,
-	}
-	// Model judges dial through the webhook allow list, as cmd/svc wires it.
-	modelGuard, err := models.NewGuard(cfg.WebhookAllow)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	acts.Models = &models.Service{Store: st, Sealer: sealer, Guard: modelGuard}
+	// The worker and the API are wired as the binary wires them
+	// (internal/app); the stack differs only in what it opens: a plain
+	// local driver (no isolation) and the API on a loopback port.
+	deps := app.Deps{Store: st, Temporal: tc, Logger: logger, Version: "test",
+		Driver: local.New(local.Options{Root: filepath.Join(tmp, "work"), ShimPath: Shim(tb)})}
 	// The API's listener is opened now so that code judges know the model
 	// proxy's address before the worker starts.
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		tb.Fatal(err)
 	}
-	acts.ModelProxyURL = "http://" + ln.Addr().String() + "/judge-proxy/v1"
-	w := orchestration.NewWorker(tc, o.TaskQueue, func(r worker.Registry) {
-		workflows.Register(r)
-		activities.Register(r, acts)
-	}, o.Worker)
-	if err := w.Start(); err != nil {
+	w, err := app.StartWorker(ctx, cfg, deps, app.WorkerOptions{Role: "dev", Host: o.Host,
+		ModelProxyURL: "http://" + ln.Addr().String() + "/judge-proxy/v1", Temporal: o.Worker})
+	if err != nil {
 		tb.Fatal(err)
 	}
 	tb.Cleanup(w.Stop)
 
-	starter := &orchestration.Starter{Client: tc, TaskQueue: o.TaskQueue, WebhookAttempts: cfg.WebhookAttempts}
-	srv, err := api.NewServer(api.Options{Store: st, Config: cfg, Logger: logger, Version: "test",
-		Probers: probers.Drivers(), Starter: starter, Orchestrator: starter})
+	srv, err := app.API(cfg, deps)
 	if err != nil {
 		tb.Fatal(err)
 	}
