@@ -31,6 +31,16 @@ const slotLease = 30 * time.Second
 // are shorter.
 var slotPoll = 2 * time.Second
 
+// slotRenewEvery is how often a running job renews its slot: three
+// renewals fit in a lease, so two may fail before the slot is lost.
+var slotRenewEvery = slotLease / 3
+
+// slotCallTimeout bounds one renewal or release of a slot: one renewal
+// interval, so that a renewal never overlaps the next and a store that
+// stops answering never holds a finished job (which waits for its
+// renewer) longer than that.
+var slotCallTimeout = slotLease / 3
+
 // admitted runs a remote runtime's jobs within the runtime's slots.
 type admitted struct {
 	inner drivers.Driver
@@ -59,7 +69,7 @@ func (d *admitted) Run(ctx context.Context, j drivers.Job) (drivers.Result, erro
 	stop := make(chan struct{})
 	go func() {
 		defer close(renewed)
-		d.renew(req, stop)
+		d.renew(ctx, req, stop)
 	}()
 	res, err := d.inner.Run(ctx, j)
 	close(stop)
@@ -69,7 +79,7 @@ func (d *admitted) Run(ctx context.Context, j drivers.Job) (drivers.Result, erro
 		// is the run) or, if the lease ran out first, asks again.
 		return res, err
 	}
-	if rerr := d.slots.ReleaseSlot(context.WithoutCancel(ctx), req.Workspace, req.Runtime, req.Holder); rerr != nil {
+	if rerr := d.release(ctx, req); rerr != nil {
 		d.log.Warn("admission: giving a slot back failed; it frees itself when its lease ends", "run", req.Holder, "runtime", req.Runtime, "err", rerr)
 	}
 	return res, err
@@ -102,7 +112,7 @@ func (d *admitted) acquire(ctx context.Context, req store.SlotRequest) error {
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			_ = d.slots.ReleaseSlot(context.WithoutCancel(ctx), req.Workspace, req.Runtime, req.Holder)
+			_ = d.release(ctx, req)
 			return context.Cause(ctx)
 		case <-t.C:
 		}
@@ -110,31 +120,50 @@ func (d *admitted) acquire(ctx context.Context, req store.SlotRequest) error {
 	}
 }
 
-// renew extends the slot's lease every slotLease/3 until stop is closed.
-// A slot that was lost meanwhile (its lease ran out while the store was
-// unreachable) is asked for again once: the job is running already, so
-// it is logged rather than stopped.
-func (d *admitted) renew(req store.SlotRequest, stop <-chan struct{}) {
-	tick := time.NewTicker(slotLease / 3)
+// release gives req's slot back, after ctx ended too, within
+// slotCallTimeout.
+func (d *admitted) release(ctx context.Context, req store.SlotRequest) error {
+	ctx, cancel := detached(ctx, slotCallTimeout)
+	defer cancel()
+	return d.slots.ReleaseSlot(ctx, req.Workspace, req.Runtime, req.Holder)
+}
+
+// renew extends the slot's lease every slotRenewEvery until stop is
+// closed or ctx ends (the job's context: once it ends the job is stopped
+// or left for the next attempt, which takes the slot over), each renewal
+// bounded by slotCallTimeout. A slot that was lost meanwhile (its lease
+// ran out while the store was unreachable) is asked for again once: the
+// job is running already, so it is logged rather than stopped.
+func (d *admitted) renew(ctx context.Context, req store.SlotRequest, stop <-chan struct{}) {
+	tick := time.NewTicker(slotRenewEvery)
 	defer tick.Stop()
 	for {
 		select {
 		case <-stop:
 			return
+		case <-ctx.Done():
+			return
 		case <-tick.C:
 		}
-		now := d.now()
-		err := d.slots.RenewSlot(context.Background(), req.Workspace, req.Runtime, req.Holder, now.Add(slotLease))
-		if errors.Is(err, derrors.ErrNotFound) {
-			req.Now, req.Until = now, now.Add(slotLease)
-			var held bool
-			if held, err = d.slots.AcquireSlot(context.Background(), req); err == nil && !held {
-				d.log.Warn("admission: a running job lost its slot and the runtime is full; it runs on over the bound", "run", req.Holder, "runtime", req.Runtime)
-			}
+		d.renewOnce(ctx, req)
+	}
+}
+
+// renewOnce is one renewal of renew, within slotCallTimeout.
+func (d *admitted) renewOnce(ctx context.Context, req store.SlotRequest) {
+	ctx, cancel := context.WithTimeout(ctx, slotCallTimeout)
+	defer cancel()
+	now := d.now()
+	err := d.slots.RenewSlot(ctx, req.Workspace, req.Runtime, req.Holder, now.Add(slotLease))
+	if errors.Is(err, derrors.ErrNotFound) {
+		req.Now, req.Until = now, now.Add(slotLease)
+		var held bool
+		if held, err = d.slots.AcquireSlot(ctx, req); err == nil && !held {
+			d.log.Warn("admission: a running job lost its slot and the runtime is full; it runs on over the bound", "run", req.Holder, "runtime", req.Runtime)
 		}
-		if err != nil {
-			d.log.Warn("admission: renewing a slot failed", "run", req.Holder, "runtime", req.Runtime, "err", err)
-		}
+	}
+	if err != nil {
+		d.log.Warn("admission: renewing a slot failed", "run", req.Holder, "runtime", req.Runtime, "err", err)
 	}
 }
 
@@ -161,7 +190,9 @@ func (a *Activities) markWaiting(ctx context.Context, run eval.Run, waiting bool
 	if !waiting {
 		from, to = to, from
 	}
-	err := a.Store.TransactKeyed(context.WithoutCancel(ctx), func(tx store.Tx) error {
+	ctx, cancel := detached(ctx, recordWriteTimeout)
+	defer cancel()
+	err := a.Store.TransactKeyed(ctx, func(tx store.Tx) error {
 		row, err := tx.GetRun(ctx, run.Tenant, run.ID)
 		if err != nil {
 			return err

@@ -120,7 +120,8 @@ func (h harnessModel) end(ctx context.Context, a *Activities) models.ProxyUsage 
 	if h.token == "" {
 		return models.ProxyUsage{}
 	}
-	ctx = context.WithoutCancel(ctx)
+	ctx, cancel := detached(ctx, tokenCallTimeout)
+	defer cancel()
 	if err := a.Models.RevokeProxyToken(ctx, h.token); err != nil {
 		a.logger().Warn("revoking a harness job's model proxy token; it expires by itself", append(activityAttrs(ctx),
 			"workspace", h.workspace, "run", h.runID, "error", err)...)

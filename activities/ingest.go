@@ -27,7 +27,7 @@ func (a *Activities) gradeImported(ctx context.Context, run eval.Run, g grading)
 		res, runErr := traces.BuildResult(run, traces.Dispatch{Harness: run.Harness}, traces.JobOutput{},
 			caseErr("the ingested trace of run %s is no longer in the trace ledger (retention may have deleted it); ingest it again", run.ID), a.Host)
 		res.Provenance.MarkIngested()
-		return a.finish(context.WithoutCancel(ctx), run, res, runErr)
+		return a.finish(ctx, run, res, runErr)
 	}
 	if err != nil {
 		return RunStatus{}, err
@@ -43,7 +43,7 @@ func (a *Activities) gradeImported(ctx context.Context, run eval.Run, g grading)
 		}
 	}
 	result := traces.IngestResult(run, p, events)
-	st, err := a.finish(context.WithoutCancel(ctx), run, result, nil)
+	st, err := a.finish(ctx, run, result, nil)
 	if err != nil {
 		return st, err
 	}
@@ -52,7 +52,9 @@ func (a *Activities) gradeImported(ctx context.Context, run eval.Run, g grading)
 		if result.Usage != nil {
 			ms = result.Usage.DurationMs
 		}
-		if _, err := traceingest.LandCrossings(context.WithoutCancel(ctx), a.Store, run.Tenant, run.ID, traces.SourceImport, result.Trace, ms); err != nil {
+		lctx, cancel := detached(ctx, afterSealTimeout)
+		defer cancel()
+		if _, err := traceingest.LandCrossings(lctx, a.Store, run.Tenant, run.ID, traces.SourceImport, result.Trace, ms); err != nil {
 			a.logger().WarnContext(ctx, "evaluating trace thresholds", append(activityAttrs(ctx), "run", run.ID, "error", err)...)
 		}
 	}

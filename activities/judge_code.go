@@ -74,7 +74,9 @@ func (a *Activities) runCodeJudge(ctx context.Context, r judges.Runner, who auth
 		return nil, err
 	}
 	defer func() {
-		if err := a.Models.RevokeProxyToken(context.WithoutCancel(ctx), token); err != nil {
+		rctx, cancel := detached(ctx, tokenCallTimeout)
+		defer cancel()
+		if err := a.Models.RevokeProxyToken(rctx, token); err != nil {
 			a.logger().Warn("revoking a judge's model proxy token; it expires by itself", append(activityAttrs(ctx),
 				"workspace", who.Workspace, "run", runID, "judge", j.ID, "expiresAt", expires, "error", err)...)
 		}
@@ -95,7 +97,9 @@ func (a *Activities) runCodeJudge(ctx context.Context, r judges.Runner, who auth
 	if err != nil {
 		return nil, err
 	}
-	u, err := a.judgeModelUsage(context.WithoutCancel(ctx), who.Workspace, mark, runID, j.ID)
+	uctx, cancel := detached(ctx, tokenCallTimeout)
+	u, err := a.judgeModelUsage(uctx, who.Workspace, mark, runID, j.ID)
+	cancel()
 	if err != nil {
 		// The scores stand without their usage; the calls are in the event log.
 		a.logger().Warn("summing a code judge's model calls", append(activityAttrs(ctx),

@@ -86,7 +86,10 @@ func (a *Activities) runHarnessJudge(ctx context.Context, who auth.Principal, j 
 		if _, err := a.dispatchFrom(ctx, run, grading{ungraded: true}, false); err != nil {
 			return nil, err
 		}
-		if run, err = a.loadRun(context.WithoutCancel(ctx), RunRef{Workspace: source.Tenant, RunID: id}); err != nil {
+		rctx, cancel := detached(ctx, recordWriteTimeout)
+		run, err = a.loadRun(rctx, RunRef{Workspace: source.Tenant, RunID: id})
+		cancel()
+		if err != nil {
 			return nil, err
 		}
 	}

@@ -26,7 +26,9 @@ import (
 func (a *Activities) runJudgeTry(ctx context.Context, run eval.Run) (RunStatus, error) {
 	ref := RunRef{Workspace: run.Tenant, RunID: run.ID}
 	fail := func(msg string) (RunStatus, error) {
-		return a.finishOne(context.WithoutCancel(ctx), a.now(), run, nil, &eval.Error{Code: eval.CodeDispatch, Message: msg})
+		wctx, cancel := detached(ctx, recordWriteTimeout)
+		defer cancel()
+		return a.finishOne(wctx, a.now(), run, nil, &eval.Error{Code: eval.CodeDispatch, Message: msg})
 	}
 	v, err := a.Store.GetVersion(ctx, try.StoreKind, run.Tenant, run.ID, try.Version)
 	if errors.Is(err, derrors.ErrNotFound) {
@@ -82,7 +84,7 @@ wait:
 	}
 	tail := logs.take()
 	if o.err != nil {
-		a.storeLogs(context.WithoutCancel(ctx), ref, tail)
+		a.storeLogs(ctx, ref, tail)
 		return RunStatus{}, o.err
 	}
 	judge := j.ID + "@" + j.Version
@@ -99,5 +101,7 @@ wait:
 		Scores: o.scores, EvidenceVersion: eval.EvidenceVersion, Pass: passes(o.scores),
 		Usage: &eval.Usage{DurationMs: ms},
 	}
-	return a.finishOne(context.WithoutCancel(ctx), a.now(), run, result, nil, tail...)
+	wctx, cancel := detached(ctx, recordWriteTimeout)
+	defer cancel()
+	return a.finishOne(wctx, a.now(), run, result, nil, tail...)
 }

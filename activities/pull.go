@@ -65,7 +65,7 @@ func (a *Activities) gradePulled(ctx context.Context, run eval.Run, g grading) (
 	fail := func(format string, args ...any) (RunStatus, error) {
 		res, runErr := traces.BuildResult(run, traces.Dispatch{Harness: run.Harness}, traces.JobOutput{}, caseErr(format, args...), a.Host)
 		res.Provenance.MarkIngested()
-		return a.finish(context.WithoutCancel(ctx), run, res, runErr)
+		return a.finish(ctx, run, res, runErr)
 	}
 	row, err := a.Store.GetTracePull(ctx, run.Tenant, run.ID)
 	if errors.Is(err, derrors.ErrNotFound) {

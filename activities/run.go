@@ -119,9 +119,10 @@ func (a *Activities) resolveHarness(ctx context.Context, memo *harnessMemo, who 
 		return e.h, nil
 	}
 	// The shared read outlives a caller that gives up (its context
-	// ended): the others still wait for it.
-	shared := context.WithoutCancel(ctx)
+	// ended): the others still wait for it, up to sharedReadTimeout.
 	v, err, _ := memo.flight.Do(key, func() (any, error) {
+		shared, cancel := detached(ctx, sharedReadTimeout)
+		defer cancel()
 		h, err := a.Registries.Resolve(shared, who, registry.Harness, ref.ID, ref.Version)
 		if err != nil {
 			return h, err
@@ -235,7 +236,7 @@ func (a *Activities) dispatchFrom(ctx context.Context, run eval.Run, g grading, 
 	}
 	modelUsage := access.end(ctx, a)
 	if perr != nil && !isCaseProblem(perr) {
-		a.storeLogs(context.WithoutCancel(ctx), ref, tail)
+		a.storeLogs(ctx, ref, tail)
 		return RunStatus{}, perr
 	}
 	if ctx.Err() != nil && !cancelRequested(ctx) {
@@ -243,14 +244,16 @@ func (a *Activities) dispatchFrom(ctx context.Context, run eval.Run, g grading, 
 		// heartbeat timed out, the worker is stopping), not because anyone
 		// cancelled the run: nothing is recorded, and the next attempt
 		// runs the case again.
-		a.storeLogs(context.WithoutCancel(ctx), ref, tail)
+		a.storeLogs(ctx, ref, tail)
 		return RunStatus{}, fmt.Errorf("run %s stopped with its activity (%v); the next attempt runs it again", run.ID, context.Cause(ctx))
 	}
 	out, spans := res, false
 	if perr == nil {
 		// The spans the harness exported to the OTLP door are sealed with
 		// its SVC_TRACE_FILE events (traces.go).
-		withSpans, found, err := a.withRunSpans(context.WithoutCancel(ctx), run, out.Trace, job.Secrets)
+		rctx, cancel := detached(ctx, recordWriteTimeout)
+		withSpans, found, err := a.withRunSpans(rctx, run, out.Trace, job.Secrets)
+		cancel()
 		if err != nil {
 			return RunStatus{}, err
 		}
@@ -264,11 +267,11 @@ func (a *Activities) dispatchFrom(ctx context.Context, run eval.Run, g grading, 
 		// A self-hosted runner ran it: the service did not see the compute.
 		result.Provenance.Attestation = eval.AttestationSelfReported
 	}
-	status, err := a.finish(context.WithoutCancel(ctx), run, result, runErr, tail...)
+	status, err := a.finish(ctx, run, result, runErr, tail...)
 	if err != nil {
 		return status, a.persistFailed(ctx, run, err)
 	}
-	a.afterSeal(context.WithoutCancel(ctx), run, result, spans)
+	a.afterSeal(ctx, run, result, spans)
 	return status, nil
 }
 
@@ -668,6 +671,8 @@ func (a *Activities) storeLogs(ctx context.Context, ref RunRef, chunks []store.R
 	if len(chunks) == 0 {
 		return
 	}
+	ctx, cancel := detached(ctx, recordWriteTimeout)
+	defer cancel()
 	if err := a.Store.AppendRunLogs(ctx, chunks); err != nil {
 		a.logger().Warn("storing run logs", append(activityAttrs(ctx),
 			"workspace", ref.Workspace, "run", ref.RunID, "chunks", len(chunks), "error", err)...)
@@ -679,7 +684,11 @@ func (a *Activities) storeLogs(ctx context.Context, ref RunRef, chunks []store.R
 // The job's last log chunks, when given, are appended in the same
 // transaction, which is shared with the other writes of the worker's
 // cases arriving at the same time (see groupCommit).
+// It outlives ctx's cancellation (the job ran: its result is recorded),
+// within recordWriteTimeout.
 func (a *Activities) finish(ctx context.Context, run eval.Run, result *eval.CaseResult, runErr *eval.Error, logs ...store.RunLog) (RunStatus, error) {
+	ctx, cancel := detached(ctx, recordWriteTimeout)
+	defer cancel()
 	return a.finishGrouped(ctx, run, result, runErr, logs)
 }
 

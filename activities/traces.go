@@ -65,6 +65,8 @@ func (a *Activities) withRunSpans(ctx context.Context, run eval.Run, trace []byt
 // workspace has thresholds or its harness sent spans: which workspaces
 // have thresholds is read at most every thresholdTTL.
 func (a *Activities) afterSeal(ctx context.Context, run eval.Run, result *eval.CaseResult, spans bool) {
+	ctx, cancel := detached(ctx, afterSealTimeout)
+	defer cancel()
 	if result != nil && result.TraceSealed && a.thresholds.has(ctx, a.Store, run.Tenant, a.now()) {
 		var processMs int64
 		if result.Usage != nil {

@@ -44,7 +44,9 @@ func (a *Activities) DeliverWebhook(ctx context.Context, ref RunRef) error {
 		if derr != nil {
 			d.Error = clip(derrors.Message(derr), 500)
 		}
-		return a.Store.AddWebhookDelivery(context.WithoutCancel(ctx), d)
+		wctx, cancel := detached(ctx, recordWriteTimeout)
+		defer cancel()
+		return a.Store.AddWebhookDelivery(wctx, d)
 	}
 	if err := a.Guard.CheckURL(ctx, run.WebhookURL); err != nil {
 		if rerr := record(0, err); rerr != nil {

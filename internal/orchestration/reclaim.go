@@ -21,6 +21,15 @@ import (
 // worker died (activities.WorkerGoneError, which the workflows check).
 const WorkerGoneError = "WorkerGone"
 
+// reclaimTimeout bounds a whole sweep of ReclaimDeadAttempts, and
+// reclaimCallTimeout each of its calls to Temporal: a frontend that does
+// not answer must not hold the worker's start. What a sweep cut short
+// leaves is reclaimed by its heartbeat timeout, as always.
+const (
+	reclaimTimeout     = 2 * time.Minute
+	reclaimCallTimeout = 10 * time.Second
+)
+
 // ReclaimDeadAttempts fails, right away, the activity attempts that a
 // worker of this host left behind when its process died (a SIGKILLed or
 // crashed svc), so that Temporal retries them now instead of when their
@@ -28,8 +37,12 @@ const WorkerGoneError = "WorkerGone"
 // identity (the SDK's "pid@host@") names this host and a pid that is
 // neither this process nor alive; any other attempt is left to its
 // heartbeat timeout. It returns how many attempts it failed. Errors are
-// logged, never fatal: the heartbeat timeout remains the backstop.
+// logged, never fatal: the heartbeat timeout remains the backstop. The
+// sweep ends within reclaimTimeout, each call within reclaimCallTimeout.
 func ReclaimDeadAttempts(ctx context.Context, c client.Client, namespace, taskQueue string, log *slog.Logger) int {
+	ctx, cancel := context.WithTimeout(ctx, reclaimTimeout)
+	defer cancel()
+	call := func() (context.Context, context.CancelFunc) { return context.WithTimeout(ctx, reclaimCallTimeout) }
 	host, err := os.Hostname()
 	if err != nil {
 		return 0
@@ -38,9 +51,11 @@ func ReclaimDeadAttempts(ctx context.Context, c client.Client, namespace, taskQu
 	reclaimed := 0
 	var token []byte
 	for {
-		resp, err := c.WorkflowService().ListOpenWorkflowExecutions(ctx, &workflowservice.ListOpenWorkflowExecutionsRequest{
+		cctx, ccancel := call()
+		resp, err := c.WorkflowService().ListOpenWorkflowExecutions(cctx, &workflowservice.ListOpenWorkflowExecutionsRequest{
 			Namespace: namespace, MaximumPageSize: 1000, NextPageToken: token,
 		})
+		ccancel()
 		if err != nil {
 			log.Warn("reclaiming the attempts of a dead worker: listing open workflows", "err", err)
 			return reclaimed
@@ -50,7 +65,13 @@ func ReclaimDeadAttempts(ctx context.Context, c client.Client, namespace, taskQu
 				continue
 			}
 			wf, run := e.GetExecution().GetWorkflowId(), e.GetExecution().GetRunId()
-			d, err := c.DescribeWorkflowExecution(ctx, wf, run)
+			cctx, ccancel := call()
+			d, err := c.DescribeWorkflowExecution(cctx, wf, run)
+			ccancel()
+			if ctx.Err() != nil {
+				log.Warn("reclaiming the attempts of a dead worker: the sweep ran out of time; heartbeat timeouts reclaim the rest", "reclaimed", reclaimed, "timeout", reclaimTimeout)
+				return reclaimed
+			}
 			if err != nil {
 				continue
 			}
@@ -67,7 +88,10 @@ func ReclaimDeadAttempts(ctx context.Context, c client.Client, namespace, taskQu
 				why := temporal.NewApplicationErrorWithOptions(
 					fmt.Sprintf("the worker running this attempt (pid %d on %s) is gone; retried at once", pid, host),
 					WorkerGoneError, temporal.ApplicationErrorOptions{NextRetryDelay: 10 * time.Millisecond})
-				if err := c.CompleteActivityByID(ctx, namespace, wf, run, pa.GetActivityId(), nil, why); err != nil {
+				cctx, ccancel := call()
+				err := c.CompleteActivityByID(cctx, namespace, wf, run, pa.GetActivityId(), nil, why)
+				ccancel()
+				if err != nil {
 					continue // completed or timed out meanwhile
 				}
 				reclaimed++

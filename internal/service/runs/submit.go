@@ -172,6 +172,12 @@ func (s *Service) admitAndStart(ctx context.Context, p auth.Principal, now time.
 	return run, nil
 }
 
+// failMarkTimeout bounds the write that marks a run failed after its
+// workflow could not be started: it outlives the request (a client that
+// hangs up must not leave the run queued), not a store that does not
+// answer.
+const failMarkTimeout = 30 * time.Second
+
 // failStart marks run failed (phase dispatch) after its workflow could not
 // be started, so that nothing is left queued forever, and returns the 503
 // the client reads (the log gets the causes too). When the mark cannot be
@@ -183,7 +189,9 @@ func (s *Service) failStart(ctx context.Context, run eval.Run, startErr error) e
 	run.UpdatedAt = s.o.Now().UTC()
 	row, err := records.Row(run)
 	if err == nil {
-		_, err = s.o.Store.PutRun(context.WithoutCancel(ctx), row)
+		wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), failMarkTimeout)
+		_, err = s.o.Store.PutRun(wctx, row)
+		cancel()
 	}
 	if err != nil {
 		s.o.Logger.LogAttrs(ctx, slog.LevelError, "a run whose workflow could not be started is left queued: marking it failed did not work",

@@ -93,7 +93,9 @@ func (s *Service) Score(ctx context.Context, p auth.Principal, id string, req Sc
 	})
 	if err != nil {
 		// Released, so that the next pass is not refused as one in flight.
-		_, rerr := records.UpdateScorecard(context.WithoutCancel(ctx), s.o.Store, p.Workspace, id, func(x *eval.Scorecard) error {
+		wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), failMarkTimeout)
+		defer cancel()
+		_, rerr := records.UpdateScorecard(wctx, s.o.Store, p.Workspace, id, func(x *eval.Scorecard) error {
 			if x.ScoringInFlight == pass {
 				x.ScoringInFlight = ""
 			}

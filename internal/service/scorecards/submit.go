@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"slices"
 	"strings"
+	"time"
 
 	"svc/auth"
 	"svc/internal/domain/eval"
@@ -406,6 +407,11 @@ func (s *Service) record(ctx context.Context, p auth.Principal, pl plan, source 
 	return summaryView(sc), nil
 }
 
+// failMarkTimeout bounds the writes that undo or mark failed what a
+// workflow that could not be started left (a batch queued, a scoring pass
+// in flight): they outlive the request, not a store that does not answer.
+const failMarkTimeout = 30 * time.Second
+
 // failStart marks the batch sc failed (phase dispatch) after its workflow
 // could not be started, so that nothing is left queued forever, and
 // returns the 503 the client reads (the log gets the causes too). When the
@@ -413,7 +419,9 @@ func (s *Service) record(ctx context.Context, p auth.Principal, pl plan, source 
 // with the request id and returned with the start error, and the client
 // is told.
 func (s *Service) failStart(ctx context.Context, sc eval.Scorecard, startErr error) error {
-	_, err := records.UpdateScorecard(context.WithoutCancel(ctx), s.o.Store, sc.Tenant, sc.ID, func(x *eval.Scorecard) error {
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), failMarkTimeout)
+	defer cancel()
+	_, err := records.UpdateScorecard(wctx, s.o.Store, sc.Tenant, sc.ID, func(x *eval.Scorecard) error {
 		x.Status = eval.ScorecardFailed
 		x.Error = &eval.Error{Code: "BATCH_FAILED", Phase: eval.PhaseDispatch, Message: "the batch's workflow could not be started"}
 		x.UpdatedAt = s.o.Now().UTC()
