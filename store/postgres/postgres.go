@@ -39,15 +39,45 @@ var _ store.Store = (*Store)(nil)
 // DefaultMaxConns is the pool size when the URL sets no pool_max_conns.
 const DefaultMaxConns = 32
 
+// DefaultStatementTimeout is the statement_timeout of the store's
+// sessions when Open is given none (SVC_PG_STATEMENT_TIMEOUT's default).
+// The longest statement of a 2,000-case batch on PostgreSQL takes well
+// under a second (docs/decisions.md), so a statement still running after
+// a minute is stuck (a lock never released, a plan gone wrong), and
+// cancelling it frees its connection and the worker waiting on it.
+const DefaultStatementTimeout = 60 * time.Second
+
+// Options are the settings of Open beyond the URL.
+type Options struct {
+	// StatementTimeout is PostgreSQL's statement_timeout for every
+	// session of the store but the migrations' (Migrate runs without
+	// one); 0 turns it off. A statement_timeout given in the URL wins.
+	StatementTimeout time.Duration
+}
+
 // Open connects to the database at url (postgres://...; pgxpool settings such
 // as pool_max_conns may be given as query parameters) and checks that it
-// answers. It does not migrate; call Migrate.
-func Open(ctx context.Context, url string) (_ *Store, err error) {
+// answers, with DefaultStatementTimeout. It does not migrate; call Migrate.
+func Open(ctx context.Context, url string) (*Store, error) {
+	return OpenWith(ctx, url, Options{StatementTimeout: DefaultStatementTimeout})
+}
+
+// OpenWith is Open with opts.
+func OpenWith(ctx context.Context, url string, opts Options) (_ *Store, err error) {
 	defer derrors.Wrap(&err, "postgres.Open(ctx, %q)", redact(url))
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
 		// The message may quote the URL; do not wrap it with its password.
 		return nil, derrors.Invalidf("cannot parse the database URL")
+	}
+	if opts.StatementTimeout < 0 {
+		return nil, derrors.Invalidf("statement timeout %v is negative", opts.StatementTimeout)
+	}
+	if _, set := cfg.ConnConfig.RuntimeParams[statementTimeout]; !set {
+		if cfg.ConnConfig.RuntimeParams == nil {
+			cfg.ConnConfig.RuntimeParams = map[string]string{}
+		}
+		cfg.ConnConfig.RuntimeParams[statementTimeout] = fmt.Sprintf("%dms", opts.StatementTimeout.Milliseconds())
 	}
 	if !strings.Contains(url, "pool_max_conns") {
 		// pgxpool's default, max(4, cores), starves a worker running a
@@ -124,9 +154,26 @@ func keyedConfig(cfg *pgxpool.Config) *pgxpool.Config {
 // Pool is the pgx pool under the store, for COPY and other pgx-only work.
 func (s *Store) Pool() *pgxpool.Pool { return s.pool }
 
+// statementTimeout is the name of PostgreSQL's setting.
+const statementTimeout = "statement_timeout"
+
 // Migrate applies the pending migrations and returns the ones it applied.
+// They run on a session of their own without statement_timeout: a
+// migration may rewrite or index a large table, and it waits for the
+// migration lock while another process migrates, both legitimately
+// longer than any statement of the service.
 func (s *Store) Migrate(ctx context.Context) ([]migrations.Migration, error) {
-	return migrations.Apply(ctx, s.db, migrations.Postgres)
+	cfg := s.pool.Config()
+	cfg.MaxConns, cfg.MinConns = 1, 0
+	cfg.ConnConfig.RuntimeParams[statementTimeout] = "0"
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", derrors.ErrUnavailable, err)
+	}
+	defer pool.Close()
+	db := stdlib.OpenDBFromPool(pool)
+	defer db.Close()
+	return migrations.Apply(ctx, db, migrations.Postgres)
 }
 
 // Close closes the database/sql handle and then the pool under it.

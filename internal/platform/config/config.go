@@ -111,6 +111,10 @@ type Config struct {
 	TemporalTLSKey        string
 	TemporalTLSCA         string
 	TemporalTLSServerName string
+
+	// PGStatementTimeout is PostgreSQL's statement_timeout for svc's
+	// sessions (serve, worker); 0 turns it off. Migrations run without it.
+	PGStatementTimeout time.Duration
 }
 
 // Setting is one row of the settings table.
@@ -169,6 +173,18 @@ var Settings = []Setting{
 		set: str(func(c *Config) *string { return &c.DataDir })},
 	{Flag: "database-url", Env: "DATABASE_URL", Default: "", Usage: "PostgreSQL URL (postgres://user@host:5432/db); required by serve, worker and migrate",
 		set: str(func(c *Config) *string { return &c.DatabaseURL })},
+	{Flag: "pg-statement-timeout", Env: "SVC_PG_STATEMENT_TIMEOUT", Default: "60s", Usage: "PostgreSQL statement_timeout of svc's database sessions: a statement running longer is cancelled with an error (migrations run without it); 0 turns it off; a statement_timeout in DATABASE_URL wins",
+		set: func(c *Config, v string) error {
+			d, err := time.ParseDuration(v)
+			if err != nil || d < 0 {
+				return fmt.Errorf("want a duration such as 60s (0 turns it off), got %q", v)
+			}
+			if d > 0 && d < time.Millisecond {
+				return fmt.Errorf("want at least 1ms (PostgreSQL counts milliseconds) or 0 to turn it off, got %q", v)
+			}
+			c.PGStatementTimeout = d
+			return nil
+		}},
 	{Flag: "temporal-address", Env: "TEMPORAL_ADDRESS", Default: "", Usage: "Temporal frontend host:port; required by serve and worker",
 		set: str(func(c *Config) *string { return &c.TemporalAddress })},
 	{Flag: "temporal-namespace", Env: "SVC_TEMPORAL_NAMESPACE", Default: "default", Usage: "Temporal namespace",

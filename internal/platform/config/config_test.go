@@ -33,6 +33,13 @@ func TestLoadPrecedence(t *testing.T) {
 		{name: "bad bool", env: map[string]string{"SVC_REQUIRE_AUTH": "maybe"}, wantErr: "SVC_REQUIRE_AUTH"},
 		{name: "bad flag value names the flag", args: []string{"-shutdown-timeout", "soon"}, wantErr: "shutdown-timeout"},
 		{name: "secrets are never flags", args: []string{"-internal-token", "x"}, wantErr: "not defined"},
+		{name: "statement timeout defaults to 60s", want: func(c Config) bool { return c.PGStatementTimeout == 60*time.Second }},
+		{name: "statement timeout from env", env: map[string]string{"SVC_PG_STATEMENT_TIMEOUT": "5m"},
+			want: func(c Config) bool { return c.PGStatementTimeout == 5*time.Minute }},
+		{name: "statement timeout 0 is off", env: map[string]string{"SVC_PG_STATEMENT_TIMEOUT": "0"},
+			want: func(c Config) bool { return c.PGStatementTimeout == 0 }},
+		{name: "negative statement timeout", env: map[string]string{"SVC_PG_STATEMENT_TIMEOUT": "-1s"}, wantErr: "SVC_PG_STATEMENT_TIMEOUT"},
+		{name: "statement timeout under a millisecond", args: []string{"-pg-statement-timeout", "10us"}, wantErr: "at least 1ms"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
