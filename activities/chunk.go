@@ -10,6 +10,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"svc/internal/domain/eval"
+	"svc/internal/domain/flows"
 	"svc/internal/domain/registry"
 	"svc/internal/platform/derrors"
 	"svc/records"
@@ -39,17 +40,6 @@ type ChunkResult struct {
 	Succeeded int `json:"succeeded"`
 	Failed    int `json:"failed"`
 }
-
-// JudgesPhaseError is the type of the application error a chunk returns
-// when judging (not running) a case failed, so that the batch's error
-// names the phase.
-const JudgesPhaseError = "JudgesPhase"
-
-// WorkerGoneError is the error type of a chunk attempt that ended because
-// its worker stopped or died (orchestration.WorkerGoneError for one that
-// a restarted worker reclaims): none of its cases failed, and the batch
-// runs the chunk again rather than count it against the chunk's retries.
-const WorkerGoneError = "WorkerGone"
 
 // RunCases runs a chunk of a batch's items, each as RunCase would (the
 // child run created or found by its derived id, dispatched unless already
@@ -128,7 +118,7 @@ func (a *Activities) RunCases(ctx context.Context, in CaseChunk) (ChunkResult, e
 		if cancelRequested(ctx) {
 			return out, temporal.NewCanceledError("batch stopped")
 		}
-		return out, temporal.NewApplicationErrorWithCause("the chunk stopped with its activity", WorkerGoneError, context.Cause(ctx))
+		return out, temporal.NewApplicationErrorWithCause("the chunk stopped with its activity", string(flows.WorkerGone), context.Cause(ctx))
 	}
 	return out, nil
 }
@@ -193,7 +183,7 @@ func (a *Activities) runItem(ctx context.Context, sc eval.Scorecard, item CaseIt
 		row, err := a.Store.GetRun(ctx, item.Workspace, id)
 		switch {
 		case errors.Is(err, derrors.ErrNotFound):
-			return "", temporal.NewNonRetryableApplicationError(fmt.Sprintf("case %s is not in dataset %s", item.CaseID, sc.Dataset), "CaseMissing", nil)
+			return "", temporal.NewNonRetryableApplicationError(fmt.Sprintf("case %s is not in dataset %s", item.CaseID, sc.Dataset), string(flows.CaseMissing), nil)
 		case err != nil:
 			return "", err
 		}
@@ -217,7 +207,7 @@ func (a *Activities) runItem(ctx context.Context, sc eval.Scorecard, item CaseIt
 			if ctx.Err() != nil {
 				return "", err
 			}
-			return "", temporal.NewApplicationErrorWithCause("judging case "+item.CaseID+" failed", JudgesPhaseError, err)
+			return "", temporal.NewApplicationErrorWithCause("judging case "+item.CaseID+" failed", string(flows.JudgesPhase), err)
 		}
 	}
 	return st.Status, nil
@@ -233,5 +223,5 @@ func (a *Activities) datasetGone(ctx context.Context, sc eval.Scorecard, err err
 		return err
 	}
 	a.logger().WarnContext(ctx, "reading a batch's dataset cases", append(activityAttrs(ctx), "scorecard", sc.ID, "dataset", sc.Dataset.String(), "error", err)...)
-	return temporal.NewNonRetryableApplicationError(fmt.Sprintf("the cases of dataset %s cannot be read: that version is gone; run the batch again on a version that exists", sc.Dataset), "DatasetGone", nil)
+	return temporal.NewNonRetryableApplicationError(fmt.Sprintf("the cases of dataset %s cannot be read: that version is gone; run the batch again on a version that exists", sc.Dataset), string(flows.DatasetGone), nil)
 }

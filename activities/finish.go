@@ -89,7 +89,7 @@ func (a *Activities) FinishScorecard(ctx context.Context, in FinishInput) (err e
 		}
 		a.logger().Error("a batch's analysis could not be stored; the batch ends failed in phase offload",
 			append(activityAttrs(ctx), "workspace", in.Workspace, "scorecard", in.ScorecardID, "error", err)...)
-		failure = &eval.Error{Code: "BATCH_FAILED", Phase: eval.PhaseOffload,
+		failure = &eval.Error{Code: eval.CodeBatchFailed, Phase: eval.PhaseOffload,
 			Message: fmt.Sprintf("every case ran, but the batch's analysis (scoring revision 1) could not be stored after %d attempts, "+
 				"so no scoring revision was appended; the per-case results and the summary are kept, and the worker's log has the store's error", offloadAttempts)}
 	}
@@ -116,7 +116,7 @@ func (a *Activities) FinishScorecard(ctx context.Context, in FinishInput) (err e
 			if finishedBefore(*sc) {
 				return errStop
 			}
-			settle(sc, in, t, now, &eval.Error{Code: "BATCH_FAILED", Phase: eval.PhasePersist,
+			settle(sc, in, t, now, &eval.Error{Code: eval.CodeBatchFailed, Phase: eval.PhasePersist,
 				Message: fmt.Sprintf("every case ran, but the batch's final record could not be written after %d attempts; "+
 					"the per-case results are kept in its child runs, and the worker's log has the store's error", persistAttempts)})
 			return nil
@@ -204,13 +204,13 @@ func settle(sc *eval.Scorecard, in FinishInput, t batchTally, now time.Time, fai
 		sc.Status = eval.ScorecardCancelled
 	case in.Phase != "":
 		sc.Status = eval.ScorecardFailed
-		sc.Error = &eval.Error{Code: "BATCH_FAILED", Phase: in.Phase, Message: clip(in.Message, 2000)}
+		sc.Error = &eval.Error{Code: eval.CodeBatchFailed, Phase: in.Phase, Message: clip(in.Message, 2000)}
 	case t.dispatchFailed != "":
 		// Not one case reached its harness (a command that does not
 		// exist, a harness that cannot be resolved): the batch
 		// measured nothing, and says why.
 		sc.Status = eval.ScorecardFailed
-		sc.Error = &eval.Error{Code: "BATCH_FAILED", Phase: eval.PhaseDispatch,
+		sc.Error = &eval.Error{Code: eval.CodeBatchFailed, Phase: eval.PhaseDispatch,
 			Message: clip(fmt.Sprintf("no case could be dispatched (%d of %d case runs): %s", t.counts.Total, sc.Progress.Total, t.dispatchFailed), 2000)}
 	case failure != nil:
 		sc.Status = eval.ScorecardFailed

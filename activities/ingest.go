@@ -9,6 +9,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"svc/internal/domain/eval"
+	"svc/internal/domain/flows"
 	"svc/internal/domain/registry"
 	"svc/internal/domain/traces"
 	"svc/internal/platform/derrors"
@@ -34,7 +35,7 @@ func (a *Activities) gradeImported(ctx context.Context, run eval.Run, g grading)
 	}
 	var events []eval.TraceEvent
 	if err := json.Unmarshal(t.Events, &events); err != nil {
-		return RunStatus{}, temporal.NewNonRetryableApplicationError(fmt.Sprintf("the sealed trace of run %s does not decode: %v", run.ID, err), "TraceCorrupt", nil)
+		return RunStatus{}, temporal.NewNonRetryableApplicationError(fmt.Sprintf("the sealed trace of run %s does not decode: %v", run.ID, err), string(flows.TraceCorrupt), nil)
 	}
 	p := traces.Dispatch{Harness: run.Harness, Runtime: run.Runtime, Graders: g.graders, Ungraded: g.ungraded}
 	if run.Case != nil {

@@ -11,6 +11,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"svc/internal/domain/eval"
+	"svc/internal/domain/flows"
 	"svc/internal/domain/traces"
 	"svc/internal/integrations/pull"
 	"svc/internal/platform/derrors"
@@ -76,7 +77,7 @@ func (a *Activities) gradePulled(ctx context.Context, run eval.Run, g grading) (
 	}
 	var plan pull.Plan
 	if err := json.Unmarshal(row.Doc, &plan); err != nil {
-		return RunStatus{}, temporal.NewNonRetryableApplicationError(fmt.Sprintf("the pull of run %s does not decode: %v", run.ID, err), "PullCorrupt", nil)
+		return RunStatus{}, temporal.NewNonRetryableApplicationError(fmt.Sprintf("the pull of run %s does not decode: %v", run.ID, err), string(flows.PullCorrupt), nil)
 	}
 	var events []eval.TraceEvent
 	if plan.Ledger() {

@@ -9,6 +9,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"svc/internal/domain/eval"
+	"svc/internal/domain/flows"
 	"svc/internal/domain/registry"
 	"svc/internal/platform/derrors"
 	"svc/records"
@@ -157,14 +158,14 @@ func (a *Activities) newChild(ctx context.Context, sc eval.Scorecard, item CaseI
 		}
 		if sc.Dataset.ID == eval.IDTraces {
 			// An ingest's cases are its child runs, made at submit.
-			return eval.Run{}, temporal.NewNonRetryableApplicationError(fmt.Sprintf("the child run of case %s of this ingest is missing; ingest the trace again", item.CaseID), "CaseMissing", nil)
+			return eval.Run{}, temporal.NewNonRetryableApplicationError(fmt.Sprintf("the child run of case %s of this ingest is missing; ingest the trace again", item.CaseID), string(flows.CaseMissing), nil)
 		}
 		cases, err := a.Store.ListDatasetCases(ctx, owner, sc.Dataset.ID, sc.Dataset.Version, store.CaseFilter{IDs: []string{item.CaseID}})
 		if err != nil {
 			return eval.Run{}, a.datasetGone(ctx, sc, err)
 		}
 		if len(cases) == 0 {
-			return eval.Run{}, temporal.NewNonRetryableApplicationError(fmt.Sprintf("case %s is not in dataset %s", item.CaseID, sc.Dataset), "CaseMissing", nil)
+			return eval.Run{}, temporal.NewNonRetryableApplicationError(fmt.Sprintf("case %s is not in dataset %s", item.CaseID, sc.Dataset), string(flows.CaseMissing), nil)
 		}
 		if err := json.Unmarshal(cases[0].Doc, &c); err != nil {
 			return eval.Run{}, fmt.Errorf("case %s of dataset %s does not decode: %w", item.CaseID, sc.Dataset, err)

@@ -9,15 +9,12 @@ import (
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 
+	"svc/internal/domain/flows"
 	"svc/internal/integrations/webhooks"
 	"svc/internal/platform/derrors"
 	"svc/records"
 	"svc/store"
 )
-
-// ErrTypeWebhookRefused is the error type of a delivery refused for good
-// (the destination now resolves to a private address): not retried.
-const ErrTypeWebhookRefused = "WebhookRefused"
 
 // WebhookMessageID is the webhook-id of a run's final-record webhook: one
 // per run, the same on every attempt, so a receiver deduplicates retries
@@ -52,7 +49,7 @@ func (a *Activities) DeliverWebhook(ctx context.Context, ref RunRef) error {
 		if rerr := record(0, err); rerr != nil {
 			return rerr
 		}
-		return temporal.NewNonRetryableApplicationError("webhook destination refused: "+derrors.Message(err), ErrTypeWebhookRefused, nil)
+		return temporal.NewNonRetryableApplicationError("webhook destination refused: "+derrors.Message(err), string(flows.WebhookRefused), nil)
 	}
 	var secret records.WebhookSecret
 	if err := a.Store.Transact(ctx, func(tx store.Tx) (err error) {

@@ -119,7 +119,7 @@ func TestScorecardWorkflowChunkFailures(t *testing.T) {
 		phase string
 	}{
 		{"dispatch", errors.New("store unreachable"), "dispatch"},
-		{"judges", temporal.NewApplicationError("judging case c1 failed", activities.JudgesPhaseError), "judges"},
+		{"judges", temporal.NewApplicationError("judging case c1 failed", string(flows.JudgesPhase)), "judges"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			env := newChunkEnv(t)
@@ -220,7 +220,7 @@ func TestGuidedChunk(t *testing.T) {
 // a fresh activity, and the batch succeeds; one that keeps killing its
 // workers fails the batch after maxChunksLost in a row.
 func TestScorecardWorkflowChunkWorkerGone(t *testing.T) {
-	gone := temporal.NewApplicationError("the worker running this attempt is gone", activities.WorkerGoneError)
+	gone := temporal.NewApplicationError("the worker running this attempt is gone", string(flows.WorkerGone))
 	for _, tc := range []struct {
 		name     string
 		failures int // attempts of the c0 chunk that fail

@@ -1,13 +1,25 @@
 package workflows
 
 import (
+	"errors"
 	"strings"
 
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/temporal"
 
+	"svc/internal/domain/flows"
 	"svc/internal/platform/derrors"
 )
+
+// errorType is the type of the outermost application error in err's
+// chain, "" when there is none.
+func errorType(err error) flows.ErrorType {
+	var ae *temporal.ApplicationError
+	if !errors.As(err, &ae) {
+		return ""
+	}
+	return flows.ErrorType(ae.Type())
+}
 
 // failureMessage is what a record's error or a step says of a failed
 // activity: the application errors' own messages, outermost first, without

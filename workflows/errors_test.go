@@ -9,6 +9,7 @@ import (
 	failurepb "go.temporal.io/api/failure/v1"
 	"go.temporal.io/sdk/temporal"
 
+	"svc/internal/domain/flows"
 	"svc/internal/platform/derrors"
 )
 
@@ -52,7 +53,7 @@ func TestFailureMessage(t *testing.T) {
 				temporal.NewApplicationError("rubric r@1 is gone", "NotFound"))),
 			"judging case c1 failed: rubric r@1 is gone"},
 		{"a workflow's own application error around an activity's",
-			temporal.NewApplicationErrorWithCause("judging failed", phaseJudges,
+			temporal.NewApplicationErrorWithCause("judging failed", string(flows.JudgesPhase),
 				activityFailure(t, temporal.NewApplicationError("model m answered 401", "Invalid"))),
 			"judging failed: model m answered 401"},
 		{"a heartbeat timeout",

@@ -6,7 +6,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
-	"svc/activities"
+	"svc/internal/domain/flows"
 )
 
 // The activity options of the workflows, named once (as Temporal's batcher
@@ -78,7 +78,14 @@ func webhookOptions(attempts int) workflow.ActivityOptions {
 			BackoffCoefficient:     2,
 			MaximumInterval:        5 * time.Minute,
 			MaximumAttempts:        int32(attempts),
-			NonRetryableErrorTypes: []string{activities.ErrTypeWebhookRefused},
+			NonRetryableErrorTypes: []string{string(flows.WebhookRefused)},
 		},
 	}
+}
+
+// traceSweepOptions run one trace sweep: bounded, retried a few times;
+// the next cron run retries anyway.
+var traceSweepOptions = workflow.ActivityOptions{
+	StartToCloseTimeout: 10 * time.Minute,
+	RetryPolicy:         &temporal.RetryPolicy{InitialInterval: time.Second, MaximumInterval: 30 * time.Second, MaximumAttempts: 3},
 }

@@ -7,6 +7,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"svc/activities"
+	"svc/internal/domain/eval"
 	"svc/internal/domain/flows"
 )
 
@@ -27,10 +28,10 @@ func RunWorkflow(ctx workflow.Context, in flows.RunInput) (flows.RunOutput, erro
 	after, _ := workflow.NewDisconnectedContext(ctx)
 	short := workflow.WithActivityOptions(after, runRecordOptions)
 	if err != nil {
-		f := activities.FailInput{RunRef: ref, Code: "INTERNAL", Message: "the run could not be dispatched: " + failureMessage(err)}
+		f := activities.FailInput{RunRef: ref, Code: eval.CodeInternal, Message: "the run could not be dispatched: " + failureMessage(err)}
 		var cancelled *temporal.CanceledError
 		if errors.As(err, &cancelled) || ctx.Err() != nil {
-			f.Code, f.Message = "CANCELLED", "the run was cancelled"
+			f.Code, f.Message = eval.CodeCancelled, "the run was cancelled"
 		}
 		if ferr := workflow.ExecuteActivity(short, a.FailRun, f).Get(after, &out); ferr != nil {
 			return flows.RunOutput{}, ferr

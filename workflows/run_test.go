@@ -86,7 +86,7 @@ func TestRunWorkflowWebhookRetries(t *testing.T) {
 		calls int
 	}{
 		{"receiver down", errors.New("receiver answered 503"), 4},
-		{"refused", temporal.NewNonRetryableApplicationError("private address", activities.ErrTypeWebhookRefused, nil), 1},
+		{"refused", temporal.NewNonRetryableApplicationError("private address", string(flows.WebhookRefused), nil), 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			env := newRunEnv(t)

@@ -76,7 +76,7 @@ func ScoreWorkflow(ctx workflow.Context, in flows.ScoreInput) error {
 		return err
 	}
 	if fin.Aborted {
-		return temporal.NewNonRetryableApplicationError("scoring pass aborted: "+fin.Message, "ScoringAborted", nil)
+		return temporal.NewNonRetryableApplicationError("scoring pass aborted: "+fin.Message, string(flows.ScoringAborted), nil)
 	}
 	return nil
 }

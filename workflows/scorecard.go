@@ -9,6 +9,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"svc/activities"
+	"svc/internal/domain/eval"
 	"svc/internal/domain/flows"
 )
 
@@ -33,7 +34,7 @@ func ScorecardWorkflow(ctx workflow.Context, in flows.ScorecardInput) error {
 	short := workflow.WithActivityOptions(ctx, batchRecordOptions)
 	if !in.Started {
 		if err := workflow.ExecuteActivity(short, a.StartScorecard, ref).Get(ctx, nil); err != nil {
-			return finishScorecard(ctx, ref, activities.FinishInput{Phase: "dispatch", Message: failureMessage(err)})
+			return finishScorecard(ctx, ref, activities.FinishInput{Phase: eval.PhaseDispatch, Message: failureMessage(err)})
 		}
 		in.Started = true
 	}
@@ -81,12 +82,7 @@ func ScorecardWorkflow(ctx workflow.Context, in flows.ScorecardInput) error {
 			sel.AddFuture(f, func(f workflow.Future) {
 				inFlight--
 				if err := f.Get(ctx, nil); err != nil && failure == nil && !isCancel(err) {
-					phase := "dispatch"
-					var ae *temporal.ApplicationError
-					if errors.As(err, &ae) && ae.Type() == phaseJudges {
-						phase = "judges"
-					}
-					failure = &activities.FinishInput{Phase: phase, Message: "case " + item.CaseID + ": " + failureMessage(err)}
+					failure = &activities.FinishInput{Phase: failedPhase(err), Message: "case " + item.CaseID + ": " + failureMessage(err)}
 					if pf := persistFailure(err); pf != nil {
 						failure = pf
 					}
@@ -253,12 +249,7 @@ func runChunks(ctx, caseCtx, short workflow.Context, in flows.ScorecardInput, re
 					return
 				}
 				if err != nil && failure == nil && !isCancel(err) {
-					phase := "dispatch"
-					var ae *temporal.ApplicationError
-					if errors.As(err, &ae) && ae.Type() == activities.JudgesPhaseError {
-						phase = "judges"
-					}
-					failure = &activities.FinishInput{Phase: phase, Message: fmt.Sprintf("cases from %s (%d items): %s", first, len(chunk.Items), failureMessage(err))}
+					failure = &activities.FinishInput{Phase: failedPhase(err), Message: fmt.Sprintf("cases from %s (%d items): %s", first, len(chunk.Items), failureMessage(err))}
 					if pf := persistFailure(err); pf != nil {
 						failure = pf
 					}
@@ -282,8 +273,7 @@ const maxChunksLost = 8
 // workerGone reports whether a chunk's last attempt ended because its
 // worker stopped, died (reclaimed at restart) or stopped heartbeating.
 func workerGone(err error) bool {
-	var ae *temporal.ApplicationError
-	if errors.As(err, &ae) && ae.Type() == activities.WorkerGoneError {
+	if errorType(err) == flows.WorkerGone {
 		return true
 	}
 	var te *temporal.TimeoutError
@@ -295,15 +285,21 @@ func workerGone(err error) bool {
 // spec §2.3), saying so in the activity's words; nil for any other error.
 func persistFailure(err error) *activities.FinishInput {
 	var ae *temporal.ApplicationError
-	if !errors.As(err, &ae) || ae.Type() != activities.PersistPhaseError {
+	if !errors.As(err, &ae) || flows.ErrorType(ae.Type()) != flows.PersistPhase {
 		return nil
 	}
-	return &activities.FinishInput{Phase: "persist", Message: ae.Message()}
+	return &activities.FinishInput{Phase: eval.PhasePersist, Message: ae.Message()}
 }
 
-// phaseJudges is the error type startItem gives a judging failure, so the
-// batch's error says which phase broke.
-const phaseJudges = "JudgesPhase"
+// failedPhase is the phase a case activity's failure fails the batch in:
+// judges when judging the case failed (an error of type
+// flows.JudgesPhase, which startItem and RunCases give it), else dispatch.
+func failedPhase(err error) string {
+	if errorType(err) == flows.JudgesPhase {
+		return eval.PhaseJudges
+	}
+	return eval.PhaseDispatch
+}
 
 // startItem runs one (case, trial): the case activity, then, when the batch
 // has judges, the judge activity. Its future settles when both are done.
@@ -315,13 +311,13 @@ func startItem(ctx workflow.Context, a *activities.Activities, item activities.C
 			set.Set(nil, err)
 			return
 		}
-		if judged && st.Status == "succeeded" {
+		if judged && st.Status == string(eval.StatusSucceeded) {
 			if err := workflow.ExecuteActivity(gctx, a.JudgeCase, activities.JudgeInput{CaseItem: item}).Get(gctx, nil); err != nil {
 				if isCancel(err) {
 					set.Set(nil, err)
 					return
 				}
-				set.Set(nil, temporal.NewApplicationErrorWithCause("judging failed", phaseJudges, err))
+				set.Set(nil, temporal.NewApplicationErrorWithCause("judging failed", string(flows.JudgesPhase), err))
 				return
 			}
 		}
@@ -349,7 +345,7 @@ func (p *casePager) id(ctx, short workflow.Context, caseIdx int) (string, *activ
 			if err != nil {
 				msg += ": " + failureMessage(err)
 			}
-			return "", &activities.FinishInput{Phase: "dispatch", Message: msg}
+			return "", &activities.FinishInput{Phase: eval.PhaseDispatch, Message: msg}
 		}
 		p.ids, p.idsFrom = page, caseIdx
 	}

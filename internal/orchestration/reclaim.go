@@ -15,11 +15,9 @@ import (
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
-)
 
-// WorkerGoneError is the error type of an attempt failed because its
-// worker died (activities.WorkerGoneError, which the workflows check).
-const WorkerGoneError = "WorkerGone"
+	"svc/internal/domain/flows"
+)
 
 // reclaimTimeout bounds a whole sweep of ReclaimDeadAttempts, and
 // reclaimCallTimeout each of its calls to Temporal: a frontend that does
@@ -87,7 +85,7 @@ func ReclaimDeadAttempts(ctx context.Context, c client.Client, namespace, taskQu
 				// reached: a long chunk may see several restarts.
 				why := temporal.NewApplicationErrorWithOptions(
 					fmt.Sprintf("the worker running this attempt (pid %d on %s) is gone; retried at once", pid, host),
-					WorkerGoneError, temporal.ApplicationErrorOptions{NextRetryDelay: 10 * time.Millisecond})
+					string(flows.WorkerGone), temporal.ApplicationErrorOptions{NextRetryDelay: 10 * time.Millisecond})
 				cctx, ccancel := call()
 				err := c.CompleteActivityByID(cctx, namespace, wf, run, pa.GetActivityId(), nil, why)
 				ccancel()

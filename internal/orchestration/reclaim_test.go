@@ -5,8 +5,6 @@ import (
 	"os/exec"
 	"strconv"
 	"testing"
-
-	"svc/activities"
 )
 
 func TestDeadWorker(t *testing.T) {
@@ -32,13 +30,5 @@ func TestDeadWorker(t *testing.T) {
 		if _, got := deadWorker(tc.identity, host, self); got != tc.want {
 			t.Errorf("deadWorker(%q) = %v, want %v", tc.identity, got, tc.want)
 		}
-	}
-}
-
-// The reclaim's error type is the one the workflows run a lost chunk
-// again on.
-func TestWorkerGoneErrorType(t *testing.T) {
-	if WorkerGoneError != activities.WorkerGoneError {
-		t.Fatalf("orchestration.WorkerGoneError %q, activities.WorkerGoneError %q: the workflows would not see a reclaimed chunk as lost", WorkerGoneError, activities.WorkerGoneError)
 	}
 }

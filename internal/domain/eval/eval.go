@@ -138,6 +138,10 @@ const (
 	CodeInternal  = "INTERNAL"
 )
 
+// CodeBatchFailed is the error code of a failed batch; its error's Phase
+// says where it failed.
+const CodeBatchFailed = "BATCH_FAILED"
+
 // Member is the member a run belongs to for the audience rule:
 // origin.actor, else createdBy.
 func (r *Run) Member() string {

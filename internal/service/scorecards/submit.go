@@ -423,7 +423,7 @@ func (s *Service) failStart(ctx context.Context, sc eval.Scorecard, startErr err
 	defer cancel()
 	_, err := records.UpdateScorecard(wctx, s.o.Store, sc.Tenant, sc.ID, func(x *eval.Scorecard) error {
 		x.Status = eval.ScorecardFailed
-		x.Error = &eval.Error{Code: "BATCH_FAILED", Phase: eval.PhaseDispatch, Message: "the batch's workflow could not be started"}
+		x.Error = &eval.Error{Code: eval.CodeBatchFailed, Phase: eval.PhaseDispatch, Message: "the batch's workflow could not be started"}
 		x.UpdatedAt = s.o.Now().UTC()
 		return nil
 	})
