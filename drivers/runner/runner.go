@@ -136,6 +136,12 @@ func (d *Driver) Run(ctx context.Context, j drivers.Job) (drivers.Result, error)
 	return d.follow(ctx, j, row.ID)
 }
 
+// queueCallTimeout bounds one call to the job queue that outlives the
+// activity's context (reading the job while a cancel waits, marking it
+// cancelled, deleting it once taken): a store that stops answering fails
+// the call rather than hanging the worker.
+const queueCallTimeout = 30 * time.Second
+
 // follow reads job id until it is done, and turns its result into the
 // driver's; a cancel of ctx marks it cancelled and waits a little for its
 // runner to report it killed.
@@ -146,10 +152,12 @@ func (d *Driver) follow(ctx context.Context, j drivers.Job, id string) (drivers.
 	var cancelAt time.Time // when the cancel was marked; zero before
 	logs := &logStream{d: d, j: j, id: id}
 	for {
-		row, err := d.o.Queue.GetRunnerJob(bg, ws, id)
+		cctx, cancelCall := context.WithTimeout(bg, queueCallTimeout)
+		row, err := d.o.Queue.GetRunnerJob(cctx, ws, id)
 		if err == nil && row.State != store.RunnerJobQueued {
-			logs.pump(bg, row)
+			logs.pump(cctx, row)
 		}
+		cancelCall()
 		switch {
 		case errors.Is(err, derrors.ErrNotFound):
 			return drivers.Result{}, fmt.Errorf("runner job %s is gone from the queue; the next attempt queues it again", id)
@@ -177,7 +185,10 @@ func (d *Driver) follow(ctx context.Context, j drivers.Job, id string) (drivers.
 				return drivers.Result{}, fmt.Errorf("runner job %s: %w", id, context.Cause(ctx))
 			}
 			cancelAt = d.o.Now()
-			if _, err := d.o.Queue.CancelRunnerJobs(bg, ws, j.RunID, "", cancelAt); err != nil {
+			cctx, cancelCall := context.WithTimeout(bg, queueCallTimeout)
+			_, err := d.o.Queue.CancelRunnerJobs(cctx, ws, j.RunID, "", cancelAt)
+			cancelCall()
+			if err != nil {
 				d.o.Logger.Warn("runner driver: marking a job cancelled failed; its runner runs it to its end", "job", id, "err", err)
 			}
 			wait = 50 * time.Millisecond
@@ -238,10 +249,12 @@ func (d *Driver) cancelled(j drivers.Job, id string, after time.Duration) driver
 // forget deletes a job whose outcome was taken; what fails is logged (a
 // done job left in the queue is never leased again).
 func (d *Driver) forget(id string) {
-	if err := d.o.Queue.DeleteRunnerJob(context.Background(), d.o.Workspace, id); err != nil {
+	ctx, cancel := context.WithTimeout(context.Background(), queueCallTimeout)
+	defer cancel()
+	if err := d.o.Queue.DeleteRunnerJob(ctx, d.o.Workspace, id); err != nil {
 		d.o.Logger.Warn("runner driver: deleting a finished job failed", "job", id, "err", err)
 	}
-	if err := d.o.Queue.DeleteRunnerJobOutput(context.Background(), d.o.Workspace, id); err != nil {
+	if err := d.o.Queue.DeleteRunnerJobOutput(ctx, d.o.Workspace, id); err != nil {
 		d.o.Logger.Warn("runner driver: deleting a finished job's output failed", "job", id, "err", err)
 	}
 }
