@@ -318,9 +318,9 @@ func runtimeOptions(spec *registry.RuntimeSpec) nomad.RuntimeOptions {
 // jobContext is the context a remote job is run under. It ends with ctx;
 // when ctx ended because the attempt lost its lease (its worker is
 // stopping, its heartbeats timed out) rather than because a cancel was
-// requested, its cause is nomad.Detach wrapped in k8s.Detach (each driver
-// finds its own in the chain), so the job is left running for the next
-// attempt to adopt instead of being stopped and recorded cancelled.
+// requested, its cause is drivers.Detach's, which every remote driver
+// reads, so the job is left running for the next attempt to adopt instead
+// of being stopped and recorded cancelled.
 func jobContext(ctx context.Context) (context.Context, func()) {
 	jctx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
 	stop := context.AfterFunc(ctx, func() {
@@ -328,7 +328,7 @@ func jobContext(ctx context.Context) (context.Context, func()) {
 			cancel(context.Cause(ctx))
 			return
 		}
-		cancel(runner.Detach(k8s.Detach(nomad.Detach(context.Cause(ctx)))))
+		cancel(drivers.Detach(context.Cause(ctx)))
 	})
 	return jctx, func() {
 		stop()

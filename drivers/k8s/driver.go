@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -189,8 +188,9 @@ func (d *Driver) Close() { d.http.CloseIdleConnections() }
 // derrors.ErrInvalid that says what to fix; a non-zero exit, a timeout or
 // a cancel are a Result. When the watch itself fails (the cluster
 // unreachable for a while) Run returns an error and leaves the Job
-// running, for the retry to adopt; so does a cancel whose cause Detach
-// made. Any other cancel of ctx deletes the Job (foreground propagation).
+// running, for the retry to adopt; so does a cancel whose cause
+// drivers.Detach made. Any other cancel of ctx deletes the Job
+// (foreground propagation).
 func (d *Driver) Run(ctx context.Context, j drivers.Job) (drivers.Result, error) {
 	if err := drivers.CheckJob(Name, j); err != nil {
 		return drivers.Result{}, err
@@ -218,7 +218,7 @@ func (d *Driver) Run(ctx context.Context, j drivers.Job) (drivers.Result, error)
 	}
 	if err != nil {
 		if ctx.Err() != nil {
-			if detaching(ctx) {
+			if drivers.Detaching(ctx) {
 				return drivers.Result{}, detachedErr(ctx, name)
 			}
 			// Cancelled while dispatching: the creation may have reached
@@ -241,39 +241,6 @@ func (d *Driver) Run(ctx context.Context, j drivers.Job) (drivers.Result, error)
 	res.OS = "linux"
 	res.Image = image
 	return res, nil
-}
-
-// Detach returns the cause with which a caller cancels Run's context
-// (context.WithCancelCause) to give the Job up without deleting it: the
-// caller lost its hold on the work (its worker is stopping, its lease
-// timed out) and a later Run of the same attempt will adopt the Job. Run
-// then returns an error wrapping why, leaving the Job and its Secret in
-// place for that Run. Any other cancel deletes the Job. The cause's text
-// is why's, so that it can wrap another driver's detach cause (the worker
-// detaches every remote driver with one cause).
-func Detach(why error) error { return &detached{why: why} }
-
-// detached is the cause Detach makes.
-type detached struct{ why error }
-
-func (e *detached) Error() string {
-	const left = "the job was left for a later attempt to adopt"
-	switch {
-	case e.why == nil:
-		return left
-	case strings.HasPrefix(e.why.Error(), left):
-		// Another driver's detach cause, which already says so.
-		return e.why.Error()
-	}
-	return left + ": " + e.why.Error()
-}
-
-func (e *detached) Unwrap() error { return e.why }
-
-// detaching reports whether ctx ended with a cause made by Detach.
-func detaching(ctx context.Context) bool {
-	var d *detached
-	return errors.As(context.Cause(ctx), &d)
 }
 
 // detachedErr is what Run returns when ctx was detached from Job name.

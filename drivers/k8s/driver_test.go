@@ -459,7 +459,7 @@ func TestDriver(t *testing.T) {
 		p := e.startPod(t, kj, time.Now())
 		testwait.Until(t, time.Minute, "the driver to follow the log", func() bool { return e.followed(p, "harness") > 0 })
 		lost := errors.New("lease lost")
-		cancel(k8s.Detach(lost))
+		cancel(drivers.Detach(lost))
 		if o := <-done; !errors.Is(o.err, lost) {
 			t.Fatalf("Run = %+v, %v; want an error wrapping the detach's cause", o.res, o.err)
 		}

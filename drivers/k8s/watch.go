@@ -260,7 +260,7 @@ func (d *Driver) follow(ctx context.Context, job *batchv1.Job, j drivers.Job) (r
 
 		select {
 		case <-ctx.Done():
-			if detaching(ctx) {
+			if drivers.Detaching(ctx) {
 				return drivers.Result{}, false, detachedErr(ctx, job.Name)
 			}
 			res, err := w.stop(ctx, pod, false)
@@ -403,7 +403,7 @@ loop:
 
 // cancelled is the Result of a follow cancelled before it could watch.
 func (w *watcher) cancelled(ctx context.Context) (drivers.Result, bool, error) {
-	if detaching(ctx) {
+	if drivers.Detaching(ctx) {
 		return drivers.Result{}, false, detachedErr(ctx, w.name)
 	}
 	w.d.deleteJob(ctx, w.name)

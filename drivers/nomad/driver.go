@@ -134,7 +134,8 @@ func (d *Driver) Close() { d.c.Close() }
 // fix; a non-zero exit, a timeout or a cancel are a Result. When the
 // watch itself fails (the cluster unreachable for a while) Run returns an
 // error and leaves the job running, for the retry to adopt; so does a
-// cancel whose cause Detach made. Any other cancel of ctx stops the job.
+// cancel whose cause drivers.Detach made. Any other cancel of ctx stops
+// the job.
 func (d *Driver) Run(ctx context.Context, j drivers.Job) (drivers.Result, error) {
 	if err := drivers.CheckJob(Name, j); err != nil {
 		return drivers.Result{}, err
@@ -158,7 +159,7 @@ func (d *Driver) Run(ctx context.Context, j drivers.Job) (drivers.Result, error)
 	}
 	if err != nil {
 		if ctx.Err() != nil {
-			if detaching(ctx) {
+			if drivers.Detaching(ctx) {
 				// A registration that reached the cluster is the next
 				// Run's to adopt.
 				return drivers.Result{}, detachedErr(ctx, id)
@@ -185,32 +186,6 @@ func (d *Driver) Run(ctx context.Context, j drivers.Job) (drivers.Result, error)
 	res.OS = "linux"
 	res.Image = image
 	return res, nil
-}
-
-// Detach returns the cause with which a caller cancels Run's context
-// (context.WithCancelCause) to give the job up without stopping it: the
-// caller lost its hold on the work (its worker is stopping, its lease
-// timed out) and a later Run of the same attempt will adopt the job. Run
-// then returns an error wrapping why, leaving the job running and its
-// secrets Variable in place for that Run. Any other cancel stops the job.
-func Detach(why error) error { return &detached{why: why} }
-
-// detached is the cause Detach makes.
-type detached struct{ why error }
-
-func (e *detached) Error() string {
-	if e.why == nil {
-		return "the job was left for a later attempt to adopt"
-	}
-	return "the job was left for a later attempt to adopt: " + e.why.Error()
-}
-
-func (e *detached) Unwrap() error { return e.why }
-
-// detaching reports whether ctx ended with a cause made by Detach.
-func detaching(ctx context.Context) bool {
-	var d *detached
-	return errors.As(context.Cause(ctx), &d)
 }
 
 // detachedErr is what Run returns when ctx was detached from job id.
@@ -342,7 +317,7 @@ func (d *Driver) follow(ctx context.Context, id string, j drivers.Job, stopped b
 		allocs, meta, qerr := d.c.Jobs().Allocations(id, true, (&api.QueryOptions{WaitIndex: w.index, WaitTime: wait}).WithContext(qctx))
 		cancel()
 		switch {
-		case ctx.Err() != nil && detaching(ctx):
+		case ctx.Err() != nil && drivers.Detaching(ctx):
 			return drivers.Result{}, false, detachedErr(ctx, id)
 		case ctx.Err() != nil:
 			res, err := w.stop(ctx, false)

@@ -676,7 +676,7 @@ func TestDetach(t *testing.T) {
 
 	// The worker lost its lease: the job is left, not stopped.
 	lost := errors.New("lease lost")
-	cancel(nomad.Detach(lost))
+	cancel(drivers.Detach(lost))
 	o := <-done
 	if !errors.Is(o.err, lost) {
 		t.Fatalf("Run = %+v, %v; want an error wrapping the detach's cause", o.res, o.err)
@@ -716,7 +716,7 @@ func TestStop(t *testing.T) {
 	ctx, cancel := context.WithCancelCause(context.Background())
 	done := runAsync(ctx, d, j)
 	testwait.Until(t, 10*time.Second, "the job to run", func() bool { return c.TaskState(id) == "running" })
-	cancel(nomad.Detach(errors.New("lease lost")))
+	cancel(drivers.Detach(errors.New("lease lost")))
 	<-done
 
 	// Given up on: the job is stopped, not purged, and its secrets go.

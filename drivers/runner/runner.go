@@ -9,8 +9,8 @@
 //
 // A cancel marks the job cancelled: a queued job is then never leased, a
 // leased one is killed by its runner, which learns of it from its next
-// heartbeat's answer. A context ended with a cause made by Detach (the
-// activity lost its lease) leaves the job for the next attempt.
+// heartbeat's answer. A context ended with a cause made by drivers.Detach
+// (the activity lost its lease) leaves the job for the next attempt.
 package runner
 
 import (
@@ -75,27 +75,6 @@ func New(o Options) *Driver {
 		o.Logger = slog.Default()
 	}
 	return &Driver{o: o}
-}
-
-// Detach makes the cause of a context that, ending, leaves the job queued
-// or running on its runner for a later attempt to adopt, rather than
-// cancelling it.
-func Detach(why error) error { return &detached{why: why} }
-
-type detached struct{ why error }
-
-func (e *detached) Error() string {
-	if e.why == nil {
-		return "the runner job was left for a later attempt to adopt"
-	}
-	return "the runner job was left for a later attempt to adopt: " + e.why.Error()
-}
-
-func (e *detached) Unwrap() error { return e.why }
-
-func detaching(ctx context.Context) bool {
-	var d *detached
-	return errors.As(context.Cause(ctx), &d)
 }
 
 // Run queues j (or adopts its job) and waits for a runner's result; see
@@ -181,7 +160,7 @@ func (d *Driver) follow(ctx context.Context, j drivers.Job, id string) (drivers.
 			return d.cancelled(j, id, d.o.Now().Sub(cancelAt)), nil
 		}
 		if ctx.Err() != nil && cancelAt.IsZero() {
-			if detaching(ctx) {
+			if drivers.Detaching(ctx) {
 				return drivers.Result{}, fmt.Errorf("runner job %s: %w", id, context.Cause(ctx))
 			}
 			cancelAt = d.o.Now()

@@ -108,7 +108,7 @@ func TestRunAdoptsItsJobAfterADetach(t *testing.T) {
 	ctx, cancel := context.WithCancelCause(t.Context())
 	done := run(ctx, d, job("run1"))
 	leased := playRunner(t, s, "L1")
-	cancel(runner.Detach(errors.New("lease lost")))
+	cancel(drivers.Detach(errors.New("lease lost")))
 	if o := <-done; o.err == nil {
 		t.Fatalf("a detached Run returned %+v, want an error", o.res)
 	}
