@@ -2,14 +2,17 @@ package activities
 
 import (
 	"context"
+	"errors"
 	"io"
 	"log/slog"
 	"runtime"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"svc/drivers"
+	"svc/internal/domain/eval"
 	"svc/internal/testwait"
 	"svc/store"
 )
@@ -139,5 +142,64 @@ func TestAdmittedJobDoesNotWaitForAHungRenewal(t *testing.T) {
 	}
 	if waited := time.Since(start); waited > 5*time.Second {
 		t.Fatalf("the job returned %v after it ended, want within about slotCallTimeout (200ms) plus the release's", waited)
+	}
+}
+
+// deadlineStore answers TransactKeyed and AppendRunLogs at once with an
+// error, recording whether their context was cancelled and when it ends.
+type deadlineStore struct {
+	store.Store
+	mu        sync.Mutex
+	calls     int
+	cancelled bool
+	deadlines []time.Time
+}
+
+func (s *deadlineStore) note(ctx context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.calls++
+	s.cancelled = s.cancelled || ctx.Err() != nil
+	if d, ok := ctx.Deadline(); ok {
+		s.deadlines = append(s.deadlines, d)
+	}
+	return errors.New("store unreachable")
+}
+
+func (s *deadlineStore) TransactKeyed(ctx context.Context, _ func(store.Tx) error) error {
+	return s.note(ctx)
+}
+
+func (s *deadlineStore) AppendRunLogs(ctx context.Context, _ []store.RunLog) error {
+	return s.note(ctx)
+}
+
+// The writes after a job outlive the activity's cancellation (the job
+// ran: its result and log tail are recorded) but carry a deadline of
+// recordWriteTimeout, so a store that does not answer fails them instead
+// of holding the worker; they used to run on context.WithoutCancel alone.
+func TestWritesAfterAJobOutliveCancelWithADeadline(t *testing.T) {
+	st := &deadlineStore{}
+	a := &Activities{Store: st, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel() // the activity was cancelled while its job ran
+	start := time.Now()
+	run := eval.Run{Tenant: "ws", ID: "run_1", Status: eval.StatusRunning}
+	if _, err := a.finish(ctx, run, &eval.CaseResult{}, nil); err == nil {
+		t.Fatal("finish on a store that fails = nil error")
+	}
+	a.storeLogs(ctx, RunRef{Workspace: "ws", RunID: "run_1"}, []store.RunLog{{Workspace: "ws", RunID: "run_1", Seq: 1, Stream: "stdout", Data: "x"}})
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.calls < 2 || st.cancelled {
+		t.Fatalf("%d store calls, cancelled context seen: %v; want the finish and the log write made on a live context", st.calls, st.cancelled)
+	}
+	if len(st.deadlines) != st.calls {
+		t.Fatalf("%d of %d store calls had a deadline, want every one", len(st.deadlines), st.calls)
+	}
+	for _, d := range st.deadlines {
+		if d.Before(start) || d.After(time.Now().Add(recordWriteTimeout)) {
+			t.Fatalf("a write's deadline is %v from its start, want at most recordWriteTimeout (%v)", d.Sub(start), recordWriteTimeout)
+		}
 	}
 }
