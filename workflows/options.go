@@ -24,6 +24,12 @@ const (
 	webhookTimeout       = 30 * time.Second
 )
 
+// caseRetry retries an activity that runs or judges cases: backing off
+// to 30 s, five attempts.
+var caseRetry = &temporal.RetryPolicy{
+	InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: 30 * time.Second, MaximumAttempts: 5,
+}
+
 // dispatchOptions run a case (DispatchRun, RunCase, RunCases): as long as
 // the longest case, a heartbeat to notice a dead worker, and a cancel
 // that waits for the activity to kill the job and record it.
@@ -31,9 +37,7 @@ var dispatchOptions = workflow.ActivityOptions{
 	StartToCloseTimeout: dispatchStartToClose,
 	HeartbeatTimeout:    dispatchHeartbeat,
 	WaitForCancellation: true,
-	RetryPolicy: &temporal.RetryPolicy{
-		InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: 30 * time.Second, MaximumAttempts: 5,
-	},
+	RetryPolicy:         caseRetry,
 }
 
 // judgeOptions run the judges of a case in a detached scoring pass.
@@ -41,9 +45,7 @@ var judgeOptions = workflow.ActivityOptions{
 	StartToCloseTimeout: time.Hour,
 	HeartbeatTimeout:    dispatchHeartbeat,
 	WaitForCancellation: true,
-	RetryPolicy: &temporal.RetryPolicy{
-		InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: 30 * time.Second, MaximumAttempts: 5,
-	},
+	RetryPolicy:         caseRetry,
 }
 
 // batchRecordOptions read or mark a batch's record (StartScorecard,
