@@ -107,13 +107,13 @@ func dialTemporal(ctx context.Context, cfg config.Config, hostPort, setting stri
 }
 
 // startWorker starts the Temporal worker with every workflow and activity,
-// as internal/app wires it, on the local runtime of role (localDriver).
+// as internal/app wires it, on the local runtime of role (app.LocalDriver).
 // Harness work areas live under dataDir/work.
 func startWorker(ctx context.Context, c client.Client, cfg config.Config, role string, st store.Store, dataDir string, log *slog.Logger) (worker.Worker, error) {
 	return app.StartWorker(ctx, cfg, app.Deps{Store: st, Temporal: c, Logger: log, Version: version}, app.WorkerOptions{
 		Role: role,
 		OpenDriver: func() (drivers.Driver, error) {
-			d, err := localDriver(ctx, cfg, role, dataDir, log)
+			d, err := app.LocalDriver(ctx, cfg, role, dataDir, log)
 			if err != nil {
 				return nil, err
 			}

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"svc/drivers"
+	"svc/internal/app"
 	"svc/internal/domain/eval"
 	"svc/internal/domain/traces"
 	"svc/internal/platform/config"
@@ -94,7 +95,7 @@ func runRunner(ctx context.Context, x *cli, args []string) (int, error) {
 	// local runtime's rules of svc dev (isolate where the host allows).
 	// Its jobs reach the API they are told of (c.base) from the isolated
 	// network.
-	d, err := localDriver(ctx, cfg, "dev", cfg.DataDir, log, c.base)
+	d, err := app.LocalDriver(ctx, cfg, "dev", cfg.DataDir, log, c.base)
 	if err != nil {
 		return exitProblem, err
 	}

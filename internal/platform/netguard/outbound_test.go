@@ -32,7 +32,7 @@ var dialSites = map[string]string{
 	"judges/score/anthropic.go completeAnthropic": "ep.Client: the model guard's client (models.Service.Resolve)",
 	"judges/score/model.go completeOpenAI":        "ep.Client: the model guard's client (models.Service.Resolve)",
 	// Fallbacks when a constructor gets no guard: every production caller
-	// passes one (cmd/svc/app.go, api/models.go, api/trace_sources.go,
+	// passes one (internal/app, api/server.go,
 	// activities); kept for package tests against loopback servers.
 	"judges/score/model.go Complete":            "fallback for an Endpoint without Client; callers pass access.Client",
 	"internal/service/models/models.go Resolve": "fallback for a Service without Guard; the API and the worker set Guard",

@@ -1,4 +1,4 @@
-package main
+package app
 
 import (
 	"context"
@@ -8,11 +8,10 @@ import (
 	"strings"
 
 	"svc/drivers/local"
-	"svc/internal/app"
 	"svc/internal/platform/config"
 )
 
-// localDriver builds the local runtime's driver for a process of the given
+// LocalDriver builds the local runtime's driver for a process of the given
 // role ("dev" or "worker") under the SVC_LOCAL_* settings: whether it runs
 // jobs at all, and how they are isolated (docs/runtimes.md). A setting
 // that cannot be honoured stops start-up with a line naming it; a worker
@@ -20,7 +19,7 @@ import (
 // reason. apiURLs are the API's addresses that jobs are told (where they
 // send spans and model calls), which the isolated network lets them
 // reach; none: those this process's settings name for role.
-func localDriver(ctx context.Context, cfg config.Config, role, dataDir string, log *slog.Logger, apiURLs ...string) (*local.Driver, error) {
+func LocalDriver(ctx context.Context, cfg config.Config, role, dataDir string, log *slog.Logger, apiURLs ...string) (*local.Driver, error) {
 	root := cfg.LocalWorkDir
 	if root == "" {
 		var note string
@@ -98,7 +97,7 @@ func localDriver(ctx context.Context, cfg config.Config, role, dataDir string, l
 // localPool builds the driver whose jobs run on one job server, each as a
 // uid of its own from SVC_LOCAL_UIDS, and starts that server: a server
 // that cannot isolate jobs stops start-up or turns the runtime off, as in
-// localDriver.
+// LocalDriver.
 func localPool(ctx context.Context, cfg config.Config, dev bool, dataDir string, o local.Options, network *local.Network, log *slog.Logger) (*local.Driver, error) {
 	uids := local.DefaultUIDs
 	if v := cfg.LocalUIDs; v != "" {
@@ -169,7 +168,7 @@ func localNetwork(ctx context.Context, cfg config.Config, role string, apiURLs [
 		return nil, nil
 	}
 	if len(apiURLs) == 0 {
-		apiURLs = []string{cfg.HarnessOTLPEndpoint, cfg.PublicURL, app.ModelProxyURL(cfg, role)}
+		apiURLs = []string{cfg.HarnessOTLPEndpoint, cfg.PublicURL, ModelProxyURL(cfg, role)}
 	}
 	fwd, err := local.Forwards(ctx, apiURLs...)
 	if err != nil {
@@ -240,4 +239,9 @@ func checkIsolation(ctx context.Context, cfg config.Config, dev bool, o local.Op
 	}
 	log.Warn("local runtime: jobs share the host's network, loopback services included (Temporal, PostgreSQL, pprof): they cannot get the isolated network here; "+slirpHint, "reason", why)
 	return d, o, nil, nil
+}
+
+// oneLine flattens an error to a single line for start-up messages.
+func oneLine(err error) string {
+	return strings.Join(strings.Fields(err.Error()), " ")
 }

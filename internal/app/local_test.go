@@ -1,4 +1,4 @@
-package main
+package app
 
 import (
 	"fmt"
@@ -36,9 +36,9 @@ func TestLocalDriverPolicy(t *testing.T) {
 			if tc.set != nil {
 				tc.set(&cfg)
 			}
-			d, err := localDriver(t.Context(), cfg, tc.role, t.TempDir(), log)
+			d, err := LocalDriver(t.Context(), cfg, tc.role, t.TempDir(), log)
 			if err != nil {
-				t.Fatalf("localDriver: %v", err)
+				t.Fatalf("LocalDriver: %v", err)
 			}
 			res, err := d.Run(t.Context(), drivers.Job{RunID: "policy", Command: []string{"/bin/sh", "-c", "id -u"}})
 			if tc.wantErr != "" {
@@ -93,7 +93,7 @@ func TestLocalNetworkPolicy(t *testing.T) {
 		set     func(*config.Config)
 		path    string
 		want    string // the probe's answer
-		wantErr string // in localDriver's error, or else the job's
+		wantErr string // in LocalDriver's error, or else the job's
 		wantLog string
 	}{
 		{name: "dev isolates", role: "dev", want: "refused"},
@@ -117,13 +117,13 @@ func TestLocalNetworkPolicy(t *testing.T) {
 			}
 			var logs strings.Builder
 			log := slog.New(slog.NewTextHandler(&logs, nil))
-			d, err := localDriver(t.Context(), cfg, tc.role, t.TempDir(), log)
+			d, err := LocalDriver(t.Context(), cfg, tc.role, t.TempDir(), log)
 			if err == nil {
 				defer d.Close()
 			}
 			if err != nil {
 				if tc.wantErr == "" || !strings.Contains(err.Error(), tc.wantErr) {
-					t.Fatalf("localDriver: %v", err)
+					t.Fatalf("LocalDriver: %v", err)
 				}
 				return
 			}
