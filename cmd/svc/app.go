@@ -71,7 +71,7 @@ func openPostgres(ctx context.Context, cfg config.Config, migrate bool) (*postgr
 		return nil, err
 	}
 	shown := cfg.Redacted().DatabaseURL
-	st, err := postgres.Open(ctx, cfg.DatabaseURL)
+	st, err := postgres.OpenWith(ctx, cfg.DatabaseURL, postgres.Options{StatementTimeout: cfg.PGStatementTimeout})
 	if err != nil {
 		return nil, fmt.Errorf("DATABASE_URL=%s: cannot reach PostgreSQL: %v", shown, oneLine(err))
 	}
