@@ -262,7 +262,7 @@ func (a *Activities) dispatchFrom(ctx context.Context, run eval.Run, g grading, 
 	// The proxy's metered cost is in the usage before the graders run,
 	// so a usd grader sees it beside the trace's own.
 	plan.ModelCostUSD = modelUsage.CostUSD
-	result, runErr := traces.BuildResult(run, plan.Dispatch, out, perr, a.Host)
+	result, runErr := traces.BuildResult(run, plan.Dispatch, traces.JobOutput(out), perr, a.Host)
 	if plan.placement.selfReported && result.Provenance != nil {
 		// A self-hosted runner ran it: the service did not see the compute.
 		result.Provenance.Attestation = eval.AttestationSelfReported

@@ -8,8 +8,6 @@ package drivers
 import (
 	"context"
 	"time"
-
-	"svc/internal/domain/traces"
 )
 
 // Job is one case of a process harness to run (the harness contract of
@@ -60,10 +58,40 @@ type Job struct {
 	Log func(stream string, data []byte)
 }
 
-// Result is what a finished job left. It is traces.JobOutput, the input
-// of a case result, so that what a driver reports reaches the result
-// without a copy that could forget a field.
-type Result = traces.JobOutput
+// Result is what a finished job left. Its fields are those of
+// traces.JobOutput, the input of a case result, in the same order and of
+// the same types, so the worker converts one into the other
+// (traces.JobOutput(res)) and a field added to one and not to the other
+// does not compile; drivers, the lowest layer, name nothing of the domain.
+type Result struct {
+	ExitCode int // -1 when killed by a signal
+	Duration time.Duration
+	// Stdout is the whole standard output up to the driver's cap (the
+	// final answer of the harness); StdoutTail and StderrTail are the last
+	// bytes of each.
+	Stdout     string
+	StdoutTail string
+	StderrTail string
+	// Trace is the content of the file named by SVC_TRACE_FILE (TraceEvent
+	// JSON lines), up to the driver's cap.
+	Trace []byte
+	// TraceRefused, when set, says why the driver did not read the trace
+	// file (a symbolic link, a FIFO, a file the job did not write).
+	TraceRefused string
+	// TimedOut is set when the job's timeout ended it; Cancelled when its
+	// caller did.
+	TimedOut  bool
+	Cancelled bool
+	// OS is the operating system the job ran on (runtime.GOOS for local).
+	OS string
+	// Driver names the driver: local, docker, nomad, k8s.
+	Driver string
+	// Image is the image the job ran in, if any.
+	Image string
+	// Host is the machine that ran the job when it is not the worker
+	// recording it (a self-hosted runner's, as the runner reported it).
+	Host string
+}
 
 // Output caps.
 const (

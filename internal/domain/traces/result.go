@@ -35,7 +35,8 @@ type Dispatch struct {
 }
 
 // JobOutput is what a finished job left, as a driver reports it
-// (drivers.Result is this type; this package imports no driver).
+// (drivers.Result has the same fields, and the worker converts one into
+// the other; neither package imports the other).
 type JobOutput struct {
 	ExitCode int // -1 when killed by a signal
 	Duration time.Duration
