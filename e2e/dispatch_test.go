@@ -46,4 +46,18 @@ func TestBatchThatDispatchedNothingFails(t *testing.T) {
 	if p := sc.Progress; p.Done != 3 || p.Failed != 3 || p.DispatchErrors != 3 {
 		t.Errorf("progress %+v, want 3 done, 3 failed, 3 dispatch errors", p)
 	}
+	// Spec §2.3: a failed batch keeps its partial scorecard: the detail
+	// read still has a row for each case, saying why it failed.
+	var detail eval.Scorecard
+	if code := call(t, "GET", svc.URL+"/scorecards/"+sc.ID, nil, &detail); code != 200 {
+		t.Fatalf("GET /scorecards/%s = %d", sc.ID, code)
+	}
+	if len(detail.Scorecard) != 3 {
+		t.Fatalf("the failed batch's detail has %d case rows, want 3", len(detail.Scorecard))
+	}
+	for _, row := range detail.Scorecard {
+		if row.CasePass || row.Status != eval.StatusFailed {
+			t.Errorf("case %s: status %s, casePass %v; want failed", row.CaseID, row.Status, row.CasePass)
+		}
+	}
 }

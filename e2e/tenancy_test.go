@@ -64,6 +64,10 @@ func TestPrivateTeamDatasetScorecardIsTheTeams(t *testing.T) {
 	if sc.Status != eval.ScorecardSucceeded || sc.AudienceTeam != "secret" {
 		t.Fatalf("batch ended %s with audienceTeam %q, want succeeded and secret", sc.Status, sc.AudienceTeam)
 	}
+	// Spec §2.3: createdBy is the submitter's subject.
+	if sc.CreatedBy != "alice" {
+		t.Errorf("createdBy = %q, want the submitter alice", sc.CreatedBy)
+	}
 	var kids []eval.Run
 	if code := do(alice, "GET", "/runs?scorecardId="+sc.ID, nil, &kids); code != 200 || len(kids) != 2 {
 		t.Fatalf("alice's GET /runs?scorecardId= = %d with %d runs, want 200 with 2", code, len(kids))
