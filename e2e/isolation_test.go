@@ -18,6 +18,7 @@ import (
 
 	"svc/drivers/local"
 	"svc/internal/domain/eval"
+	"svc/internal/testbin"
 	"svc/internal/testwait"
 	"svc/store/pgtest"
 )
@@ -311,21 +312,7 @@ func listeningPorts(t *testing.T, pid int) []string {
 // test ends, and returns its address.
 func acceptAll(t *testing.T, addr string) string {
 	t.Helper()
-	l, err := net.Listen("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { l.Close() })
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			t.Cleanup(func() { c.Close() })
-		}
-	}()
-	return l.Addr().String()
+	return testbin.Listen(t, addr, nil).Addr().String()
 }
 
 // outsideAddress returns an IPv4 address of this host that is not on the

@@ -24,6 +24,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"svc/drivers"
+	"svc/internal/testbin"
 	"svc/internal/testwait"
 )
 
@@ -271,21 +272,7 @@ func testIsolatedNetworkAllowed(t *testing.T, pool bool) {
 // until the test ends.
 func listen(t *testing.T, addr string) net.Listener {
 	t.Helper()
-	l, err := net.Listen("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { l.Close() })
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			t.Cleanup(func() { c.Close() })
-		}
-	}()
-	return l
+	return testbin.Listen(t, addr, nil)
 }
 
 // TestIsolatedNetworkServerShared: the jobs of one job server share its
@@ -581,21 +568,7 @@ func listenerFD(t *testing.T, l net.Listener) int {
 // listenEcho starts a TCP echo server on the loopback.
 func listenEcho(t *testing.T) net.Listener {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { l.Close() })
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			go func() { defer c.Close(); _, _ = io.Copy(c, c) }()
-		}
-	}()
-	return l
+	return testbin.Listen(t, "127.0.0.1:0", func(c net.Conn) { defer c.Close(); _, _ = io.Copy(c, c) })
 }
 
 // TestIsolatedNetworkResolver: where the host's resolver file names a

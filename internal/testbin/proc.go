@@ -62,3 +62,29 @@ func FreePort(t testing.TB) int {
 	defer ln.Close()
 	return ln.Addr().(*net.TCPAddr).Port
 }
+
+// Listen opens a TCP listener at addr, closed when the test ends, and
+// serves each connection it accepts with serve, in a goroutine of its own;
+// with a nil serve a connection is held open until the test ends.
+func Listen(t testing.TB, addr string, serve func(net.Conn)) net.Listener {
+	t.Helper()
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			if serve == nil {
+				t.Cleanup(func() { c.Close() })
+				continue
+			}
+			go serve(c)
+		}
+	}()
+	return l
+}
