@@ -10,8 +10,8 @@ import (
 	"svc/internal/domain/eval"
 	"svc/internal/domain/registry"
 	"svc/internal/platform/derrors"
-	"svc/records"
 	"svc/store"
+	"svc/store/records"
 )
 
 // Admission on a remote runtime (spec §2.6's admission envelope): a job on

@@ -13,7 +13,7 @@ import (
 
 	"svc/drivers"
 	"svc/internal/domain/eval"
-	"svc/internal/testwait"
+	"svc/internal/testing/testwait"
 	"svc/store"
 )
 

@@ -8,7 +8,7 @@ import (
 
 	"svc/internal/domain/eval"
 	"svc/internal/domain/flows"
-	"svc/internal/testwait"
+	"svc/internal/testing/testwait"
 )
 
 // Admission: two batches on one nomad runtime with maxConcurrent 3 never

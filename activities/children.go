@@ -5,8 +5,8 @@ import (
 
 	"svc/internal/domain/eval"
 	"svc/internal/domain/scoring"
-	"svc/records"
 	"svc/store"
+	"svc/store/records"
 )
 
 // ChildPageInput pages a batch's canonical child runs.

@@ -11,7 +11,7 @@ import (
 
 	"svc/internal/domain/eval"
 	"svc/internal/domain/registry"
-	"svc/records"
+	"svc/store/records"
 	"svc/store/sqlite/sqlitetest"
 )
 

@@ -13,8 +13,8 @@ import (
 	"svc/internal/domain/flows"
 	"svc/internal/domain/registry"
 	"svc/internal/platform/derrors"
-	"svc/records"
 	"svc/store"
+	"svc/store/records"
 )
 
 // CaseChunk is a stretch of a batch's items that one RunCases activity

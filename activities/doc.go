@@ -21,6 +21,7 @@ import (
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/worker"
 
+	"svc/activities/judges"
 	"svc/drivers"
 	"svc/internal/integrations/webhooks"
 	"svc/internal/platform/secrets"
@@ -28,9 +29,8 @@ import (
 	"svc/internal/service/registries"
 	"svc/internal/service/traceingest"
 	"svc/internal/service/tracesources"
-	"svc/judges"
-	"svc/records"
 	"svc/store"
+	"svc/store/records"
 )
 
 // Activities carries the dependencies of every activity method.

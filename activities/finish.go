@@ -20,8 +20,8 @@ import (
 	"svc/internal/domain/traces"
 	"svc/internal/platform/derrors"
 	"svc/internal/service/models"
-	"svc/records"
 	"svc/store"
+	"svc/store/records"
 )
 
 // FinishInput ends a batch.

@@ -12,8 +12,8 @@ import (
 	"svc/internal/domain/registry"
 	"svc/internal/domain/traces"
 	"svc/internal/platform/derrors"
-	"svc/records"
 	"svc/store"
+	"svc/store/records"
 )
 
 // Group commit of the writes every case of a batch makes: the creation of

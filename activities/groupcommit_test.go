@@ -11,10 +11,10 @@ import (
 	"svc/internal/domain/eval"
 	"svc/internal/domain/registry"
 	"svc/internal/platform/derrors"
-	"svc/records"
 	"svc/store"
 	"svc/store/pgtest"
 	"svc/store/postgres"
+	"svc/store/records"
 	"svc/store/sqlite/sqlitetest"
 	"svc/store/storetest"
 )

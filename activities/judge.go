@@ -8,14 +8,14 @@ import (
 
 	"go.temporal.io/sdk/activity"
 
+	"svc/activities/judges"
 	"svc/auth"
 	"svc/internal/domain/eval"
 	"svc/internal/domain/flows"
 	"svc/internal/domain/registry"
 	"svc/internal/platform/derrors"
-	"svc/judges"
-	"svc/records"
 	"svc/store"
+	"svc/store/records"
 )
 
 // JudgeInput judges one case.

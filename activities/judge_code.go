@@ -7,11 +7,11 @@ import (
 	"strings"
 	"time"
 
+	"svc/activities/judges"
 	"svc/auth"
 	"svc/internal/domain/eval"
 	"svc/internal/domain/registry"
 	"svc/internal/service/models"
-	"svc/judges"
 	"svc/store"
 )
 

@@ -8,15 +8,15 @@ import (
 	"fmt"
 	"time"
 
+	"svc/activities/judges"
 	"svc/auth"
 	"svc/internal/domain/eval"
+	"svc/internal/domain/judge"
 	"svc/internal/domain/registry"
+	"svc/internal/integrations/evidence"
+	"svc/internal/integrations/modeljudge"
 	"svc/internal/platform/derrors"
-	"svc/judges"
-	"svc/judges/evidence"
-	"svc/judges/prompt"
-	"svc/judges/score"
-	"svc/records"
+	"svc/store/records"
 )
 
 // TriggerHarnessJudge is the trigger of the run in which a legacy harness
@@ -173,7 +173,7 @@ func (a *Activities) judgeEffective(ctx context.Context, who auth.Principal, j *
 
 // judgeEvidence is the prompt evidence of a legacy judge's case: custom
 // slots bound from its text artifacts and a screenshot fetched from its
-// ref, through the outbound address guard (judges/evidence), as the
+// ref, through the outbound address guard (internal/integrations/evidence), as the
 // preview binds them.
 func (a *Activities) judgeEvidence(ctx context.Context, eff prompt.Effective, in judges.Input) (prompt.Evidence, []string) {
 	return evidence.Fetcher{Guard: a.Guard}.Resolve(ctx, eff, EvidenceOf(in))

@@ -3,11 +3,11 @@ package activities
 import (
 	"context"
 
+	"svc/activities/judges"
 	"svc/auth"
 	"svc/internal/domain/eval"
+	"svc/internal/domain/judge"
 	"svc/internal/domain/registry"
-	"svc/judges"
-	"svc/judges/prompt"
 )
 
 // runModelJudge runs a legacy model judge over one case: its effective

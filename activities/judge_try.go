@@ -7,12 +7,12 @@ import (
 	"fmt"
 	"time"
 
+	"svc/activities/judges"
 	"svc/auth"
 	"svc/internal/domain/eval"
+	"svc/internal/domain/judge/try"
 	"svc/internal/domain/registry"
 	"svc/internal/platform/derrors"
-	"svc/judges"
-	"svc/judges/try"
 )
 
 // runJudgeTry runs the code judge of a try run (trigger judge-preview,

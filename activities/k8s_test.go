@@ -20,8 +20,8 @@ import (
 	"svc/drivers/k8s/kubetest"
 	"svc/internal/domain/eval"
 	"svc/internal/platform/config"
-	"svc/internal/stacktest"
-	"svc/internal/testwait"
+	"svc/internal/testing/stacktest"
+	"svc/internal/testing/testwait"
 )
 
 // Cases really run on a k8s runtime: the whole service (API, embedded

@@ -20,8 +20,8 @@ import (
 	"svc/internal/domain/registry"
 	"svc/internal/platform/secrets"
 	"svc/internal/service/registries"
-	"svc/records"
 	"svc/store"
+	"svc/store/records"
 	"svc/store/sqlite/sqlitetest"
 )
 

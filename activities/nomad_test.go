@@ -13,8 +13,8 @@ import (
 	"svc/internal/domain/eval"
 	"svc/internal/platform/config"
 	"svc/internal/service/runs"
-	"svc/internal/stacktest"
-	"svc/internal/testwait"
+	"svc/internal/testing/stacktest"
+	"svc/internal/testing/testwait"
 )
 
 // Cases really run on a nomad runtime: the whole service (API, embedded

@@ -17,8 +17,8 @@ import (
 	"svc/internal/platform/derrors"
 	"svc/internal/service/traceingest"
 	"svc/internal/service/tracesources"
-	"svc/records"
 	"svc/store"
+	"svc/store/records"
 )
 
 // Pull ingest (POST /scorecards/ingest/pull, spec §4.5): a pulled batch's

@@ -17,8 +17,8 @@ import (
 	"svc/internal/integrations/pull"
 	"svc/internal/platform/secrets"
 	"svc/internal/service/tracesources"
-	"svc/records"
 	"svc/store"
+	"svc/store/records"
 	"svc/store/sqlite/sqlitetest"
 )
 

@@ -22,8 +22,8 @@ import (
 	"svc/internal/domain/traces"
 	"svc/internal/platform/derrors"
 	"svc/internal/service/registries"
-	"svc/records"
 	"svc/store"
+	"svc/store/records"
 )
 
 // RunRef names a run.

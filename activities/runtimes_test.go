@@ -18,9 +18,9 @@ import (
 	"svc/internal/platform/netguard"
 	"svc/internal/platform/secrets"
 	"svc/internal/service/registries"
-	"svc/internal/testwait"
-	"svc/records"
+	"svc/internal/testing/testwait"
 	"svc/store"
+	"svc/store/records"
 	"svc/store/sqlite/sqlitetest"
 )
 

@@ -12,8 +12,8 @@ import (
 	"svc/internal/domain/flows"
 	"svc/internal/domain/registry"
 	"svc/internal/platform/derrors"
-	"svc/records"
 	"svc/store"
+	"svc/store/records"
 )
 
 // ScorecardRef names a batch.

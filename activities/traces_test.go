@@ -19,8 +19,8 @@ import (
 	"svc/internal/platform/config"
 	"svc/internal/service/registries"
 	"svc/internal/service/traceingest"
-	"svc/records"
 	"svc/store"
+	"svc/store/records"
 	"svc/store/sqlite/sqlitetest"
 )
 

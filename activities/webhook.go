@@ -12,8 +12,8 @@ import (
 	"svc/internal/domain/flows"
 	"svc/internal/integrations/webhooks"
 	"svc/internal/platform/derrors"
-	"svc/records"
 	"svc/store"
+	"svc/store/records"
 )
 
 // WebhookMessageID is the webhook-id of a run's final-record webhook: one

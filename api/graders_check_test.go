@@ -12,7 +12,7 @@ import (
 	"svc/api/apitest"
 	"svc/internal/domain/eval"
 	"svc/internal/domain/registry"
-	"svc/records"
+	"svc/store/records"
 )
 
 // builtinKinds is how an unknown-kind message lists the built-in kinds.

@@ -8,7 +8,7 @@ import (
 
 	"svc/internal/domain/eval"
 	"svc/internal/integrations/pull"
-	"svc/records"
+	"svc/store/records"
 )
 
 // POST /scorecards/ingest/pull (spec §4.5, issue 16 point 6): what the

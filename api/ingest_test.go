@@ -8,7 +8,7 @@ import (
 	"svc/internal/domain/eval"
 	"svc/internal/domain/traces"
 	"svc/internal/platform/config"
-	"svc/records"
+	"svc/store/records"
 )
 
 // POST /scorecards/ingest (spec §4.5, issue 16 point 5): what the route

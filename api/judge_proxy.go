@@ -15,8 +15,8 @@ import (
 	"svc/internal/platform/derrors"
 	"svc/internal/platform/reqid"
 	"svc/internal/service/models"
-	"svc/records"
 	"svc/store"
+	"svc/store/records"
 )
 
 // The model proxy of code judges (issue 17, spec §2.5): a code judge that

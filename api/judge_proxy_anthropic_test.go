@@ -8,7 +8,7 @@ import (
 
 	"svc/internal/platform/config"
 	"svc/internal/service/models"
-	"svc/judges/judgetest"
+	"svc/internal/testing/judgetest"
 )
 
 // The model proxy stays OpenAI-wire for an anthropic binding: it forwards

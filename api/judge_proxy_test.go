@@ -9,7 +9,7 @@ import (
 
 	"svc/internal/platform/config"
 	"svc/internal/service/models"
-	"svc/judges/judgetest"
+	"svc/internal/testing/judgetest"
 	"svc/store"
 )
 

@@ -9,12 +9,12 @@ import (
 
 	"svc/auth"
 	"svc/internal/domain/eval"
+	"svc/internal/domain/judge"
 	"svc/internal/domain/registry"
 	"svc/internal/domain/scoring"
+	"svc/internal/integrations/evidence"
 	"svc/internal/integrations/webhooks"
 	"svc/internal/platform/derrors"
-	"svc/judges/evidence"
-	"svc/judges/prompt"
 )
 
 // POST /judges/preview (spec §4.4): the exact prompt a model-backed judge
@@ -242,7 +242,7 @@ func clipText(s string) string {
 
 // evidenceFetcher binds a legacy judge's custom slots and screenshot from
 // the case's artifacts through the outbound address guard, as the worker
-// does (judges/evidence), so the preview is the prompt the model is sent.
+// does (internal/integrations/evidence), so the preview is the prompt the model is sent.
 func (s *Server) evidenceFetcher() evidence.Fetcher {
 	g, err := webhooks.NewGuard(s.cfg.WebhookAllow)
 	if err != nil {

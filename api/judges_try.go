@@ -11,13 +11,13 @@ import (
 
 	"svc/auth"
 	"svc/internal/domain/eval"
+	"svc/internal/domain/judge"
+	"svc/internal/domain/judge/try"
 	"svc/internal/domain/registry"
+	"svc/internal/integrations/modeljudge"
 	"svc/internal/platform/derrors"
 	"svc/internal/platform/reqid"
 	"svc/internal/service/runs"
-	"svc/judges/prompt"
-	"svc/judges/score"
-	"svc/judges/try"
 )
 
 // POST /judges/try and /judges/:id/try (spec §4.4): one real execution of
@@ -61,7 +61,7 @@ type tryResponse struct {
 	Usage   *score.Usage `json:"usage,omitempty"`
 	// RunID is the run a harness judge judged in.
 	RunID string `json:"runId,omitempty"`
-	// Warnings say which evidence could not be bound (judges/evidence).
+	// Warnings say which evidence could not be bound (internal/integrations/evidence).
 	Warnings []string `json:"warnings,omitempty"`
 }
 

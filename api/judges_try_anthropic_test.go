@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"svc/internal/platform/config"
-	"svc/judges/judgetest"
+	"svc/internal/testing/judgetest"
 )
 
 // A model judge tried inline against an anthropic binding calls the

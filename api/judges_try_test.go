@@ -8,7 +8,7 @@ import (
 
 	"svc/internal/domain/registry"
 	"svc/internal/platform/config"
-	"svc/judges/judgetest"
+	"svc/internal/testing/judgetest"
 	"svc/store"
 )
 

@@ -13,7 +13,7 @@ import (
 	"github.com/prometheus/common/model"
 
 	"svc/api"
-	"svc/internal/testwait"
+	"svc/internal/testing/testwait"
 )
 
 var generatedID = regexp.MustCompile(`^[A-Za-z0-9._:-]{1,128}$`)

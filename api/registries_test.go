@@ -20,8 +20,8 @@ import (
 	"svc/internal/domain/registry"
 	"svc/internal/platform/config"
 	"svc/internal/service/registries"
-	"svc/records"
 	"svc/store"
+	"svc/store/records"
 )
 
 // testSecretKey is SVC_SECRET_KEY in every test env: base64 of 32 bytes.

@@ -10,7 +10,7 @@ import (
 	"svc/auth"
 	"svc/internal/platform/derrors"
 	"svc/internal/service/runs"
-	"svc/records"
+	"svc/store/records"
 )
 
 // Runs, trajectories, notifications and the webhook signing secret (spec

@@ -16,8 +16,8 @@ import (
 	"svc/internal/domain/registry"
 	"svc/internal/domain/traces"
 	"svc/internal/service/runs"
-	"svc/records"
 	"svc/store"
+	"svc/store/records"
 )
 
 // The run routes' submit path needs a workflow engine; it is tested end to

@@ -20,8 +20,8 @@ import (
 	"svc/internal/domain/registry"
 	"svc/internal/domain/scoring"
 	"svc/internal/domain/traces"
-	"svc/records"
 	"svc/store"
+	"svc/store/records"
 )
 
 // The comparison routes (issue #7): diff, gate, query and the frozen

@@ -25,8 +25,8 @@ import (
 	"svc/internal/platform/derrors"
 	"svc/internal/service/runs"
 	"svc/internal/service/scorecards"
-	"svc/records"
 	"svc/store"
+	"svc/store/records"
 )
 
 // The batch routes' workflows run on Temporal and are tested end to end in

@@ -29,8 +29,8 @@ import (
 	"svc/internal/domain/registry"
 	"svc/internal/domain/traces"
 	"svc/internal/service/traceingest"
-	"svc/records"
 	"svc/store"
+	"svc/store/records"
 )
 
 // The OTLP door (POST /v1/traces) and the trace settings, on a real

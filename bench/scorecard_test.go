@@ -8,7 +8,7 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 
 	"svc/internal/domain/eval"
-	"svc/records"
+	"svc/store/records"
 )
 
 const (

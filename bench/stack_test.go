@@ -9,12 +9,12 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"svc/internal/orchestration"
-	"svc/internal/stacktest"
+	"svc/internal/testing/stacktest"
 	"svc/store"
 	"svc/store/pgtest"
 )
 
-// The stack is internal/stacktest's, the one the workflows tests use, with
+// The stack is internal/testing/stacktest's, the one the workflows tests use, with
 // the worker's activity slots set explicitly.
 
 func TestMain(m *testing.M) { pgtest.Main(m) }

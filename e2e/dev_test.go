@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"svc/internal/platform/config"
-	"svc/internal/testwait"
+	"svc/internal/testing/testwait"
 	"svc/store/pgtest"
 )
 

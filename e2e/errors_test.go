@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"svc/internal/testwait"
+	"svc/internal/testing/testwait"
 )
 
 // chainErrorBody is the one JSON error shape, as a client decodes it.

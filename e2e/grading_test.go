@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"svc/internal/domain/eval"
-	"svc/internal/testwait"
-	"svc/judges/judgetest"
+	"svc/internal/testing/judgetest"
+	"svc/internal/testing/testwait"
 )
 
 // meteredHarness asks its bound model through the control plane's model

@@ -17,7 +17,7 @@ import (
 	"time"
 
 	"svc/internal/domain/eval"
-	"svc/internal/testwait"
+	"svc/internal/testing/testwait"
 	"svc/store"
 )
 

@@ -14,7 +14,7 @@ import (
 
 	"svc/drivers/local"
 	"svc/internal/domain/eval"
-	"svc/internal/testwait"
+	"svc/internal/testing/testwait"
 )
 
 // TestHarnessCannotReadAnotherRunsTrace is issue 30's first finding

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"svc/internal/domain/eval"
-	"svc/internal/testwait"
+	"svc/internal/testing/testwait"
 )
 
 // Ingest through the real binary (issue 29, items 1, 2 and 5): traces

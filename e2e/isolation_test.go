@@ -18,8 +18,8 @@ import (
 
 	"svc/drivers/local"
 	"svc/internal/domain/eval"
-	"svc/internal/testbin"
-	"svc/internal/testwait"
+	"svc/internal/testing/testbin"
+	"svc/internal/testing/testwait"
 	"svc/store/pgtest"
 )
 

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"svc/internal/testwait"
+	"svc/internal/testing/testwait"
 )
 
 // TestDevKeepsDataAfterKill: records written through the API of `svc dev`

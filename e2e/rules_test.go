@@ -13,7 +13,7 @@ import (
 	_ "modernc.org/sqlite" // the test reaches into svc dev's SQLite file to inject store faults
 
 	"svc/internal/domain/eval"
-	"svc/internal/testwait"
+	"svc/internal/testing/testwait"
 )
 
 // Spec rules that held only in part (issue 29), each checked through the

@@ -18,9 +18,9 @@ import (
 	"svc/internal/domain/eval"
 	"svc/internal/integrations/webhooks"
 	"svc/internal/service/runs"
-	"svc/internal/testwait"
-	"svc/records"
+	"svc/internal/testing/testwait"
 	"svc/store"
+	"svc/store/records"
 )
 
 // TestRunSurvivesDevKill: a run whose harness is running when `svc dev` is

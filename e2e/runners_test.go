@@ -13,7 +13,7 @@ import (
 	"svc/internal/domain/eval"
 	"svc/internal/domain/flows"
 	"svc/internal/service/runs"
-	"svc/internal/testwait"
+	"svc/internal/testing/testwait"
 	"svc/store"
 )
 

@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"svc/internal/domain/eval"
-	"svc/internal/testwait"
+	"svc/internal/testing/testwait"
 	"svc/store"
 )
 

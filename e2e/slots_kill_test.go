@@ -11,7 +11,7 @@ import (
 
 	"svc/drivers/nomad/nomadtest"
 	"svc/internal/domain/eval"
-	"svc/internal/testwait"
+	"svc/internal/testing/testwait"
 	"svc/store/sqlite"
 )
 

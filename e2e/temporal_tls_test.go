@@ -19,7 +19,7 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
 	"svc/internal/orchestration"
-	"svc/internal/testwait"
+	"svc/internal/testing/testwait"
 )
 
 // devTemporalTLS is the environment with which `svc serve` and `svc worker`

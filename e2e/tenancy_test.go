@@ -9,7 +9,7 @@ import (
 
 	"svc/auth/authtest"
 	"svc/internal/domain/eval"
-	"svc/internal/testwait"
+	"svc/internal/testing/testwait"
 )
 
 // TestPrivateTeamDatasetScorecardIsTheTeams (issue 30, finding 6): a batch

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"svc/auth/authtest"
-	"svc/internal/testwait"
+	"svc/internal/testing/testwait"
 )
 
 // uiHarness answers "ok" after DELAY seconds, or "bad" for the case ids in

@@ -13,8 +13,8 @@ import (
 	"svc/internal/service/models"
 	"svc/internal/service/runners"
 	"svc/internal/service/runs"
-	"svc/internal/testwait"
-	"svc/judges/judgetest"
+	"svc/internal/testing/judgetest"
+	"svc/internal/testing/testwait"
 	"svc/store"
 )
 

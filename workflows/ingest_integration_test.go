@@ -9,7 +9,7 @@ import (
 	"svc/internal/domain/eval"
 	"svc/internal/domain/gate"
 	"svc/internal/domain/traces"
-	"svc/records"
+	"svc/store/records"
 )
 
 // Push ingest end to end (issue 16 point 5): a managed scorecard of a

@@ -26,11 +26,11 @@ import (
 	"svc/internal/integrations/webhooks"
 	"svc/internal/platform/config"
 	"svc/internal/service/runs"
-	"svc/internal/stacktest"
-	"svc/internal/testwait"
-	"svc/records"
+	"svc/internal/testing/stacktest"
+	"svc/internal/testing/testwait"
 	"svc/store"
 	"svc/store/pgtest"
+	"svc/store/records"
 )
 
 // End to end through Temporal's real server (embedded), the real API on

@@ -8,8 +8,8 @@ import (
 	"svc/internal/domain/eval"
 	"svc/internal/domain/gate"
 	"svc/internal/platform/config"
-	"svc/internal/stacktest"
-	"svc/judges/judgetest"
+	"svc/internal/testing/judgetest"
+	"svc/internal/testing/stacktest"
 )
 
 // A judged scorecard whose judge has criteria and whose cases have

@@ -13,8 +13,8 @@ import (
 
 	"svc/internal/domain/eval"
 	"svc/internal/platform/config"
-	"svc/internal/stacktest"
-	"svc/judges/judgetest"
+	"svc/internal/testing/judgetest"
+	"svc/internal/testing/stacktest"
 )
 
 // modelKey is the model server's API key: it must reach the server's

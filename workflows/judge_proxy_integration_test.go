@@ -8,7 +8,7 @@ import (
 
 	"svc/internal/domain/eval"
 	"svc/internal/service/models"
-	"svc/judges/judgetest"
+	"svc/internal/testing/judgetest"
 	"svc/store"
 )
 

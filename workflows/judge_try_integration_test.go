@@ -11,7 +11,7 @@ import (
 	"svc/internal/domain/gate"
 	"svc/internal/domain/manifest"
 	"svc/internal/service/runs"
-	"svc/internal/testwait"
+	"svc/internal/testing/testwait"
 )
 
 // nonemptyJudge passes a case whose final answer is not empty, printing a

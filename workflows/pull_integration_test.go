@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"svc/internal/domain/eval"
-	"svc/records"
+	"svc/store/records"
 )
 
 // Pull ingest end to end (issue 16 point 6): a trace source of kind otel

@@ -12,7 +12,7 @@ import (
 	"svc/internal/domain/flows"
 	"svc/internal/domain/manifest"
 	"svc/internal/domain/traces"
-	"svc/internal/testwait"
+	"svc/internal/testing/testwait"
 	"svc/store"
 )
 

@@ -26,7 +26,7 @@ import (
 	"svc/drivers/k8s"
 	"svc/drivers/k8s/kubetest"
 	"svc/internal/platform/derrors"
-	"svc/internal/testwait"
+	"svc/internal/testing/testwait"
 )
 
 // The driver against a real kube-apiserver and etcd (drivers/k8s/kubetest),

@@ -15,7 +15,7 @@ import (
 
 	"svc/drivers"
 	"svc/drivers/local/shim"
-	"svc/internal/testwait"
+	"svc/internal/testing/testwait"
 )
 
 // isolatedDriver returns a driver that isolates jobs the way svc does,

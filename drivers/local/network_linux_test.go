@@ -24,8 +24,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"svc/drivers"
-	"svc/internal/testbin"
-	"svc/internal/testwait"
+	"svc/internal/testing/testbin"
+	"svc/internal/testing/testwait"
 )
 
 // networkDriver returns an isolated driver (on the job server when pool)

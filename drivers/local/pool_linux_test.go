@@ -18,7 +18,7 @@ import (
 	"svc/drivers"
 	"svc/drivers/local/shim"
 	"svc/internal/platform/derrors"
-	"svc/internal/testwait"
+	"svc/internal/testing/testwait"
 )
 
 // poolDriver returns a driver whose jobs run on the job server, its root

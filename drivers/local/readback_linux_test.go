@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"svc/drivers"
-	"svc/internal/testwait"
+	"svc/internal/testing/testwait"
 )
 
 // TestTraceFileSymlinkIsRefused is issue 30's first finding: a job that

@@ -23,7 +23,7 @@ import (
 	"svc/drivers"
 	"svc/drivers/local/shim"
 	"svc/internal/platform/derrors"
-	"svc/internal/testwait"
+	"svc/internal/testing/testwait"
 )
 
 // helperEnv switches the test binary into a helper process that runs one

@@ -17,7 +17,7 @@ import (
 	"svc/drivers/nomad"
 	"svc/drivers/nomad/nomadtest"
 	"svc/internal/platform/derrors"
-	"svc/internal/testwait"
+	"svc/internal/testing/testwait"
 )
 
 // newDriver returns a driver for the fake cluster at url.

@@ -12,7 +12,7 @@ import (
 	"svc/internal/platform/derrors"
 	"svc/internal/platform/secrets"
 	"svc/internal/service/runners"
-	"svc/internal/testwait"
+	"svc/internal/testing/testwait"
 	"svc/store"
 	"svc/store/sqlite/sqlitetest"
 )

@@ -2,7 +2,7 @@
 // settings (config.Config) and the dependencies a process has opened (the
 // store, the Temporal client, the logger, the local runtime's driver) into
 // the running parts, the worker's activities and the API server. cmd/svc
-// (dev, serve, worker) and every test stack (internal/stacktest) call it,
+// (dev, serve, worker) and every test stack (internal/testing/stacktest) call it,
 // so the tests run the production wiring; what differs between them is
 // only what they open and the few options below.
 package app
@@ -20,6 +20,7 @@ import (
 	"go.temporal.io/sdk/worker"
 
 	"svc/activities"
+	"svc/activities/judges"
 	"svc/api"
 	"svc/drivers"
 	"svc/internal/integrations/pull"
@@ -33,7 +34,6 @@ import (
 	"svc/internal/service/registries"
 	"svc/internal/service/traceingest"
 	"svc/internal/service/tracesources"
-	"svc/judges"
 	"svc/store"
 	"svc/workflows"
 )

@@ -74,7 +74,7 @@ var rules = []rule{
 	{name: "the domain is pure: no store, driver, service, integration, worker or API", transitive: true,
 		from: func(p string) bool { return under(p, "svc/internal/domain") },
 		forbidden: []string{"svc/store", "svc/drivers", "svc/internal/service", "svc/internal/integrations",
-			"svc/activities", "svc/workflows", "svc/api", "svc/internal/orchestration", "svc/records"}},
+			"svc/activities", "svc/workflows", "svc/api", "svc/internal/orchestration"}},
 	{name: "the domain speaks no HTTP",
 		from:      func(p string) bool { return under(p, "svc/internal/domain") },
 		forbidden: []string{"net/http"}},

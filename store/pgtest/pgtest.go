@@ -22,7 +22,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"svc/internal/pgcluster"
+	"svc/internal/testing/pgcluster"
 )
 
 var (

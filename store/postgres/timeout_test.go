@@ -9,7 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgconn"
 
-	"svc/internal/testwait"
+	"svc/internal/testing/testwait"
 	"svc/store/pgtest"
 )
 

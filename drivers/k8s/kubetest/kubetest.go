@@ -33,8 +33,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
-	"svc/internal/testbin"
-	"svc/internal/testwait"
+	"svc/internal/testing/testbin"
+	"svc/internal/testing/testwait"
 )
 
 // Version is the Kubernetes release build.sh builds.

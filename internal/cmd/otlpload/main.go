@@ -31,7 +31,7 @@ import (
 	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	"google.golang.org/protobuf/proto"
 
-	"svc/internal/otlpgen"
+	"svc/internal/testing/otlpgen"
 )
 
 func main() {

@@ -4,7 +4,7 @@
 //
 // When DATABASE_URL is set it just runs the command. Otherwise, if the
 // PostgreSQL server binaries are installed, it starts a throwaway cluster
-// (internal/pgcluster), runs the command with DATABASE_URL pointing at it,
+// (internal/testing/pgcluster), runs the command with DATABASE_URL pointing at it,
 // then stops and removes the cluster. It exits with the command's status.
 // Without binaries it runs the command anyway (PostgreSQL tests skip), except
 // when CI=true: there a missing PostgreSQL is a failure, and it exits 1.
@@ -19,7 +19,7 @@ import (
 	"os/signal"
 	"syscall"
 
-	"svc/internal/pgcluster"
+	"svc/internal/testing/pgcluster"
 )
 
 func main() {

@@ -11,7 +11,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"svc/internal/pgcluster"
+	"svc/internal/testing/pgcluster"
 )
 
 func TestExitStatusIsTheCommands(t *testing.T) {

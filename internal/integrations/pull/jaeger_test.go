@@ -15,7 +15,7 @@ import (
 	"svc/internal/domain/eval"
 	"svc/internal/domain/traces"
 	"svc/internal/integrations/pull/jaegertest"
-	"svc/internal/testwait"
+	"svc/internal/testing/testwait"
 )
 
 // TestPullFromRealJaeger: an agent's spans, sent by the OpenTelemetry Go

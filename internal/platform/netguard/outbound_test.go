@@ -28,16 +28,16 @@ var dialSites = map[string]string{
 	"internal/platform/netguard/guard.go Transport":   "the guarded transport",
 	"internal/platform/netguard/guard.go DialContext": "the guarded dialer (Control re-checks each address)",
 	// Tenant addresses, through the guard.
-	"drivers/nomad/nomad.go NewClient":            "its transport is cfg.Guard's (probe.DefaultGuard when nil)",
-	"judges/score/anthropic.go completeAnthropic": "ep.Client: the model guard's client (models.Service.Resolve)",
-	"judges/score/model.go completeOpenAI":        "ep.Client: the model guard's client (models.Service.Resolve)",
+	"drivers/nomad/nomad.go NewClient":                                "its transport is cfg.Guard's (probe.DefaultGuard when nil)",
+	"internal/integrations/modeljudge/anthropic.go completeAnthropic": "ep.Client: the model guard's client (models.Service.Resolve)",
+	"internal/integrations/modeljudge/model.go completeOpenAI":        "ep.Client: the model guard's client (models.Service.Resolve)",
 	// Fallbacks when a constructor gets no guard: every production caller
 	// passes one (internal/app, api/server.go,
 	// activities); kept for package tests against loopback servers.
-	"judges/score/model.go Complete":            "fallback for an Endpoint without Client; callers pass access.Client",
-	"internal/service/models/models.go Resolve": "fallback for a Service without Guard; the API and the worker set Guard",
-	"internal/integrations/pull/pull.go New":    "fallback for a nil client; tracesources passes its Guard's client",
-	"drivers/k8s/kubetest/kubetest.go":          "test tooling: a loopback kube-apiserver",
+	"internal/integrations/modeljudge/model.go Complete": "fallback for an Endpoint without Client; callers pass access.Client",
+	"internal/service/models/models.go Resolve":          "fallback for a Service without Guard; the API and the worker set Guard",
+	"internal/integrations/pull/pull.go New":             "fallback for a nil client; tracesources passes its Guard's client",
+	"drivers/k8s/kubetest/kubetest.go":                   "test tooling: a loopback kube-apiserver",
 	// Operator-set addresses.
 	"auth/oidc.go": "OIDC_ISSUER, the operator's",
 	"ui/oidc.go":   "OIDC_ISSUER, the operator's",
@@ -50,7 +50,7 @@ var dialSites = map[string]string{
 	// the driver forwards (the service's own doors), not one a tenant names.
 	"drivers/local/network_linux.go pipe": "relay to a host address the local driver forwards",
 	// Test and benchmark tooling, not linked into serving paths.
-	"internal/stacktest/stacktest.go":                     "test tooling",
+	"internal/testing/stacktest/stacktest.go":             "test tooling",
 	"internal/cmd/otlpload/main.go":                       "benchmark tool",
 	"internal/integrations/pull/jaegertest/jaegertest.go": "test tooling: a loopback Jaeger",
 }

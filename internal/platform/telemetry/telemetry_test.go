@@ -22,7 +22,7 @@ import (
 
 	"svc/api"
 	"svc/internal/platform/telemetry"
-	"svc/internal/testwait"
+	"svc/internal/testing/testwait"
 )
 
 // receiver is a real OTLP/HTTP trace receiver: it takes protobuf exports,

@@ -8,8 +8,8 @@ import (
 	"svc/auth"
 	"svc/internal/domain/registry"
 	"svc/internal/platform/derrors"
-	"svc/records"
 	"svc/store"
+	"svc/store/records"
 )
 
 // List returns the entities of kind the caller sees: its workspace's

@@ -8,8 +8,8 @@ import (
 	"svc/auth"
 	"svc/internal/domain/registry"
 	"svc/internal/platform/derrors"
-	"svc/records"
 	"svc/store"
+	"svc/store/records"
 )
 
 // ConflictError is the 409 of a registration: id@version is registered in

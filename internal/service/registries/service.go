@@ -22,8 +22,8 @@ import (
 	"svc/internal/platform/derrors"
 	"svc/internal/platform/netguard"
 	"svc/internal/platform/secrets"
-	"svc/records"
 	"svc/store"
+	"svc/store/records"
 )
 
 // Service performs registry operations on behalf of a caller.

@@ -13,10 +13,10 @@ import (
 	"svc/internal/domain/registry"
 	"svc/internal/platform/derrors"
 	"svc/internal/service/registries"
-	"svc/records"
 	"svc/store"
 	"svc/store/pgtest"
 	"svc/store/postgres"
+	"svc/store/records"
 	"svc/store/sqlite"
 )
 

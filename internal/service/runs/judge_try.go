@@ -7,11 +7,11 @@ import (
 
 	"svc/auth"
 	"svc/internal/domain/eval"
+	"svc/internal/domain/judge/try"
 	"svc/internal/domain/registry"
 	"svc/internal/platform/derrors"
-	"svc/judges/try"
-	"svc/records"
 	"svc/store"
+	"svc/store/records"
 )
 
 // JudgeTryRequest is a code-judge try (POST /judges/try): one real

@@ -6,8 +6,8 @@ import (
 	"svc/auth"
 	"svc/internal/domain/eval"
 	"svc/internal/platform/derrors"
-	"svc/records"
 	"svc/store"
+	"svc/store/records"
 )
 
 // MaxNotificationPage bounds ?limit= of GET /notifications.

@@ -13,8 +13,8 @@ import (
 	"svc/auth"
 	"svc/internal/domain/eval"
 	"svc/internal/platform/derrors"
-	"svc/records"
 	"svc/store"
+	"svc/store/records"
 )
 
 // notFound is the one answer for an absent run and for a run the caller

@@ -15,8 +15,8 @@ import (
 	"svc/internal/platform/derrors"
 	"svc/internal/platform/reqid"
 	"svc/internal/service/models"
-	"svc/records"
 	"svc/store"
+	"svc/store/records"
 )
 
 // SubmitRequest is the body of POST /runs.

@@ -6,8 +6,8 @@ import (
 
 	"svc/auth"
 	"svc/internal/platform/derrors"
-	"svc/records"
 	"svc/store"
+	"svc/store/records"
 )
 
 // UsageWindows are the windows GET /workspace/usage reads, by name; "all"

@@ -11,7 +11,7 @@ import (
 
 	"svc/auth"
 	"svc/internal/service/scorecards/scorecardstest"
-	"svc/records"
+	"svc/store/records"
 	"svc/store/sqlite/sqlitetest"
 )
 

@@ -18,8 +18,8 @@ import (
 	"svc/internal/domain/eval"
 	"svc/internal/domain/scoring"
 	"svc/internal/platform/derrors"
-	"svc/records"
 	"svc/store"
+	"svc/store/records"
 )
 
 // The detail read (Get) is polled every 250 ms while a batch runs, by

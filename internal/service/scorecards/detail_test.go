@@ -22,8 +22,8 @@ import (
 	"svc/internal/domain/scoring"
 	"svc/internal/platform/derrors"
 	"svc/internal/service/scorecards/scorecardstest"
-	"svc/records"
 	"svc/store"
+	"svc/store/records"
 	"svc/store/sqlite/sqlitetest"
 )
 

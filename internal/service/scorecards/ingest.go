@@ -18,8 +18,8 @@ import (
 	"svc/internal/domain/scoring"
 	"svc/internal/domain/traces"
 	"svc/internal/platform/derrors"
-	"svc/records"
 	"svc/store"
+	"svc/store/records"
 )
 
 // Limits of one ingest.

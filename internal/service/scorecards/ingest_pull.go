@@ -15,8 +15,8 @@ import (
 	"svc/internal/integrations/pull"
 	"svc/internal/platform/derrors"
 	"svc/internal/service/tracesources"
-	"svc/records"
 	"svc/store"
+	"svc/store/records"
 )
 
 // PullSource names where a pull reads: a trace source of the workspace

@@ -10,8 +10,8 @@ import (
 
 	"svc/internal/domain/eval"
 	"svc/internal/domain/scoring"
-	"svc/records"
 	"svc/store"
+	"svc/store/records"
 )
 
 // kidSet is a batch's child runs as the cache last read them, and what the

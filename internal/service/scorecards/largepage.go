@@ -7,8 +7,8 @@ import (
 
 	"svc/internal/domain/eval"
 	"svc/internal/domain/scoring"
-	"svc/records"
 	"svc/store"
+	"svc/store/records"
 )
 
 // largePage is the paged detail read of a batch too large for the detail

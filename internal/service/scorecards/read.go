@@ -16,8 +16,8 @@ import (
 	"svc/internal/domain/scoring"
 	"svc/internal/platform/derrors"
 	"svc/internal/platform/reqid"
-	"svc/records"
 	"svc/store"
+	"svc/store/records"
 )
 
 func notFound(id string) error {

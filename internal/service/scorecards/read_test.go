@@ -9,7 +9,7 @@ import (
 	"svc/auth"
 	"svc/internal/domain/eval"
 	"svc/internal/domain/registry"
-	"svc/records"
+	"svc/store/records"
 	"svc/store/sqlite/sqlitetest"
 )
 

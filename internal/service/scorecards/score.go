@@ -14,7 +14,7 @@ import (
 	"svc/internal/domain/scoring"
 	"svc/internal/platform/derrors"
 	"svc/internal/platform/reqid"
-	"svc/records"
+	"svc/store/records"
 )
 
 // ScoreRequest is the body of POST /scorecards/:id/score and

@@ -22,8 +22,8 @@ import (
 	"svc/internal/platform/reqid"
 	"svc/internal/service/models"
 	"svc/internal/service/registries"
-	"svc/records"
 	"svc/store"
+	"svc/store/records"
 )
 
 // Selection is the `cases` of a submit: ids, then tags (any match), then

@@ -20,7 +20,7 @@ import (
 	"svc/internal/service/registries"
 	"svc/internal/service/scorecards"
 	"svc/internal/service/scorecards/scorecardstest"
-	"svc/records"
+	"svc/store/records"
 	"svc/store/sqlite/sqlitetest"
 	"svc/store/storetest"
 )

@@ -16,8 +16,8 @@ import (
 
 	"svc/auth"
 	"svc/internal/domain/traces"
-	"svc/internal/otlpgen"
 	"svc/internal/service/traceingest"
+	"svc/internal/testing/otlpgen"
 	"svc/store"
 	"svc/store/pgtest"
 	"svc/store/postgres"

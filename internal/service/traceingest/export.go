@@ -19,8 +19,8 @@ import (
 	"svc/internal/domain/traces"
 	"svc/internal/platform/bufpool"
 	"svc/internal/platform/derrors"
-	"svc/records"
 	"svc/store"
+	"svc/store/records"
 )
 
 // groupIDPattern is what an svc.run_id (and so an external trajectory's

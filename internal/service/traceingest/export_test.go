@@ -18,8 +18,8 @@ import (
 	"svc/internal/domain/registry"
 	"svc/internal/platform/derrors"
 	"svc/internal/service/traceingest"
-	"svc/records"
 	"svc/store"
+	"svc/store/records"
 	"svc/store/sqlite/sqlitetest"
 )
 

@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"svc/internal/testbin"
+	"svc/internal/testing/testbin"
 )
 
 // Version is the Jaeger build.sh builds.

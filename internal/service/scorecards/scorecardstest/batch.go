@@ -11,8 +11,8 @@ import (
 
 	"svc/internal/domain/eval"
 	"svc/internal/domain/registry"
-	"svc/records"
 	"svc/store"
+	"svc/store/records"
 )
 
 // Batch is a stored batch and the current state of its child runs, which

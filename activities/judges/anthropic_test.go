@@ -13,11 +13,11 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"svc/activities/judges"
 	"svc/internal/domain/eval"
+	"svc/internal/domain/judge"
 	"svc/internal/domain/registry"
-	"svc/judges"
-	"svc/judges/judgetest"
-	"svc/judges/prompt"
+	"svc/internal/testing/judgetest"
 )
 
 // A model judge with an anthropic binding scores a case through the

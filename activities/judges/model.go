@@ -6,9 +6,9 @@ import (
 	"strings"
 
 	"svc/internal/domain/eval"
+	"svc/internal/domain/judge"
 	"svc/internal/domain/registry"
-	"svc/judges/prompt"
-	"svc/judges/score"
+	"svc/internal/integrations/modeljudge"
 )
 
 // Endpoint is one resolved model binding (score.Endpoint).

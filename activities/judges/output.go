@@ -11,7 +11,7 @@ import (
 	"unicode/utf8"
 
 	"svc/internal/domain/eval"
-	"svc/judges/score"
+	"svc/internal/integrations/modeljudge"
 )
 
 // Limits on what one judge may print, so that a runaway judge cannot fill

@@ -5,8 +5,8 @@ import (
 	"testing"
 
 	"svc/internal/domain/eval"
+	"svc/internal/domain/judge"
 	"svc/internal/domain/registry"
-	"svc/judges/prompt"
 )
 
 func TestHarnessVerdict(t *testing.T) {

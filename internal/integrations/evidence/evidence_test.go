@@ -8,9 +8,9 @@ import (
 	"testing"
 
 	"svc/internal/domain/eval"
+	"svc/internal/domain/judge"
 	"svc/internal/domain/registry"
 	"svc/internal/platform/netguard"
-	"svc/judges/prompt"
 )
 
 // guard admits loopback, as SVC_WEBHOOK_ALLOW=127.0.0.1 does.

@@ -5,8 +5,8 @@ import (
 	"strings"
 
 	"svc/internal/domain/eval"
+	"svc/internal/domain/judge"
 	"svc/internal/domain/registry"
-	"svc/judges/prompt"
 )
 
 // HarnessVerdict reads the verdict of a legacy harness judge from the run

@@ -21,9 +21,9 @@ import (
 	"time"
 
 	"svc/internal/domain/eval"
+	"svc/internal/domain/judge"
 	"svc/internal/domain/registry"
 	"svc/internal/platform/netguard"
-	"svc/judges/prompt"
 )
 
 // MaxArtifact is how much of one text artifact a slot holds, in bytes.

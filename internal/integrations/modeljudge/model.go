@@ -13,8 +13,8 @@ import (
 	"github.com/openai/openai-go/v3/option"
 
 	"svc/internal/domain/eval"
+	"svc/internal/domain/judge"
 	"svc/internal/domain/registry"
-	"svc/judges/prompt"
 )
 
 // Endpoint is one resolved model binding: where a model judge's prompt is

@@ -9,11 +9,11 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"svc/activities/judges"
 	"svc/internal/domain/eval"
+	"svc/internal/domain/judge"
 	"svc/internal/domain/registry"
-	"svc/judges"
-	"svc/judges/judgetest"
-	"svc/judges/prompt"
+	"svc/internal/testing/judgetest"
 )
 
 func fp(x float64) *float64 { return &x }

@@ -30,8 +30,8 @@ import (
 	"svc/drivers"
 	"svc/internal/domain/eval"
 	"svc/internal/domain/registry"
+	"svc/internal/integrations/modeljudge"
 	"svc/internal/platform/derrors"
-	"svc/judges/score"
 )
 
 // Input is what a judge reads about one case: written as JSON {case,

@@ -5,11 +5,11 @@ import (
 	"net/http"
 	"testing"
 
+	"svc/activities/judges"
 	"svc/internal/domain/eval"
+	"svc/internal/domain/judge"
 	"svc/internal/domain/registry"
-	"svc/judges"
-	"svc/judges/judgetest"
-	"svc/judges/prompt"
+	"svc/internal/testing/judgetest"
 )
 
 // A model judge whose inputs name the screenshot and dom sends the browser

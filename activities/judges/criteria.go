@@ -3,7 +3,7 @@ package judges
 import (
 	"svc/internal/domain/eval"
 	"svc/internal/domain/registry"
-	"svc/judges/score"
+	"svc/internal/integrations/modeljudge"
 )
 
 // MilestonePrefix begins the criterion id a case milestone becomes.
