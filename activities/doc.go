@@ -39,7 +39,7 @@ type Activities struct {
 	// Registries resolves harnesses and runtimes as a run's creator sees
 	// them, and a nomad runtime's connection (its authSecret, and the probe
 	// guard the service was built with: service.WithProbeGuard).
-	Registries *service.Service
+	Registries *registries.Service
 	// Sealer opens workspace secrets (harness secretEnv) and the webhook
 	// signing secrets; nil when SVC_SECRET_KEY is unset.
 	Sealer *secrets.Sealer

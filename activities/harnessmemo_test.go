@@ -41,7 +41,7 @@ func TestHarnessMemoSharesOneResolution(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	regs := service.New(st, sealer, time.Now)
+	regs := registries.New(st, sealer, time.Now)
 	admin := auth.Principal{Subject: "admin", Workspace: "memo", Roles: []auth.Role{auth.RoleAdmin}, Via: auth.ViaOIDC}
 	raw, _ := json.Marshal(map[string]any{"id": "agent", "version": "1.0.0", "kind": "process", "command": []string{"/bin/agent"}})
 	if _, err := regs.Register(ctx, admin, registry.Harness, raw, nil); err != nil {

@@ -60,7 +60,7 @@ func (a *Activities) runHarnessJudge(ctx context.Context, who auth.Principal, j 
 		return nil, err
 	}
 	ev, _ := a.judgeEvidence(ctx, eff, in)
-	rendered := prompt.Render(eff, ev)
+	rendered := judge.Render(eff, ev)
 	runtime := HarnessJudgeRuntime(j, source)
 	ref := h.Ref()
 	id := HarnessJudgeRunID(source.Tenant, source.ID, j.ID, ref.String(), runtime, rendered.Prompt)
@@ -93,7 +93,7 @@ func (a *Activities) runHarnessJudge(ctx context.Context, who auth.Principal, j 
 			return nil, err
 		}
 	}
-	scores := score.HarnessVerdict(j.ID, eff, in.Case.Milestones, run)
+	scores := modeljudge.HarnessVerdict(j.ID, eff, in.Case.Milestones, run)
 	a.logger().Info("harness judge run", append([]any{"judge", j.ID, "harness", ref.String(), "judgeRun", run.ID,
 		"status", run.Status, "source", source.ID}, activityAttrs(ctx)...)...)
 	return scores, nil
@@ -145,7 +145,7 @@ func HarnessJudgeRun(id, workspace, createdBy string, harness registry.Ref, runt
 // judgeEffective resolves a legacy judge's effective values (spec §2.5)
 // as who sees its rubric reference. reason, when not empty, is why the
 // judge cannot judge (its skip reason): a rubric that does not resolve.
-func (a *Activities) judgeEffective(ctx context.Context, who auth.Principal, j *registry.JudgeSpec) (eff prompt.Effective, reason string, err error) {
+func (a *Activities) judgeEffective(ctx context.Context, who auth.Principal, j *registry.JudgeSpec) (eff judge.Effective, reason string, err error) {
 	var in *registry.RubricInput
 	switch {
 	case j.Model != nil:
@@ -158,15 +158,15 @@ func (a *Activities) judgeEffective(ctx context.Context, who auth.Principal, j *
 		res, err := a.Registries.Resolve(ctx, who, registry.Rubric, in.Ref.ID, in.Ref.Version)
 		switch {
 		case errors.Is(err, derrors.ErrNotFound):
-			return prompt.Effective{}, fmt.Sprintf("rubric %s@%s is not registered or not visible to the batch's creator", in.Ref.ID, in.Ref.Version), nil
+			return judge.Effective{}, fmt.Sprintf("rubric %s@%s is not registered or not visible to the batch's creator", in.Ref.ID, in.Ref.Version), nil
 		case err != nil:
-			return prompt.Effective{}, "", err
+			return judge.Effective{}, "", err
 		}
 		rubric = res.Spec.Rubric()
 	}
-	eff, err = prompt.EffectiveValues(j, nil, rubric)
+	eff, err = judge.EffectiveValues(j, nil, rubric)
 	if err != nil {
-		return prompt.Effective{}, derrors.Message(err), nil
+		return judge.Effective{}, derrors.Message(err), nil
 	}
 	return eff, "", nil
 }
@@ -175,6 +175,6 @@ func (a *Activities) judgeEffective(ctx context.Context, who auth.Principal, j *
 // slots bound from its text artifacts and a screenshot fetched from its
 // ref, through the outbound address guard (internal/integrations/evidence), as the
 // preview binds them.
-func (a *Activities) judgeEvidence(ctx context.Context, eff prompt.Effective, in judges.Input) (prompt.Evidence, []string) {
+func (a *Activities) judgeEvidence(ctx context.Context, eff judge.Effective, in judges.Input) (judge.Evidence, []string) {
 	return evidence.Fetcher{Guard: a.Guard}.Resolve(ctx, eff, EvidenceOf(in))
 }

@@ -54,6 +54,6 @@ func (a *Activities) runModelJudge(ctx context.Context, who auth.Principal, j *r
 }
 
 // EvidenceOf is the prompt evidence of a judge input.
-func EvidenceOf(in judges.Input) prompt.Evidence {
-	return prompt.Evidence{Case: in.Case, Trace: in.Trace, Snapshot: in.Snapshot, Evidence: in.Evidence}
+func EvidenceOf(in judges.Input) judge.Evidence {
+	return judge.Evidence{Case: in.Case, Trace: in.Trace, Snapshot: in.Snapshot, Evidence: in.Evidence}
 }

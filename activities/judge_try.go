@@ -10,7 +10,7 @@ import (
 	"svc/activities/judges"
 	"svc/auth"
 	"svc/internal/domain/eval"
-	"svc/internal/domain/judge/try"
+	"svc/internal/domain/judge"
 	"svc/internal/domain/registry"
 	"svc/internal/platform/derrors"
 )
@@ -30,14 +30,14 @@ func (a *Activities) runJudgeTry(ctx context.Context, run eval.Run) (RunStatus, 
 		defer cancel()
 		return a.finishOne(wctx, a.now(), run, nil, &eval.Error{Code: eval.CodeDispatch, Message: msg})
 	}
-	v, err := a.Store.GetVersion(ctx, try.StoreKind, run.Tenant, run.ID, try.Version)
+	v, err := a.Store.GetVersion(ctx, judge.TryStoreKind, run.Tenant, run.ID, judge.TryVersion)
 	if errors.Is(err, derrors.ErrNotFound) {
 		return fail("the judge try's record is gone; try the judge again")
 	}
 	if err != nil {
 		return RunStatus{}, err
 	}
-	var rec try.Record
+	var rec judge.TryRecord
 	if err := json.Unmarshal(v.Spec, &rec); err != nil {
 		return fail("the judge try's record cannot be read: " + derrors.Message(err))
 	}

@@ -69,7 +69,7 @@ func TestSecretsMaskedInStoredRun(t *testing.T) {
 	}
 	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	clock := func() time.Time { return now }
-	regs := service.New(st, sealer, clock)
+	regs := registries.New(st, sealer, clock)
 	spec, _ := json.Marshal(map[string]any{
 		"id": "leaky", "version": "1.0.0", "kind": "process",
 		"command":   []string{"/bin/sh", "-c", leakyHarness},

@@ -100,13 +100,13 @@ type harnessMemo struct {
 }
 
 type memoHarness struct {
-	h  service.Resolved
+	h  registries.Resolved
 	at time.Time
 }
 
 // resolveHarness resolves the harness ref as who sees it, at most once
 // per harnessTTL with a memo.
-func (a *Activities) resolveHarness(ctx context.Context, memo *harnessMemo, who auth.Principal, ref registry.Ref) (service.Resolved, error) {
+func (a *Activities) resolveHarness(ctx context.Context, memo *harnessMemo, who auth.Principal, ref registry.Ref) (registries.Resolved, error) {
 	if memo == nil {
 		return a.Registries.Resolve(ctx, who, registry.Harness, ref.ID, ref.Version)
 	}
@@ -142,7 +142,7 @@ func (a *Activities) resolveHarness(ctx context.Context, memo *harnessMemo, who 
 		memo.mu.Unlock()
 		return h, nil
 	})
-	h, _ := v.(service.Resolved)
+	h, _ := v.(registries.Resolved)
 	return h, err
 }
 

@@ -273,7 +273,7 @@ func (a *Activities) k8sDriver(ctx context.Context, workspace, owner, digest str
 
 // k8sConfig is the driver's connection for what the registry service
 // resolved: the same for a probe and for the worker's jobs.
-func k8sConfig(c service.K8sProbe) k8s.Config {
+func k8sConfig(c registries.K8sProbe) k8s.Config {
 	return k8s.Config{Server: c.Server, Context: c.Context, Namespace: c.Namespace, Token: c.Token,
 		Kubeconfig: c.Kubeconfig, AllowedHosts: c.AllowedHosts, Guard: c.Guard, OperatorNamespaces: c.OperatorNamespaces}
 }

@@ -47,7 +47,7 @@ func newNomadFixture(t *testing.T, sc nomadtest.Script) *nomadFixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	regs := service.New(st, sealer, time.Now, service.WithProbeGuard(guard))
+	regs := registries.New(st, sealer, time.Now, registries.WithProbeGuard(guard))
 	admin := auth.Principal{Subject: "admin", Workspace: nomadWS, Roles: []auth.Role{auth.RoleAdmin}, Via: auth.ViaOIDC}
 	cluster := nomadtest.NewServer(t, sc)
 	if err := regs.PutSecret(ctx, admin, "nomad-token", nomadtest.Token, []string{"127.0.0.1"}); err != nil {

@@ -62,7 +62,7 @@ func TestInstrumentedHarnessSpansSealedWithItsRun(t *testing.T) {
 	door := httptest.NewServer(api.New(api.Options{Store: st, Config: config.Defaults(), Version: "test"}).Handler())
 	t.Cleanup(door.Close)
 
-	regs := service.New(st, nil, clock)
+	regs := registries.New(st, nil, clock)
 	spec, _ := json.Marshal(map[string]any{"id": "instrumented", "version": "1.0.0", "kind": "process",
 		"command": []string{"/bin/sh", "-c", instrumentedHarness}})
 	who := auth.Principal{Subject: "dev", Workspace: ws, Roles: []auth.Role{auth.RoleAdmin}}

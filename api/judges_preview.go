@@ -66,12 +66,12 @@ type previewResponse struct {
 	Judge        string             `json:"judge"`
 	Kind         registry.JudgeKind `json:"kind"`
 	Source       string             `json:"source"`
-	Effective    prompt.Effective   `json:"effective"`
+	Effective    judge.Effective    `json:"effective"`
 	Prompt       string             `json:"prompt"`
 	Template     string             `json:"template"`
-	Placeholders []prompt.Slot      `json:"placeholders"`
+	Placeholders []judge.Slot       `json:"placeholders"`
 	Warnings     []string           `json:"warnings"`
-	Coverage     prompt.Coverage    `json:"coverage"`
+	Coverage     judge.Coverage     `json:"coverage"`
 	// RunID is the run the evidence came from (source A, or the live
 	// dispatch of source C).
 	RunID string `json:"runId,omitempty"`
@@ -139,12 +139,12 @@ func (s *Server) previewJudge(c echo.Context) error {
 		}
 		rubric = res.Spec.Rubric()
 	}
-	eff, err := prompt.EffectiveValues(j, req.Rubric, rubric)
+	eff, err := judge.EffectiveValues(j, req.Rubric, rubric)
 	if err != nil {
 		return err
 	}
 	out := previewResponse{Judge: label, Kind: j.Kind, Source: req.Evidence.Source, Effective: eff,
-		Coverage: prompt.Cover(j.Requires, ev.Evidence), Placeholders: []prompt.Slot{}, Warnings: []string{}}
+		Coverage: judge.Cover(j.Requires, ev.Evidence), Placeholders: []judge.Slot{}, Warnings: []string{}}
 	out.EvidenceStatus = eval.EvidenceStatus{Trace: scoring.EvidenceComplete, Snapshot: scoring.EvidenceComplete}
 	if ev.Run != nil {
 		out.RunID = ev.Run.ID
@@ -159,7 +159,7 @@ func (s *Server) previewJudge(c echo.Context) error {
 		return c.JSON(http.StatusOK, out)
 	}
 	bound, bindWarnings := s.evidenceFetcher().Resolve(ctx, eff, ev.Evidence)
-	r := prompt.Render(eff, bound)
+	r := judge.Render(eff, bound)
 	out.Prompt, out.Template, out.Placeholders, out.Warnings = r.Prompt, r.Template, r.Slots, append(r.Warnings, bindWarnings...)
 	if j.Kind == registry.JudgeHarness {
 		out.Warnings = append(out.Warnings, "a harness judge gives this prompt to its harness as the task of one run, and reads the run's final answer as the verdict")
@@ -170,7 +170,7 @@ func (s *Server) previewJudge(c echo.Context) error {
 // evidenceOf is the evidence of a preview or try, with the run it came
 // from (sources A and C).
 type evidenceOf struct {
-	prompt.Evidence
+	judge.Evidence
 	// Run is the stored run (A) or the live dispatch's run (C); nil for a
 	// pasted trace (B).
 	Run *eval.Run
@@ -178,7 +178,7 @@ type evidenceOf struct {
 
 // evidenceFromRun is the evidence of a stored run's case and result.
 func evidenceFromRun(run eval.Run, slots map[string]string) evidenceOf {
-	ev := prompt.Evidence{Slots: slots}
+	ev := judge.Evidence{Slots: slots}
 	if run.Case != nil {
 		ev.Case = *run.Case
 	}
@@ -217,7 +217,7 @@ func (s *Server) previewEvidence(c echo.Context, e previewEvidence) (evidenceOf,
 			return evidenceOf{}, derrors.Invalidf("evidence.%v", err)
 		}
 		x, _ := eval.Extract(e.Trace, e.Output)
-		return evidenceOf{Evidence: prompt.Evidence{
+		return evidenceOf{Evidence: judge.Evidence{
 			Case:     registry.EvalCase{ID: "preview", Task: e.Prompt},
 			Trace:    e.Trace,
 			Snapshot: &eval.Snapshot{Kind: "prompt", Prompt: e.Prompt, Output: e.Output},

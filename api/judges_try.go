@@ -12,7 +12,6 @@ import (
 	"svc/auth"
 	"svc/internal/domain/eval"
 	"svc/internal/domain/judge"
-	"svc/internal/domain/judge/try"
 	"svc/internal/domain/registry"
 	"svc/internal/integrations/modeljudge"
 	"svc/internal/platform/derrors"
@@ -57,8 +56,8 @@ type tryResponse struct {
 	Scores []eval.Score `json:"scores"`
 	// Skipped is true when the judge could not judge (its one skip score
 	// says why).
-	Skipped bool         `json:"skipped"`
-	Usage   *score.Usage `json:"usage,omitempty"`
+	Skipped bool              `json:"skipped"`
+	Usage   *modeljudge.Usage `json:"usage,omitempty"`
 	// RunID is the run a harness judge judged in.
 	RunID string `json:"runId,omitempty"`
 	// Warnings say which evidence could not be bound (internal/integrations/evidence).
@@ -158,14 +157,14 @@ func (s *Server) runTry(c echo.Context, req tryRequest) error {
 		return s.tryHarnessJudge(c, j, label, req, ev)
 	}
 	return c.JSON(http.StatusOK, tryResponse{Judge: label, Kind: j.Kind, Source: req.Evidence.Source, Skipped: true,
-		Scores: score.Skip(j.ID, fmt.Sprintf("judge %s has kind %q, which this version cannot run", j.ID, j.Kind))})
+		Scores: modeljudge.Skip(j.ID, fmt.Sprintf("judge %s has kind %q, which this version cannot run", j.ID, j.Kind))})
 }
 
 // tryEffective resolves a legacy judge's effective values for a try, as
 // the caller sees its rubric: skip, when not empty, is the skip reason of
 // a judge whose own rubric reference does not resolve (as in a batch); a
 // rubric the request names that does not resolve is 404.
-func (s *Server) tryEffective(c echo.Context, j *registry.JudgeSpec, override *registry.RubricInput) (eff prompt.Effective, skip string, err error) {
+func (s *Server) tryEffective(c echo.Context, j *registry.JudgeSpec, override *registry.RubricInput) (eff judge.Effective, skip string, err error) {
 	ctx, p := c.Request().Context(), principal(c)
 	rubricIn := override
 	if rubricIn != nil && rubricIn.Ref == nil && rubricIn.Text == "" {
@@ -194,7 +193,7 @@ func (s *Server) tryEffective(c echo.Context, j *registry.JudgeSpec, override *r
 		}
 		rubric = res.Spec.Rubric()
 	}
-	eff, err = prompt.EffectiveValues(j, override, rubric)
+	eff, err = judge.EffectiveValues(j, override, rubric)
 	return eff, "", err
 }
 
@@ -208,7 +207,7 @@ func (s *Server) tryEffective(c echo.Context, j *registry.JudgeSpec, override *r
 func (s *Server) tryHarnessJudge(c echo.Context, j *registry.JudgeSpec, label string, req tryRequest, ev evidenceOf) error {
 	out := tryResponse{Judge: label, Kind: j.Kind, Source: req.Evidence.Source}
 	skip := func(reason string) error {
-		out.Scores, out.Skipped = score.Skip(j.ID, reason), true
+		out.Scores, out.Skipped = modeljudge.Skip(j.ID, reason), true
 		return c.JSON(http.StatusOK, out)
 	}
 	eff, reason, err := s.tryEffective(c, j, req.Rubric)
@@ -237,7 +236,7 @@ func (s *Server) tryHarnessJudge(c echo.Context, j *registry.JudgeSpec, label st
 	}
 	bound, warnings := s.evidenceFetcher().Resolve(c.Request().Context(), eff, ev.Evidence)
 	out.Warnings = warnings
-	rendered := prompt.Render(eff, bound)
+	rendered := judge.Render(eff, bound)
 	run, done, err := s.dispatchAndWait(c, runs.SubmitRequest{Harness: h, Runtime: runtime,
 		Case: registry.EvalCase{ID: "judge-" + j.ID, Task: rendered.Prompt}}, wait)
 	switch {
@@ -254,17 +253,17 @@ func (s *Server) tryHarnessJudge(c echo.Context, j *registry.JudgeSpec, label st
 	if !done {
 		return skip(fmt.Sprintf("harness %s (run %s) had not judged within %s; its answer is in GET /runs/%s when it ends", h, run.ID, wait, run.ID))
 	}
-	out.Scores = score.HarnessVerdict(j.ID, eff, ev.Case.Milestones, run)
-	out.Skipped = len(out.Scores) == 1 && score.IsSkip(out.Scores[0])
+	out.Scores = modeljudge.HarnessVerdict(j.ID, eff, ev.Case.Milestones, run)
+	out.Skipped = len(out.Scores) == 1 && modeljudge.IsSkip(out.Scores[0])
 	return c.JSON(http.StatusOK, out)
 }
 
 // tryModelJudge calls a model judge's model once and answers its scores.
-func (s *Server) tryModelJudge(c echo.Context, j *registry.JudgeSpec, label string, req tryRequest, ev prompt.Evidence) error {
+func (s *Server) tryModelJudge(c echo.Context, j *registry.JudgeSpec, label string, req tryRequest, ev judge.Evidence) error {
 	ctx, p := c.Request().Context(), principal(c)
 	out := tryResponse{Judge: label, Kind: j.Kind, Source: req.Evidence.Source, Model: j.Model.Model}
 	skip := func(reason string) error {
-		out.Scores, out.Skipped = score.Skip(j.ID, reason), true
+		out.Scores, out.Skipped = modeljudge.Skip(j.ID, reason), true
 		return c.JSON(http.StatusOK, out)
 	}
 	eff, reason, err := s.tryEffective(c, j, req.Rubric)
@@ -283,11 +282,11 @@ func (s *Server) tryModelJudge(c echo.Context, j *registry.JudgeSpec, label stri
 		return skip(missing)
 	}
 	b := access.Binding
-	ep := score.Endpoint{Name: b.Name, Provider: b.Provider, BaseURL: b.BaseURL, Model: b.Model, Key: access.Key(),
+	ep := modeljudge.Endpoint{Name: b.Name, Provider: b.Provider, BaseURL: b.BaseURL, Model: b.Model, Key: access.Key(),
 		Client: access.Client, Timeout: b.Timeout(), Price: b.Cost}
 	bound, warnings := s.evidenceFetcher().Resolve(ctx, eff, ev)
 	out.Warnings = warnings
-	scores, usage, err := score.ModelVerdict(ctx, j.ID, eff, bound, ep)
+	scores, usage, err := modeljudge.ModelVerdict(ctx, j.ID, eff, bound, ep)
 	if err != nil {
 		return err
 	}
@@ -300,7 +299,7 @@ func (s *Server) tryModelJudge(c echo.Context, j *registry.JudgeSpec, label stri
 	}
 	s.logger.LogAttrs(ctx, slog.LevelInfo, "model judge try", attrs...)
 	out.Scores, out.Usage = scores, usage
-	out.Skipped = len(scores) == 1 && score.IsSkip(scores[0])
+	out.Skipped = len(scores) == 1 && modeljudge.IsSkip(scores[0])
 	return c.JSON(http.StatusOK, out)
 }
 
@@ -320,8 +319,8 @@ func (s *Server) tryCodeJudge(c echo.Context, j *registry.JudgeSpec, canon json.
 			runtime = ev.Run.Case.Placement.Target
 		}
 	}
-	rec := try.Record{Judge: canon, Source: src.Source,
-		Input: try.Input{Case: ev.Case, Trace: ev.Trace, Snapshot: ev.Snapshot, Evidence: ev.Evidence.Evidence}}
+	rec := judge.TryRecord{Judge: canon, Source: src.Source,
+		Input: judge.TryInput{Case: ev.Case, Trace: ev.Trace, Snapshot: ev.Snapshot, Evidence: ev.Evidence.Evidence}}
 	if ref != nil {
 		rec.Ref = ref.String()
 	}

@@ -202,8 +202,8 @@ func idVersion(c echo.Context) (id, version string, err error) {
 }
 
 // casePage reads ?cases=false, ?from= and ?limit=.
-func casePage(c echo.Context) (service.CasePage, error) {
-	var p service.CasePage
+func casePage(c echo.Context) (registries.CasePage, error) {
+	var p registries.CasePage
 	switch v := c.QueryParam("cases"); v {
 	case "", "true":
 	case "false":
@@ -216,7 +216,7 @@ func casePage(c echo.Context) (service.CasePage, error) {
 		dst  *int
 		min  int
 		max  int
-	}{{"from", &p.From, 0, 1 << 30}, {"limit", &p.Limit, 1, service.MaxCasePage}} {
+	}{{"from", &p.From, 0, 1 << 30}, {"limit", &p.Limit, 1, registries.MaxCasePage}} {
 		v := c.QueryParam(q.name)
 		if v == "" {
 			continue
@@ -231,7 +231,7 @@ func casePage(c echo.Context) (service.CasePage, error) {
 }
 
 // writeVersion answers a version's spec as the body, its identity in headers.
-func writeVersion(c echo.Context, kind registry.Kind, d service.VersionDoc) error {
+func writeVersion(c echo.Context, kind registry.Kind, d registries.VersionDoc) error {
 	h := c.Response().Header()
 	h.Set(headerOwner, d.Owner)
 	h.Set(headerVersion, d.Version)
@@ -251,7 +251,7 @@ func (s *Server) getVersion(r registryResource) echo.HandlerFunc {
 		if err != nil {
 			return err
 		}
-		var page service.CasePage
+		var page registries.CasePage
 		if r.kind == registry.Dataset {
 			if page, err = casePage(c); err != nil {
 				return err

@@ -64,7 +64,7 @@ func instanceSpec(id, version, image string) string {
 }
 
 // registeredJSON is a registration's answer, as the service defines it.
-type registeredJSON = service.VersionInfo
+type registeredJSON = registries.VersionInfo
 
 type entryJSON struct {
 	Kind           string                     `json:"kind"`

@@ -55,7 +55,7 @@ type Options struct {
 	// Probers reach remote runtimes for POST /runtimes/probe and a
 	// kubeconfig's binding check (internal/probers.Drivers in the
 	// binary); zero, probes answer that this process cannot probe.
-	Probers  service.Probers
+	Probers  registries.Probers
 	Registry *prometheus.Registry // optional; a new one when nil
 	// Now is the clock for timestamps and invite expiry; time.Now when nil.
 	// Tests move it instead of sleeping.
@@ -92,7 +92,7 @@ type Server struct {
 	dev          devWorkspaces
 	mcp          http.Handler // the MCP SDK's streamable-HTTP handler
 	mcpServer    *mcp.Server  // its tools are the route table's (registerMCPTools)
-	registries   *service.Service
+	registries   *registries.Service
 	runs         *runs.Service
 	scorecards   *scorecards.Service
 	identity     *identity.Service
@@ -158,8 +158,8 @@ func NewServer(o Options) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("api: SVC_PROBE_ALLOW: %w", err)
 	}
-	s.registries = service.New(o.Store, sealer, s.now, service.WithProbeGuard(probeGuard), service.WithProbers(o.Probers),
-		service.WithK8sOperatorNamespaces(o.Config.K8sOperatorNamespaceList()))
+	s.registries = registries.New(o.Store, sealer, s.now, registries.WithProbeGuard(probeGuard), registries.WithProbers(o.Probers),
+		registries.WithK8sOperatorNamespaces(o.Config.K8sOperatorNamespaceList()))
 	guard, err := webhooks.NewGuard(o.Config.WebhookAllow)
 	if err != nil {
 		return nil, fmt.Errorf("api: SVC_WEBHOOK_ALLOW: %w", err)

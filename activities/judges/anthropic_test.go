@@ -25,8 +25,8 @@ import (
 // preview's prompt as the text block, temperature 0, max_tokens
 // AnthropicMaxTokens, usage priced by the binding.
 func TestModelVerdictAnthropic(t *testing.T) {
-	eff := prompt.Effective{RubricText: "Is 17*23 answered right?", Criteria: []registry.Criterion{{ID: "correct"}}}
-	ev := prompt.Evidence{Case: registry.EvalCase{ID: "c1", Task: "What is 17*23?"}, Evidence: &eval.Evidence{FinalAnswer: "391"}}
+	eff := judge.Effective{RubricText: "Is 17*23 answered right?", Criteria: []registry.Criterion{{ID: "correct"}}}
+	ev := judge.Evidence{Case: registry.EvalCase{ID: "c1", Task: "What is 17*23?"}, Evidence: &eval.Evidence{FinalAnswer: "391"}}
 	srv := judgetest.NewAnthropic(t, func(p string) (int, string) {
 		if strings.Contains(p, "391") {
 			return http.StatusOK, `{"score": 1, "pass": true, "reason": "right", "criteria": {"correct": {"score": 1}}}`
@@ -60,7 +60,7 @@ func TestModelVerdictAnthropic(t *testing.T) {
 			}
 			r := got[len(got)-1]
 			// The preview's text is the text sent.
-			if p := prompt.Render(eff, ev).Prompt; r.Prompt != p {
+			if p := judge.Render(eff, ev).Prompt; r.Prompt != p {
 				t.Errorf("sent prompt differs from the rendered one:\nsent %q\nrendered %q", r.Prompt, p)
 			}
 			if r.APIKey != secretKey || r.Authorization != "" || r.Version == "" || r.Model != "claude-test" {
@@ -85,8 +85,8 @@ func TestModelVerdictAnthropic(t *testing.T) {
 func TestModelVerdictAnthropicScreenshot(t *testing.T) {
 	srv := judgetest.NewAnthropic(t, func(string) (int, string) { return http.StatusOK, `{"score": 1, "pass": true}` })
 	png := base64.StdEncoding.EncodeToString([]byte("\x89PNG\r\n\x1a\npixels"))
-	eff := prompt.Effective{RubricText: "Does the page show the total?", Inputs: []string{registry.InputDOM, registry.InputScreenshot}}
-	ev := prompt.Evidence{Case: registry.EvalCase{ID: "b1", Task: "open the cart"},
+	eff := judge.Effective{RubricText: "Does the page show the total?", Inputs: []string{registry.InputDOM, registry.InputScreenshot}}
+	ev := judge.Evidence{Case: registry.EvalCase{ID: "b1", Task: "open the cart"},
 		Snapshot: &eval.Snapshot{Kind: "browser", DOM: "<p>total: 391</p>", Screenshot: png}}
 	ep := judges.Endpoint{Name: "grader", Provider: "anthropic", BaseURL: srv.BaseURL(), Model: "claude-test", Key: "sk-ant-test"}
 	scores, _, err := judges.ModelVerdict(t.Context(), "page", eff, ev, ep)
@@ -100,7 +100,7 @@ func TestModelVerdictAnthropicScreenshot(t *testing.T) {
 	if len(got) != 1 {
 		t.Fatalf("%d calls, want 1", len(got))
 	}
-	if want := prompt.Render(eff, ev); got[0].Prompt != want.Prompt {
+	if want := judge.Render(eff, ev); got[0].Prompt != want.Prompt {
 		t.Errorf("the server got the prompt\n%s\nwant the preview's\n%s", got[0].Prompt, want.Prompt)
 	}
 	if len(got[0].Images) != 1 || got[0].Images[0] != "data:image/png;base64,"+png {
@@ -120,8 +120,8 @@ func TestModelVerdictAnthropicFailuresSkip(t *testing.T) {
 	slog.SetDefault(slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug})))
 	t.Cleanup(func() { slog.SetDefault(prev) })
 
-	eff := prompt.Effective{RubricText: "r"}
-	ev := prompt.Evidence{Case: registry.EvalCase{ID: "c1", Task: "t"}}
+	eff := judge.Effective{RubricText: "r"}
+	ev := judge.Evidence{Case: registry.EvalCase{ID: "c1", Task: "t"}}
 	ctx := context.Background()
 	for _, c := range []struct {
 		name   string
@@ -178,8 +178,8 @@ func TestModelVerdictAnthropicIgnoresEnvironment(t *testing.T) {
 	t.Setenv("ANTHROPIC_AUTH_TOKEN", "tok-from-the-environment")
 	srv := judgetest.NewAnthropic(t, func(string) (int, string) { return http.StatusOK, `{"score": 1}` })
 	ep := judges.Endpoint{Name: "grader", Provider: "anthropic", BaseURL: srv.BaseURL(), Model: "claude-test", Key: secretKey}
-	scores, _, err := judges.ModelVerdict(t.Context(), "q", prompt.Effective{RubricText: "r"},
-		prompt.Evidence{Case: registry.EvalCase{ID: "c1", Task: "t"}}, ep)
+	scores, _, err := judges.ModelVerdict(t.Context(), "q", judge.Effective{RubricText: "r"},
+		judge.Evidence{Case: registry.EvalCase{ID: "c1", Task: "t"}}, ep)
 	if err != nil || len(scores) != 1 || judges.IsSkip(scores[0]) {
 		t.Fatalf("scores %+v err %v", scores, err)
 	}

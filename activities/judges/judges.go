@@ -89,7 +89,7 @@ const legacyReason = "legacy model judges need a model dispatcher, which this de
 
 // HarnessReason is the skip reason of a legacy harness judge
 // (score.HarnessReason).
-const HarnessReason = score.HarnessReason
+const HarnessReason = modeljudge.HarnessReason
 
 // Run runs judge j over in and returns its scores, metrics rewritten
 // under judge:<id>. Problems with the judge (a non-zero exit, a timeout,
@@ -280,11 +280,11 @@ func nodeFile(code string) string {
 }
 
 // SkipPrefix begins the detail of every skip score.
-const SkipPrefix = score.SkipPrefix
+const SkipPrefix = modeljudge.SkipPrefix
 
 // Skip returns the one visible score of a judge that could not judge
 // (score.Skip).
-func Skip(judgeID, reason string) []eval.Score { return score.Skip(judgeID, reason) }
+func Skip(judgeID, reason string) []eval.Score { return modeljudge.Skip(judgeID, reason) }
 
 // IsSkip reports whether a score is a judge skip score (score.IsSkip).
-func IsSkip(s eval.Score) bool { return score.IsSkip(s) }
+func IsSkip(s eval.Score) bool { return modeljudge.IsSkip(s) }

@@ -12,30 +12,30 @@ import (
 )
 
 // Endpoint is one resolved model binding (score.Endpoint).
-type Endpoint = score.Endpoint
+type Endpoint = modeljudge.Endpoint
 
 // AnthropicMaxTokens is the max_tokens of an anthropic binding's Messages
 // call (score.AnthropicMaxTokens).
-const AnthropicMaxTokens = score.AnthropicMaxTokens
+const AnthropicMaxTokens = modeljudge.AnthropicMaxTokens
 
 // Usage is what one model call consumed (score.Usage).
-type Usage = score.Usage
+type Usage = modeljudge.Usage
 
 // Complete sends text as the one user message of a chat completion
 // (score.Complete).
 func Complete(ctx context.Context, ep Endpoint, text string, images ...string) (string, *Usage, error) {
-	return score.Complete(ctx, ep, text, images...)
+	return modeljudge.Complete(ctx, ep, text, images...)
 }
 
 // ModelVerdict runs one model-judge call for judge id (score.ModelVerdict).
-func ModelVerdict(ctx context.Context, id string, eff prompt.Effective, ev prompt.Evidence, ep Endpoint) ([]eval.Score, *Usage, error) {
-	return score.ModelVerdict(ctx, id, eff, ev, ep)
+func ModelVerdict(ctx context.Context, id string, eff judge.Effective, ev judge.Evidence, ep Endpoint) ([]eval.Score, *Usage, error) {
+	return modeljudge.ModelVerdict(ctx, id, eff, ev, ep)
 }
 
 // VerdictScores completes a model's verdict into the judge's scores
 // (score.VerdictScores).
-func VerdictScores(id string, eff prompt.Effective, milestones []registry.Milestone, v prompt.Verdict, usage *Usage) []eval.Score {
-	return score.VerdictScores(id, eff, milestones, v, usage)
+func VerdictScores(id string, eff judge.Effective, milestones []registry.Milestone, v judge.Verdict, usage *Usage) []eval.Score {
+	return modeljudge.VerdictScores(id, eff, milestones, v, usage)
 }
 
 // ModelUsage sums the model calls a code judge made through the model
@@ -78,8 +78,8 @@ func WithModelUsage(judgeID, model string, u ModelUsage, scores []eval.Score) []
 	out := make([]eval.Score, len(scores))
 	copy(out, scores)
 	for i := range out {
-		if out[i].Metric == score.MetricPrefix+judgeID {
-			out[i].Detail = score.Detail(strings.TrimSpace(out[i].Detail + " " + note))
+		if out[i].Metric == modeljudge.MetricPrefix+judgeID {
+			out[i].Detail = modeljudge.Detail(strings.TrimSpace(out[i].Detail + " " + note))
 		}
 	}
 	return out

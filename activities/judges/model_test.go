@@ -23,19 +23,19 @@ func TestVerdictScores(t *testing.T) {
 	crit := []registry.Criterion{{ID: "a", Weight: fp(3), PassThreshold: fp(0.5)}, {ID: "b"}}
 	for _, c := range []struct {
 		name       string
-		eff        prompt.Effective
+		eff        judge.Effective
 		milestones []registry.Milestone
 		verdict    string
 		want       []eval.Score
 	}{
-		{name: "overall only, threshold re-decides the pass", eff: prompt.Effective{PassThreshold: fp(0.9)}, verdict: `{"score":0.8,"pass":true,"reason":"ok"}`,
+		{name: "overall only, threshold re-decides the pass", eff: judge.Effective{PassThreshold: fp(0.9)}, verdict: `{"score":0.8,"pass":true,"reason":"ok"}`,
 			want: []eval.Score{{GraderID: "j", Metric: "judge:j", Value: 0.8, Pass: bp(false), Detail: "ok"}}},
-		{name: "weighted mean of criteria", eff: prompt.Effective{Criteria: crit, PassThreshold: fp(0.5)}, verdict: `{"criteria":{"a":{"score":1},"b":{"score":0}}}`,
+		{name: "weighted mean of criteria", eff: judge.Effective{Criteria: crit, PassThreshold: fp(0.5)}, verdict: `{"criteria":{"a":{"score":1},"b":{"score":0}}}`,
 			want: []eval.Score{
 				{GraderID: "j", Metric: "judge:j", Value: 0.75, Pass: bp(true), Detail: "weighted mean of 2 criteria"},
 				{GraderID: "j", Metric: "judge:j:a", Value: 1, Pass: bp(true)},
 				{GraderID: "j", Metric: "judge:j:b", Value: 0}}},
-		{name: "missing criterion and milestone are error scores", eff: prompt.Effective{Criteria: crit}, milestones: []registry.Milestone{{ID: "m"}},
+		{name: "missing criterion and milestone are error scores", eff: judge.Effective{Criteria: crit}, milestones: []registry.Milestone{{ID: "m"}},
 			verdict: `{"score":0.4,"criteria":{"a":{"score":0.2}}}`,
 			want: []eval.Score{
 				{GraderID: "j", Metric: "judge:j", Value: 0.4},
@@ -44,7 +44,7 @@ func TestVerdictScores(t *testing.T) {
 				{GraderID: "j", Metric: "judge:j:milestone:m", Value: 0, Pass: bp(false), Detail: "error: criterion milestone:m missing from the verdict"}}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			v, err := prompt.ParseVerdict(c.verdict)
+			v, err := judge.ParseVerdict(c.verdict)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -59,8 +59,8 @@ func TestVerdictScores(t *testing.T) {
 const secretKey = "sk-test-DO-NOT-LEAK-4242"
 
 func TestModelVerdictLoopback(t *testing.T) {
-	eff := prompt.Effective{RubricText: "Is 17*23 answered right?", Criteria: []registry.Criterion{{ID: "correct"}}}
-	ev := prompt.Evidence{Case: registry.EvalCase{ID: "c1", Task: "What is 17*23?"}, Evidence: &eval.Evidence{FinalAnswer: "391"}}
+	eff := judge.Effective{RubricText: "Is 17*23 answered right?", Criteria: []registry.Criterion{{ID: "correct"}}}
+	ev := judge.Evidence{Case: registry.EvalCase{ID: "c1", Task: "What is 17*23?"}, Evidence: &eval.Evidence{FinalAnswer: "391"}}
 	ctx := context.Background()
 
 	srv := judgetest.New(t, func(p string) (int, string) {
@@ -90,7 +90,7 @@ func TestModelVerdictLoopback(t *testing.T) {
 		t.Fatalf("server received %d requests, want 1", len(got))
 	}
 	// The preview's text is the text sent.
-	if p := prompt.Render(eff, ev).Prompt; got[0].Prompt != p {
+	if p := judge.Render(eff, ev).Prompt; got[0].Prompt != p {
 		t.Errorf("sent prompt differs from the rendered one:\nsent %q\nrendered %q", got[0].Prompt, p)
 	}
 	if got[0].Authorization != "Bearer "+secretKey || got[0].Model != "gpt-test" {
@@ -99,8 +99,8 @@ func TestModelVerdictLoopback(t *testing.T) {
 }
 
 func TestModelVerdictFailuresSkip(t *testing.T) {
-	eff := prompt.Effective{RubricText: "r"}
-	ev := prompt.Evidence{Case: registry.EvalCase{ID: "c1", Task: "t"}}
+	eff := judge.Effective{RubricText: "r"}
+	ev := judge.Evidence{Case: registry.EvalCase{ID: "c1", Task: "t"}}
 	ctx := context.Background()
 	for _, c := range []struct {
 		name   string

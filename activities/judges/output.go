@@ -23,7 +23,7 @@ const (
 	MaxMetricLen = 256
 	// MaxDetail bounds a score's detail, in runes; a longer one is cut
 	// and ends with an ellipsis.
-	MaxDetail = score.MaxDetail
+	MaxDetail = modeljudge.MaxDetail
 )
 
 // ParseOutput reads a judge's scores from its stdout: the last thing
@@ -226,7 +226,7 @@ func jsonKind(raw []byte) string {
 
 // RewriteMetrics namespaces a judge's metrics (score.RewriteMetrics).
 func RewriteMetrics(judgeID string, scores []eval.Score) []eval.Score {
-	return score.RewriteMetrics(judgeID, scores)
+	return modeljudge.RewriteMetrics(judgeID, scores)
 }
 
 // cleanText keeps text storable: valid UTF-8 without NUL bytes (the store

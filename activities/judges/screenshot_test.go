@@ -18,8 +18,8 @@ import (
 func TestModelVerdictSendsScreenshot(t *testing.T) {
 	srv := judgetest.New(t, func(string) (int, string) { return http.StatusOK, `{"score": 1, "pass": true}` })
 	png := base64.StdEncoding.EncodeToString([]byte("\x89PNG\r\n\x1a\npixels"))
-	eff := prompt.Effective{RubricText: "Does the page show the total?", Inputs: []string{registry.InputDOM, registry.InputScreenshot}}
-	ev := prompt.Evidence{Case: registry.EvalCase{ID: "b1", Task: "open the cart"},
+	eff := judge.Effective{RubricText: "Does the page show the total?", Inputs: []string{registry.InputDOM, registry.InputScreenshot}}
+	ev := judge.Evidence{Case: registry.EvalCase{ID: "b1", Task: "open the cart"},
 		Snapshot: &eval.Snapshot{Kind: "browser", DOM: "<p>total: 391</p>", Screenshot: png}}
 	ep := judges.Endpoint{Name: "grader", BaseURL: srv.BaseURL(), Model: "gpt-test", Key: "sk-test"}
 	scores, _, err := judges.ModelVerdict(t.Context(), "page", eff, ev, ep)
@@ -33,7 +33,7 @@ func TestModelVerdictSendsScreenshot(t *testing.T) {
 	if len(got) != 1 {
 		t.Fatalf("%d calls, want 1", len(got))
 	}
-	want := prompt.Render(eff, ev)
+	want := judge.Render(eff, ev)
 	if got[0].Prompt != want.Prompt {
 		t.Errorf("the server got the prompt\n%s\nwant the preview's\n%s", got[0].Prompt, want.Prompt)
 	}

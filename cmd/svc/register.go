@@ -21,8 +21,8 @@ import (
 // new or was already registered with this content (registration is
 // idempotent), or with asJSON the service's JSON. An invalid spec prints
 // each problem on stderr; a conflict says to register a new version.
-func registerSpec(ctx context.Context, x *cli, c *apiClient, collection, noun string, doc any, asJSON bool) (service.VersionInfo, error) {
-	var v service.VersionInfo
+func registerSpec(ctx context.Context, x *cli, c *apiClient, collection, noun string, doc any, asJSON bool) (registries.VersionInfo, error) {
+	var v registries.VersionInfo
 	raw, err := c.do(ctx, "POST", collection, doc, &v)
 	if err != nil {
 		return v, refusal(x, noun, err)
@@ -36,7 +36,7 @@ func registerSpec(ctx context.Context, x *cli, c *apiClient, collection, noun st
 }
 
 // registeredLine is one registration's answer for people.
-func registeredLine(v service.VersionInfo) string {
+func registeredLine(v registries.VersionInfo) string {
 	what := "registered"
 	if !v.Created {
 		what = "already registered with this content"

@@ -123,8 +123,8 @@ func Activities(cfg config.Config, d Deps, o WorkerOptions) (*activities.Activit
 	}
 	acts := &activities.Activities{
 		Store: d.Store,
-		Registries: service.New(d.Store, sealer, time.Now, service.WithProbeGuard(probeGuard),
-			service.WithK8sOperatorNamespaces(cfg.K8sOperatorNamespaceList())),
+		Registries: registries.New(d.Store, sealer, time.Now, registries.WithProbeGuard(probeGuard),
+			registries.WithK8sOperatorNamespaces(cfg.K8sOperatorNamespaceList())),
 		Sealer: sealer,
 		Driver: driver,
 		Judges: &judges.Runner{Driver: driver},

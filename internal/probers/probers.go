@@ -14,13 +14,13 @@ import (
 )
 
 // Drivers returns the probers of the nomad and k8s drivers.
-func Drivers() service.Probers {
-	return service.Probers{
-		Nomad: func(ctx context.Context, c service.NomadProbe) (bool, string) {
+func Drivers() registries.Probers {
+	return registries.Probers{
+		Nomad: func(ctx context.Context, c registries.NomadProbe) (bool, string) {
 			r := nomad.Probe(ctx, NomadConfig(c))
 			return r.Reachable, r.Detail
 		},
-		K8s: func(ctx context.Context, c service.K8sProbe) (bool, string) {
+		K8s: func(ctx context.Context, c registries.K8sProbe) (bool, string) {
 			r := k8s.Probe(ctx, k8s.ProbeConfig{Server: c.Server, Context: c.Context, Namespace: c.Namespace, Token: c.Token,
 				Kubeconfig: c.Kubeconfig, AllowedHosts: c.AllowedHosts, Guard: c.Guard, OperatorNamespaces: c.OperatorNamespaces})
 			return r.Reachable, r.Detail
@@ -32,6 +32,6 @@ func Drivers() service.Probers {
 // NomadConfig is the driver's connection for what the registry service
 // resolved (service.Service.NomadConnection): the same for a probe and for
 // the worker's jobs.
-func NomadConfig(c service.NomadProbe) nomad.Config {
+func NomadConfig(c registries.NomadProbe) nomad.Config {
 	return nomad.Config{Addr: c.Addr, Namespace: c.Namespace, Token: c.Token, AllowedHosts: c.AllowedHosts, Guard: c.Guard}
 }

@@ -1,16 +1,16 @@
-// Package prompt computes what a model-backed judge is given (spec §2.5):
+// Package judge computes what a model-backed judge is given (spec §2.5):
 // its effective rubric, criteria and prompt template, the prompt text
 // rendered from a case's evidence, and how that evidence covers the
 // judge's requirements. It is pure: the grader that calls the model and
 // POST /judges/preview both render through Render, so the preview shows
-// byte for byte what the model is sent.
-package prompt
+// byte for byte what the model is sent. It also holds the record of a
+// code-judge try (try.go).
+package judge
 
 import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
-	"net/http"
 	"regexp"
 	"slices"
 	"strconv"
@@ -381,9 +381,36 @@ func ScreenshotURL(b64 string) string {
 	}
 	mt := "image/png"
 	if raw, err := base64.StdEncoding.DecodeString(head[:len(head)/4*4]); err == nil {
-		if t := http.DetectContentType(raw); strings.HasPrefix(t, "image/") {
+		if t := imageType(raw); t != "" {
 			mt = t
 		}
 	}
 	return "data:" + mt + ";base64," + b64
+}
+
+// imageSignatures are the image signatures of the WHATWG MIME sniffing
+// standard (what net/http's DetectContentType matches for images), so the
+// domain sniffs without the HTTP stack: a prefix, or for WebP a RIFF
+// header whose bytes 8 to 14 say WEBPVP.
+var imageSignatures = []struct{ prefix, mediaType string }{
+	{"\x89PNG\r\n\x1a\n", "image/png"},
+	{"\xff\xd8\xff", "image/jpeg"},
+	{"GIF87a", "image/gif"},
+	{"GIF89a", "image/gif"},
+	{"BM", "image/bmp"},
+	{"\x00\x00\x01\x00", "image/x-icon"},
+	{"\x00\x00\x02\x00", "image/x-icon"},
+}
+
+// imageType is raw's image media type by its first bytes, or "".
+func imageType(raw []byte) string {
+	if len(raw) >= 14 && string(raw[:4]) == "RIFF" && string(raw[8:14]) == "WEBPVP" {
+		return "image/webp"
+	}
+	for _, s := range imageSignatures {
+		if strings.HasPrefix(string(raw), s.prefix) {
+			return s.mediaType
+		}
+	}
+	return ""
 }

@@ -1,6 +1,7 @@
-package prompt
+package judge
 
 import (
+	"net/http"
 	"strings"
 	"testing"
 
@@ -140,6 +141,24 @@ func TestParseVerdict(t *testing.T) {
 		}
 		if diff := cmp.Diff(c.want, v.Scores("j")); diff != "" {
 			t.Errorf("ParseVerdict(%q) scores (-want +got):\n%s", c.text, diff)
+		}
+	}
+}
+
+// TestImageTypeMatchesNetHTTP holds the domain's image sniff to what
+// net/http's DetectContentType says for the same bytes.
+func TestImageTypeMatchesNetHTTP(t *testing.T) {
+	for _, raw := range [][]byte{
+		[]byte("\x89PNG\r\n\x1a\n\x00\x00"), []byte("\xff\xd8\xff\xe0JFIF"), []byte("GIF89a..."), []byte("GIF87a..."),
+		[]byte("BM\x00\x00"), []byte("\x00\x00\x01\x00\x01\x00"), []byte("RIFF\x00\x00\x00\x00WEBPVP8 "),
+		[]byte("plain text"), []byte("<svg xmlns"), {},
+	} {
+		want := http.DetectContentType(raw)
+		if !strings.HasPrefix(want, "image/") {
+			want = ""
+		}
+		if got := imageType(raw); got != want {
+			t.Errorf("imageType(%q) = %q, net/http says %q", raw, got, want)
 		}
 	}
 }

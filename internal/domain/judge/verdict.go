@@ -1,4 +1,4 @@
-package prompt
+package judge
 
 import (
 	"encoding/json"

@@ -155,9 +155,9 @@ const MaxScreenshot = 5 << 20
 // from its screenshotRef when the judge's inputs name the screenshot and
 // the snapshot holds none inline. ev is not modified. Warnings say what
 // could not be bound.
-func (f Fetcher) Resolve(ctx context.Context, eff prompt.Effective, ev prompt.Evidence) (prompt.Evidence, []string) {
+func (f Fetcher) Resolve(ctx context.Context, eff judge.Effective, ev judge.Evidence) (judge.Evidence, []string) {
 	var warnings []string
-	if custom := prompt.CustomSlots(eff); len(custom) > 0 {
+	if custom := judge.CustomSlots(eff); len(custom) > 0 {
 		ev.Slots, warnings = f.Bind(ctx, custom, ev.Slots, ev.Evidence)
 	}
 	if slices.Contains(eff.Inputs, registry.InputScreenshot) && ev.Snapshot != nil && ev.Snapshot.Screenshot == "" && ev.Snapshot.ScreenshotRef != "" {

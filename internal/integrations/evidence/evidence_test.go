@@ -88,8 +88,8 @@ func TestBind(t *testing.T) {
 // image part and reports it.
 func TestResolveScreenshotAndSlots(t *testing.T) {
 	srv := artifacts(t)
-	eff := prompt.Effective{PromptTemplate: "Notes: {notes_md}\n{verdict_instruction}", Inputs: []string{registry.InputScreenshot}}
-	ev := prompt.Evidence{
+	eff := judge.Effective{PromptTemplate: "Notes: {notes_md}\n{verdict_instruction}", Inputs: []string{registry.InputScreenshot}}
+	ev := judge.Evidence{
 		Snapshot: &eval.Snapshot{Kind: "browser", ScreenshotRef: srv.URL + "/shot.png"},
 		Evidence: &eval.Evidence{Artifacts: []eval.Artifact{{Name: "notes.md", Ref: srv.URL + "/notes.md"}}},
 	}
@@ -100,7 +100,7 @@ func TestResolveScreenshotAndSlots(t *testing.T) {
 	if ev.Snapshot.Screenshot != "" {
 		t.Error("Resolve modified its input's snapshot")
 	}
-	r := prompt.Render(eff, got)
+	r := judge.Render(eff, got)
 	if !strings.HasPrefix(r.Prompt, "Notes: # Notes\nthe sum is 391\n") {
 		t.Errorf("prompt = %q", r.Prompt)
 	}
@@ -108,7 +108,7 @@ func TestResolveScreenshotAndSlots(t *testing.T) {
 	if len(r.Images) != 1 || r.Images[0] != want {
 		t.Errorf("images = %v, want the fetched screenshot", r.Images)
 	}
-	var shot *prompt.Slot
+	var shot *judge.Slot
 	for i := range r.Slots {
 		if r.Slots[i].Name == "screenshot" {
 			shot = &r.Slots[i]

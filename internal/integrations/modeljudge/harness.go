@@ -1,4 +1,4 @@
-package score
+package modeljudge
 
 import (
 	"fmt"
@@ -17,7 +17,7 @@ import (
 // (VerdictScores); the overall score's detail names the run. A failed run,
 // an empty answer or an answer without a valid verdict is the judge's skip
 // score.
-func HarnessVerdict(id string, eff prompt.Effective, milestones []registry.Milestone, run eval.Run) []eval.Score {
+func HarnessVerdict(id string, eff judge.Effective, milestones []registry.Milestone, run eval.Run) []eval.Score {
 	who := fmt.Sprintf("harness %s (run %s)", run.Harness, run.ID)
 	if run.Result != nil && run.Result.Harness != "" {
 		who = fmt.Sprintf("harness %s (run %s)", run.Result.Harness, run.ID)
@@ -39,7 +39,7 @@ func HarnessVerdict(id string, eff prompt.Effective, milestones []registry.Miles
 	if strings.TrimSpace(answer) == "" {
 		return Skip(id, who+" gave no final answer to read a verdict from")
 	}
-	v, err := prompt.ParseVerdict(answer)
+	v, err := judge.ParseVerdict(answer)
 	if err != nil {
 		return Skip(id, fmt.Sprintf("%s answered no valid verdict: %v", who, err))
 	}

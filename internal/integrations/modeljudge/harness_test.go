@@ -1,4 +1,4 @@
-package score
+package modeljudge
 
 import (
 	"strings"
@@ -10,7 +10,7 @@ import (
 )
 
 func TestHarnessVerdict(t *testing.T) {
-	eff := prompt.Effective{Criteria: []registry.Criterion{{ID: "correct"}}}
+	eff := judge.Effective{Criteria: []registry.Criterion{{ID: "correct"}}}
 	ok := func(answer string) eval.Run {
 		return eval.Run{ID: "run_j", Status: eval.StatusSucceeded, Harness: registry.Ref{ID: "g", Version: "1"},
 			Result: &eval.CaseResult{Harness: "g@1", Evidence: &eval.Evidence{FinalAnswer: answer}}}

@@ -1,4 +1,4 @@
-package score
+package modeljudge
 
 import (
 	"context"
@@ -144,8 +144,8 @@ func callError(ep Endpoint, err error, timeout time.Duration) string {
 // the case's milestones (ApplyCriteria); a spec passThreshold re-decides
 // the overall pass. An unreachable, failing or slow server, or an answer
 // with no valid verdict, is a skip score. The error is only ctx's.
-func ModelVerdict(ctx context.Context, id string, eff prompt.Effective, ev prompt.Evidence, ep Endpoint) ([]eval.Score, *Usage, error) {
-	r := prompt.Render(eff, ev)
+func ModelVerdict(ctx context.Context, id string, eff judge.Effective, ev judge.Evidence, ep Endpoint) ([]eval.Score, *Usage, error) {
+	r := judge.Render(eff, ev)
 	timeout := ep.Timeout
 	if timeout <= 0 {
 		timeout = 2 * time.Minute
@@ -157,7 +157,7 @@ func ModelVerdict(ctx context.Context, id string, eff prompt.Effective, ev promp
 	if err != nil {
 		return Skip(id, callError(ep, err, timeout)), usage, nil
 	}
-	v, err := prompt.ParseVerdict(answer)
+	v, err := judge.ParseVerdict(answer)
 	if err != nil {
 		return Skip(id, fmt.Sprintf("model %s answered no valid verdict: %v", ep.Name, err)), usage, nil
 	}
@@ -169,7 +169,7 @@ func ModelVerdict(ctx context.Context, id string, eff prompt.Effective, ev promp
 // criterion the verdict lacks, the overall judge:<id> (the model's own,
 // else the weighted mean), passThreshold re-deciding the overall pass
 // only. usage, when known, is appended to the overall score's detail.
-func VerdictScores(id string, eff prompt.Effective, milestones []registry.Milestone, v prompt.Verdict, usage *Usage) []eval.Score {
+func VerdictScores(id string, eff judge.Effective, milestones []registry.Milestone, v judge.Verdict, usage *Usage) []eval.Score {
 	raw := v.Scores(id)
 	var out []eval.Score
 	if len(eff.Criteria) > 0 {

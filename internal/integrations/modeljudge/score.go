@@ -1,11 +1,11 @@
-// Package score turns what a judge says into Scores (spec §2.5) and calls
+// Package modeljudge turns what a judge says into Scores (spec §2.5) and calls
 // a model judge's model: the skip score of a judge that could not judge,
 // the namespacing of a judge's metrics, the completion of a verdict with
 // its criteria and the case's milestones, and one chat completion of a
 // model judge (ModelVerdict). It runs no process and reaches no driver, so
 // the API can run a model judge inline (POST /judges/try); package judges
 // runs code judges as jobs and uses it for the rest.
-package score
+package modeljudge
 
 import (
 	"strings"

@@ -15,7 +15,7 @@ import (
 // reference that cannot be resolved, for whatever reason, is "" and seals
 // as unresolved. The batch submit, a re-score's revision and
 // verify-manifest all resolve through it, so one judge seals alike in all.
-func JudgeResolver(ctx context.Context, s *Service, reg *service.Service, who auth.Principal) manifest.Resolver {
+func JudgeResolver(ctx context.Context, s *Service, reg *registries.Service, who auth.Principal) manifest.Resolver {
 	ref := func(kind registry.Kind) func(registry.Ref) string {
 		return func(r registry.Ref) string {
 			if reg == nil || r.ID == "" || r.Version == "" {

@@ -1,4 +1,4 @@
-package service
+package registries
 
 import (
 	"context"

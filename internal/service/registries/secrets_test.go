@@ -1,4 +1,4 @@
-package service_test
+package registries_test
 
 import (
 	"errors"
@@ -23,7 +23,7 @@ import (
 
 // newSecretService is a Service on SQLite with a sealer; allow is
 // SVC_PROBE_ALLOW.
-func newSecretService(t *testing.T, allow string) (*service.Service, auth.Principal) {
+func newSecretService(t *testing.T, allow string) (*registries.Service, auth.Principal) {
 	t.Helper()
 	sealer, err := secrets.NewSealer("MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=")
 	if err != nil {
@@ -33,7 +33,7 @@ func newSecretService(t *testing.T, allow string) (*service.Service, auth.Princi
 	if err != nil {
 		t.Fatal(err)
 	}
-	svc := service.New(backends[0].open(t), sealer, nil, service.WithProbeGuard(g), service.WithProbers(probers.Drivers()))
+	svc := registries.New(backends[0].open(t), sealer, nil, registries.WithProbeGuard(g), registries.WithProbers(probers.Drivers()))
 	return svc, auth.Principal{Subject: "alice", Workspace: "ws1", Roles: []auth.Role{auth.RoleAdmin}, Via: auth.ViaAPIKey}
 }
 

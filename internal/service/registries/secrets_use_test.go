@@ -1,4 +1,4 @@
-package service_test
+package registries_test
 
 import (
 	"errors"
@@ -19,7 +19,7 @@ import (
 func TestRegisterSecretsUse(t *testing.T) {
 	st := backends[0].open(t) // sqlite: the rule is in the service, not the store
 	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
-	svc := service.New(st, nil, func() time.Time { return now })
+	svc := registries.New(st, nil, func() time.Time { return now })
 	ctx := t.Context()
 	as := func(role auth.Role, scopes ...auth.Scope) auth.Principal {
 		return auth.Principal{Subject: string(role) + "-1", Workspace: "ws1", Roles: []auth.Role{role}, Scopes: scopes, Via: auth.ViaAPIKey}

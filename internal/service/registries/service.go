@@ -1,4 +1,4 @@
-// Package service is the service layer of the versioned registries (spec
+// Package registries is the service layer of the versioned registries (spec
 // §4.3, §9): it joins the pure domain of package registry to the store, the
 // team axis of package auth, the event log and the secret store. The HTTP
 // handlers of package api bind a request, call one method here and encode
@@ -8,7 +8,7 @@
 // who it is for the team checks (spec §5.8). Errors wrap the derrors
 // sentinels and carry messages written for the client; a store error never
 // reaches a client as text, because its wording names internals.
-package service
+package registries
 
 import (
 	"context"

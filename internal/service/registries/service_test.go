@@ -1,4 +1,4 @@
-package service_test
+package registries_test
 
 import (
 	"errors"
@@ -64,7 +64,7 @@ func TestRegisterLatestConflict(t *testing.T) {
 		t.Run(b.name, func(t *testing.T) {
 			st := b.open(t)
 			now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
-			svc := service.New(st, nil, func() time.Time { return now })
+			svc := registries.New(st, nil, func() time.Time { return now })
 			p := auth.Principal{Subject: "alice", Workspace: "ws1", Roles: []auth.Role{auth.RoleAdmin}, Via: auth.ViaAPIKey}
 			ctx := t.Context()
 
@@ -77,14 +77,14 @@ func TestRegisterLatestConflict(t *testing.T) {
 				t.Fatalf("repeat: %+v, %v", again, err)
 			}
 			_, err = svc.Register(ctx, p, registry.Judge, judge("1.9.0", "node"), nil)
-			var ce *service.ConflictError
+			var ce *registries.ConflictError
 			if !errors.As(err, &ce) || ce.StoredDigest != first.Digest || ce.Digest == first.Digest {
 				t.Fatalf("conflict: %v", err)
 			}
 			if _, err := svc.Register(ctx, p, registry.Judge, judge("1.10.0", "python"), nil); err != nil {
 				t.Fatal(err)
 			}
-			doc, err := svc.GetVersion(ctx, p, registry.Judge, "j", "latest", service.CasePage{})
+			doc, err := svc.GetVersion(ctx, p, registry.Judge, "j", "latest", registries.CasePage{})
 			if err != nil || doc.Version != "1.10.0" || doc.Owner != "ws1" {
 				t.Fatalf("latest: %+v, %v", doc, err)
 			}
@@ -102,7 +102,7 @@ func TestRegisterLatestConflict(t *testing.T) {
 			if _, _, err := st.RegisterVersion(ctx, v, "", nil); err != nil {
 				t.Fatal(err)
 			}
-			if doc, err := svc.GetVersion(ctx, p, registry.Rubric, "r", "latest", service.CasePage{}); err != nil || doc.Owner != registry.SharedOwner {
+			if doc, err := svc.GetVersion(ctx, p, registry.Rubric, "r", "latest", registries.CasePage{}); err != nil || doc.Owner != registry.SharedOwner {
 				t.Fatalf("shared fallback: %+v, %v", doc, err)
 			}
 
@@ -117,7 +117,7 @@ func TestRegisterLatestConflict(t *testing.T) {
 			if err := svc.DeleteDatasetVersion(ctx, p, "d", "1"); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := svc.GetVersion(ctx, p, registry.Dataset, "d", "1", service.CasePage{}); err == nil {
+			if _, err := svc.GetVersion(ctx, p, registry.Dataset, "d", "1", registries.CasePage{}); err == nil {
 				t.Fatal("a tombstoned version is still read")
 			}
 			if r, err := svc.Register(ctx, p, registry.Dataset, ds, nil); err != nil || r.Created {
@@ -148,7 +148,7 @@ func TestDeletedDatasetStaysWithItsTeam(t *testing.T) {
 			st := b.open(t)
 			ctx := t.Context()
 			now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
-			svc := service.New(st, nil, func() time.Time { return now })
+			svc := registries.New(st, nil, func() time.Time { return now })
 			admin := auth.Principal{Subject: "alice", Workspace: "ws1", Roles: []auth.Role{auth.RoleAdmin}, Via: auth.ViaOIDC}
 			outsider := auth.Principal{Subject: "bob", Workspace: "ws1", Roles: []auth.Role{auth.RoleMember}, Via: auth.ViaOIDC}
 			insider := auth.Principal{Subject: "carol", Workspace: "ws1", Roles: []auth.Role{auth.RoleMember}, Via: auth.ViaOIDC}

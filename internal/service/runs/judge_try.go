@@ -7,7 +7,7 @@ import (
 
 	"svc/auth"
 	"svc/internal/domain/eval"
-	"svc/internal/domain/judge/try"
+	"svc/internal/domain/judge"
 	"svc/internal/domain/registry"
 	"svc/internal/platform/derrors"
 	"svc/store"
@@ -21,7 +21,7 @@ type JudgeTryRequest struct {
 	Judge *registry.JudgeSpec
 	Ref   *registry.Ref
 	// Record is the judge and its input as the worker reads them.
-	Record try.Record
+	Record judge.TryRecord
 	// Runtime is where the judge runs: the spec's runtime, else the
 	// source case's placement; "" is the deployment's local runtime,
 	// which only a source case that ran there may choose.
@@ -93,8 +93,8 @@ func (s *Service) SubmitJudgeTry(ctx context.Context, p auth.Principal, req Judg
 		return eval.Run{}, err
 	}
 	return s.admitAndStart(ctx, p, now, run, row, func(tx store.Tx) error {
-		_, _, err := tx.RegisterVersion(ctx, store.EntityVersion{Kind: try.StoreKind, Owner: p.Workspace, ID: run.ID,
-			Version: try.Version, Digest: registry.Digest(rec), Spec: rec, CreatedBy: p.Subject, CreatedAt: now}, "", nil)
+		_, _, err := tx.RegisterVersion(ctx, store.EntityVersion{Kind: judge.TryStoreKind, Owner: p.Workspace, ID: run.ID,
+			Version: judge.TryVersion, Digest: registry.Digest(rec), Spec: rec, CreatedBy: p.Subject, CreatedAt: now}, "", nil)
 		return err
 	})
 }

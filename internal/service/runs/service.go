@@ -27,7 +27,7 @@ type Starter interface {
 // Options are the dependencies of a Service.
 type Options struct {
 	Store      store.Store
-	Registries *service.Service
+	Registries *registries.Service
 	// Starter starts run workflows; nil means no orchestrator is
 	// configured, and submits answer 503.
 	Starter Starter

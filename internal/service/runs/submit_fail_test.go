@@ -64,7 +64,7 @@ func TestSubmitStartFails(t *testing.T) {
 			ctx := reqid.With(t.Context(), "req-submit-1")
 			now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 			st := storetest.NewFailing(sqlitetest.New(t))
-			reg := service.New(st, nil, func() time.Time { return now })
+			reg := registries.New(st, nil, func() time.Time { return now })
 			p := auth.Principal{Subject: "alice", Workspace: "ws", Roles: []auth.Role{auth.RoleAdmin}}
 			if _, err := reg.Register(ctx, p, registry.Harness, []byte(`{"id":"h","version":"1.0.0","kind":"process","command":["run"]}`), nil); err != nil {
 				t.Fatal(err)

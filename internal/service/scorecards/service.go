@@ -29,7 +29,7 @@ type Orchestrator interface {
 // Options are the dependencies of a Service.
 type Options struct {
 	Store      store.Store
-	Registries *service.Service
+	Registries *registries.Service
 	// Orchestrator is nil when no Temporal is configured: submits answer
 	// 503 and the driver-ops routes 404.
 	Orchestrator Orchestrator

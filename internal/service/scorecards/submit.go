@@ -134,12 +134,12 @@ func checkCommon(concurrency, trials *int, runtime string, judges []JudgeSel) er
 // plan is a resolved submit, ready to be recorded.
 type plan struct {
 	kind        string
-	dataset     service.Resolved // zero for an ad-hoc task
+	dataset     registries.Resolved // zero for an ad-hoc task
 	datasetRef  registry.Ref
 	cases       []registry.EvalCase
 	adhoc       *registry.EvalCase
 	subset      *eval.Subset
-	harness     service.Resolved
+	harness     registries.Resolved
 	runtime     string
 	judges      []eval.JudgeRef
 	sealed      []manifest.Judge

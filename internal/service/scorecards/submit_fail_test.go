@@ -73,7 +73,7 @@ func TestSubmitStartFails(t *testing.T) {
 			ctx := reqid.With(t.Context(), "req-submit-2")
 			now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 			st := storetest.NewFailing(sqlitetest.New(t))
-			reg := service.New(st, nil, func() time.Time { return now })
+			reg := registries.New(st, nil, func() time.Time { return now })
 			p := auth.Principal{Subject: "alice", Workspace: "ws", Roles: []auth.Role{auth.RoleAdmin}}
 			for kind, spec := range map[registry.Kind]string{
 				registry.Harness: `{"id":"h","version":"1.0.0","kind":"process","command":["run"]}`,
@@ -158,7 +158,7 @@ func TestScoreStartFails(t *testing.T) {
 			ctx := reqid.With(t.Context(), "req-score-1")
 			now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 			st := storetest.NewFailing(sqlitetest.New(t))
-			reg := service.New(st, nil, func() time.Time { return now })
+			reg := registries.New(st, nil, func() time.Time { return now })
 			p := auth.Principal{Subject: "alice", Workspace: "ws", Roles: []auth.Role{auth.RoleAdmin}}
 			if _, err := reg.Register(ctx, p, registry.Judge, []byte(`{"id":"j","version":"1.0.0","kind":"code","language":"python","code":"print(1)"}`), nil); err != nil {
 				t.Fatal(err)

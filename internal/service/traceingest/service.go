@@ -30,7 +30,7 @@ type Options struct {
 	Store store.Store
 	// Registries resolves a run's harness for its span attribute mapping;
 	// nil maps with the conventions and overlays only.
-	Registries *service.Service
+	Registries *registries.Service
 	// MaxEventsPerHour is SVC_INGEST_MAX_EVENTS_PER_HOUR: the quota of a
 	// workspace without an override; 0 is unlimited.
 	MaxEventsPerHour int64
