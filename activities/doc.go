@@ -27,8 +27,7 @@ import (
 	"svc/internal/platform/secrets"
 	"svc/internal/service/models"
 	"svc/internal/service/registries"
-	"svc/internal/service/traceingest"
-	"svc/internal/service/tracesources"
+	"svc/internal/service/traces"
 	"svc/store"
 	"svc/store/records"
 )
@@ -65,10 +64,10 @@ type Activities struct {
 	// TraceIngest seals the OTLP door's external trajectories and applies
 	// trajectory retention (SweepTraces); nil sweeps with the defaults
 	// (no retention, a 5-minute idle window).
-	TraceIngest *traceingest.Service
+	TraceIngest *traces.Service
 	// TraceSources opens the trace sources pulled batches read (pull.go);
 	// nil opens them with Store, Sealer and Guard.
-	TraceSources *tracesources.Service
+	TraceSources *traces.Sources
 	// Host names the worker in provenance.
 	Host   string
 	Logger *slog.Logger

@@ -17,7 +17,7 @@ import (
 	"svc/internal/domain/manifest"
 	"svc/internal/domain/registry"
 	"svc/internal/domain/scoring"
-	"svc/internal/domain/traces"
+	"svc/internal/domain/trace"
 	"svc/internal/platform/derrors"
 	"svc/internal/service/models"
 	"svc/store"
@@ -333,7 +333,7 @@ func (a *Activities) freezeAnalysis(ctx context.Context, sc eval.Scorecard, rows
 		return nil
 	}
 	rev := sc.Scoring[len(sc.Scoring)-1]
-	doc, digest, err := traces.BuildAnalysis(sc, rows, rev)
+	doc, digest, err := trace.BuildAnalysis(sc, rows, rev)
 	if err != nil {
 		return err
 	}

@@ -10,7 +10,7 @@ import (
 
 	"svc/internal/domain/eval"
 	"svc/internal/domain/registry"
-	"svc/internal/domain/traces"
+	"svc/internal/domain/trace"
 	"svc/internal/platform/derrors"
 	"svc/store"
 	"svc/store/records"
@@ -399,7 +399,7 @@ func planFinish(now time.Time, run eval.Run, cur store.Run, result *eval.CaseRes
 	}
 	var p finishPlan
 	if result != nil {
-		events, digest, err := traces.SealEvents(result.Trace)
+		events, digest, err := trace.SealEvents(result.Trace)
 		if err != nil {
 			return finishPlan{}, err
 		}

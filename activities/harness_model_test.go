@@ -10,7 +10,7 @@ import (
 	"svc/drivers"
 	"svc/internal/domain/eval"
 	"svc/internal/domain/registry"
-	"svc/internal/domain/traces"
+	"svc/internal/domain/trace"
 	"svc/internal/platform/derrors"
 	"svc/internal/platform/secrets"
 	"svc/internal/service/models"
@@ -36,7 +36,7 @@ func TestHarnessModelAccess(t *testing.T) {
 	a := &Activities{Store: st, Models: ms, ModelProxyURL: "http://cp.example:8080/judge-proxy/v1", Now: func() time.Time { return now }}
 	run := eval.Run{ID: "run-1", Tenant: "ws", CreatedBy: "alice", Attempts: 1}
 	plan := func(selfHosted bool) Plan {
-		return Plan{Dispatch: traces.Dispatch{Harness: registry.Ref{ID: "agent", Version: "2"}}, model: "brain", placement: placement{selfReported: selfHosted}}
+		return Plan{Dispatch: trace.Dispatch{Harness: registry.Ref{ID: "agent", Version: "2"}}, model: "brain", placement: placement{selfReported: selfHosted}}
 	}
 	job := drivers.Job{RunID: "run-1", Env: map[string]string{"MODE": "x"}, Secrets: map[string]string{"API": "v"}, Timeout: time.Minute}
 
@@ -101,8 +101,8 @@ func TestHarnessModelAccess(t *testing.T) {
 	// The metered cost joins the trace's in usage.costUsd before grading,
 	// so a usd grader sees both (0.75 is over a max of 0.5).
 	caseWithBudget := registry.EvalCase{ID: "c", Graders: []registry.Grader{{ID: "budget", Params: map[string]any{"kind": "usd", "max": 0.5}}}}
-	result, _ := traces.BuildResult(eval.Run{CaseID: "c", Case: &caseWithBudget}, traces.Dispatch{ModelCostUSD: u.CostUSD},
-		traces.JobOutput{Trace: []byte(`{"kind":"llm_call","costUsd":0.25}` + "\n")}, nil, "")
+	result, _ := trace.BuildResult(eval.Run{CaseID: "c", Case: &caseWithBudget}, trace.Dispatch{ModelCostUSD: u.CostUSD},
+		trace.JobOutput{Trace: []byte(`{"kind":"llm_call","costUsd":0.25}` + "\n")}, nil, "")
 	if result.Usage.CostUSD != 0.75 {
 		t.Errorf("usage.costUsd = %v, want the trace's 0.25 plus the proxied 0.5", result.Usage.CostUSD)
 	}

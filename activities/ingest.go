@@ -11,9 +11,9 @@ import (
 	"svc/internal/domain/eval"
 	"svc/internal/domain/flows"
 	"svc/internal/domain/registry"
-	"svc/internal/domain/traces"
+	"svc/internal/domain/trace"
 	"svc/internal/platform/derrors"
-	"svc/internal/service/traceingest"
+	"svc/internal/service/traces"
 )
 
 // gradeImported finishes a child run made from an ingested trace (POST
@@ -25,7 +25,7 @@ import (
 func (a *Activities) gradeImported(ctx context.Context, run eval.Run, g grading) (RunStatus, error) {
 	t, err := a.Store.GetTrajectory(ctx, run.Tenant, run.ID)
 	if errors.Is(err, derrors.ErrNotFound) {
-		res, runErr := traces.BuildResult(run, traces.Dispatch{Harness: run.Harness}, traces.JobOutput{},
+		res, runErr := trace.BuildResult(run, trace.Dispatch{Harness: run.Harness}, trace.JobOutput{},
 			caseErr("the ingested trace of run %s is no longer in the trace ledger (retention may have deleted it); ingest it again", run.ID), a.Host)
 		res.Provenance.MarkIngested()
 		return a.finish(ctx, run, res, runErr)
@@ -37,13 +37,13 @@ func (a *Activities) gradeImported(ctx context.Context, run eval.Run, g grading)
 	if err := json.Unmarshal(t.Events, &events); err != nil {
 		return RunStatus{}, temporal.NewNonRetryableApplicationError(fmt.Sprintf("the sealed trace of run %s does not decode: %v", run.ID, err), string(flows.TraceCorrupt), nil)
 	}
-	p := traces.Dispatch{Harness: run.Harness, Runtime: run.Runtime, Graders: g.graders, Ungraded: g.ungraded}
+	p := trace.Dispatch{Harness: run.Harness, Runtime: run.Runtime, Graders: g.graders, Ungraded: g.ungraded}
 	if run.Case != nil {
 		if d, err := registry.CaseDigest(*run.Case); err == nil {
 			p.CaseDigest = d
 		}
 	}
-	result := traces.IngestResult(run, p, events)
+	result := trace.IngestResult(run, p, events)
 	st, err := a.finish(ctx, run, result, nil)
 	if err != nil {
 		return st, err
@@ -55,7 +55,7 @@ func (a *Activities) gradeImported(ctx context.Context, run eval.Run, g grading)
 		}
 		lctx, cancel := detached(ctx, afterSealTimeout)
 		defer cancel()
-		if _, err := traceingest.LandCrossings(lctx, a.Store, run.Tenant, run.ID, traces.SourceImport, result.Trace, ms); err != nil {
+		if _, err := traces.LandCrossings(lctx, a.Store, run.Tenant, run.ID, trace.SourceImport, result.Trace, ms); err != nil {
 			a.logger().WarnContext(ctx, "evaluating trace thresholds", append(activityAttrs(ctx), "run", run.ID, "error", err)...)
 		}
 	}

@@ -12,11 +12,10 @@ import (
 
 	"svc/internal/domain/eval"
 	"svc/internal/domain/flows"
-	"svc/internal/domain/traces"
+	"svc/internal/domain/trace"
 	"svc/internal/integrations/pull"
 	"svc/internal/platform/derrors"
-	"svc/internal/service/traceingest"
-	"svc/internal/service/tracesources"
+	"svc/internal/service/traces"
 	"svc/store"
 	"svc/store/records"
 )
@@ -47,11 +46,11 @@ func pulled(run eval.Run) bool {
 // traceSources is the service that opens trace sources: Activities'
 // TraceSources, else one on the activity's store and secrets dialling
 // through the webhook guard (the same SVC_WEBHOOK_ALLOW list).
-func (a *Activities) traceSources() *tracesources.Service {
+func (a *Activities) traceSources() *traces.Sources {
 	if a.TraceSources != nil {
 		return a.TraceSources
 	}
-	return &tracesources.Service{Store: a.Store, Sealer: a.Sealer, Guard: a.Guard, Now: a.Now}
+	return &traces.Sources{Store: a.Store, Sealer: a.Sealer, Guard: a.Guard, Now: a.Now}
 }
 
 // gradePulled fetches, seals and grades a pulled batch's child run; see
@@ -64,7 +63,7 @@ func (a *Activities) gradePulled(ctx context.Context, run eval.Run, g grading) (
 		return RunStatus{}, err
 	}
 	fail := func(format string, args ...any) (RunStatus, error) {
-		res, runErr := traces.BuildResult(run, traces.Dispatch{Harness: run.Harness}, traces.JobOutput{}, caseErr(format, args...), a.Host)
+		res, runErr := trace.BuildResult(run, trace.Dispatch{Harness: run.Harness}, trace.JobOutput{}, caseErr(format, args...), a.Host)
 		res.Provenance.MarkIngested()
 		return a.finish(ctx, run, res, runErr)
 	}
@@ -108,7 +107,7 @@ func (a *Activities) gradePulled(ctx context.Context, run eval.Run, g grading) (
 			return fail("trace %q of the %s source has no spans", plan.RunID, plan.Source.Kind)
 		}
 	}
-	sealed, digest, err := traces.SealEvents(events)
+	sealed, digest, err := trace.SealEvents(events)
 	if err != nil {
 		return fail("trace %q cannot be sealed: %v", plan.RunID, err)
 	}
@@ -250,9 +249,9 @@ func (a *Activities) recordedAnswer(ctx context.Context, workspace string, plan 
 
 // traceIngest is Activities' TraceIngest, else one on the activity's
 // store with the default idle window.
-func (a *Activities) traceIngest() *traceingest.Service {
+func (a *Activities) traceIngest() *traces.Service {
 	if a.TraceIngest != nil {
 		return a.TraceIngest
 	}
-	return traceingest.New(traceingest.Options{Store: a.Store, Registries: a.Registries, Now: a.Now, Logger: a.Logger})
+	return traces.New(traces.Options{Store: a.Store, Registries: a.Registries, Now: a.Now, Logger: a.Logger})
 }

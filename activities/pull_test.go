@@ -13,10 +13,10 @@ import (
 
 	"svc/internal/domain/eval"
 	"svc/internal/domain/registry"
-	"svc/internal/domain/traces"
+	"svc/internal/domain/trace"
 	"svc/internal/integrations/pull"
 	"svc/internal/platform/secrets"
-	"svc/internal/service/tracesources"
+	"svc/internal/service/traces"
 	"svc/store"
 	"svc/store/records"
 	"svc/store/sqlite/sqlitetest"
@@ -103,7 +103,7 @@ func pullActivities(t *testing.T, st store.Store, ws, credential string) *Activi
 		t.Fatal(err)
 	}
 	return &Activities{Store: st, Sealer: sealer, Host: "w1", Logger: slog.New(slog.DiscardHandler),
-		TraceSources: &tracesources.Service{Store: st, Sealer: sealer, Guard: guard},
+		TraceSources: &traces.Sources{Store: st, Sealer: sealer, Guard: guard},
 		Now:          func() time.Time { return progressT0.Add(time.Minute) }}
 }
 
@@ -194,7 +194,7 @@ func TestPulledFromTheLedger(t *testing.T) {
 	st := sqlitetest.New(t)
 	const ws = "acme"
 	events := []eval.TraceEvent{{Kind: eval.EventToolCall, Name: "lookup"}, {Kind: eval.EventMessage, Role: "assistant", Content: "right"}}
-	sealed, digest, err := traces.SealEvents(events)
+	sealed, digest, err := trace.SealEvents(events)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,7 +19,7 @@ import (
 	"svc/internal/domain/eval"
 	"svc/internal/domain/redact"
 	"svc/internal/domain/registry"
-	"svc/internal/domain/traces"
+	"svc/internal/domain/trace"
 	"svc/internal/platform/derrors"
 	"svc/internal/service/registries"
 	"svc/store"
@@ -159,7 +159,7 @@ func (a *Activities) dispatchFrom(ctx context.Context, run eval.Run, g grading, 
 	if run.Status.Terminal() {
 		return RunStatus{Status: string(run.Status), WebhookURL: run.WebhookURL}, nil
 	}
-	if traces.Imported(run) {
+	if trace.Imported(run) {
 		// An ingested trace: graded from its sealed copy, nothing runs (ingest.go).
 		return a.gradeImported(ctx, run, g)
 	}
@@ -262,7 +262,7 @@ func (a *Activities) dispatchFrom(ctx context.Context, run eval.Run, g grading, 
 	// The proxy's metered cost is in the usage before the graders run,
 	// so a usd grader sees it beside the trace's own.
 	plan.ModelCostUSD = modelUsage.CostUSD
-	result, runErr := traces.BuildResult(run, plan.Dispatch, traces.JobOutput(out), perr, a.Host)
+	result, runErr := trace.BuildResult(run, plan.Dispatch, trace.JobOutput(out), perr, a.Host)
 	if plan.placement.selfReported && result.Provenance != nil {
 		// A self-hosted runner ran it: the service did not see the compute.
 		result.Provenance.Attestation = eval.AttestationSelfReported
@@ -310,7 +310,7 @@ func isCaseProblem(err error) bool {
 // version that ran, the digests provenance records, the grading) and the
 // secrets the job is given.
 type Plan struct {
-	traces.Dispatch
+	trace.Dispatch
 	// Secrets are the names of the workspace secrets the job is given
 	// (sorted); Unmasked those among them too short to be masked in its
 	// output (see redact.MinLen).
@@ -327,7 +327,7 @@ type Plan struct {
 // place) and the harness's secrets as the run's creator sees them, and
 // builds the job.
 func (a *Activities) plan(ctx context.Context, run eval.Run, memo *harnessMemo) (drivers.Job, Plan, error) {
-	p := Plan{Dispatch: traces.Dispatch{Harness: run.Harness, Runtime: run.Runtime}}
+	p := Plan{Dispatch: trace.Dispatch{Harness: run.Harness, Runtime: run.Runtime}}
 	if run.Case == nil {
 		return drivers.Job{}, p, caseErr("the run has no case to dispatch")
 	}
@@ -741,8 +741,8 @@ func (a *Activities) FailRun(ctx context.Context, in FailInput) (_ RunStatus, er
 	}
 	// A job a remote cluster may still be running for it is stopped.
 	a.stopRemoteJob(ctx, run)
-	plan := traces.Dispatch{Harness: run.Harness, Runtime: run.Runtime}
-	result, runErr := traces.BuildResult(run, plan, traces.JobOutput{}, caseErr("%s", in.Message), a.Host)
+	plan := trace.Dispatch{Harness: run.Harness, Runtime: run.Runtime}
+	result, runErr := trace.BuildResult(run, plan, trace.JobOutput{}, caseErr("%s", in.Message), a.Host)
 	runErr.Code = in.Code
 	return a.finish(ctx, run, result, runErr)
 }

@@ -14,7 +14,7 @@ import (
 
 	"svc/internal/domain/eval"
 	"svc/internal/domain/redact"
-	"svc/internal/service/traceingest"
+	"svc/internal/service/traces"
 )
 
 // Where a run's trajectory meets the OTLP door (issue 16): the spans an
@@ -35,7 +35,7 @@ func (a *Activities) withRunSpans(ctx context.Context, run eval.Run, trace []byt
 	if err != nil || len(spans) == 0 {
 		return trace, false, err
 	}
-	events := traceingest.SpanEvents(spans)
+	events := traces.SpanEvents(spans)
 	mask := redact.New(secretValues(secrets))
 	var b bytes.Buffer
 	b.Grow(len(trace) + 256*len(events))
@@ -72,7 +72,7 @@ func (a *Activities) afterSeal(ctx context.Context, run eval.Run, result *eval.C
 		if result.Usage != nil {
 			processMs = result.Usage.DurationMs
 		}
-		if _, err := traceingest.LandCrossings(ctx, a.Store, run.Tenant, run.ID, "svc", result.Trace, processMs); err != nil {
+		if _, err := traces.LandCrossings(ctx, a.Store, run.Tenant, run.ID, "svc", result.Trace, processMs); err != nil {
 			a.logger().WarnContext(ctx, "evaluating trace thresholds", append(activityAttrs(ctx), "run", run.ID, "error", err)...)
 		}
 	}

@@ -18,7 +18,7 @@ import (
 	"svc/internal/domain/registry"
 	"svc/internal/platform/config"
 	"svc/internal/service/registries"
-	"svc/internal/service/traceingest"
+	"svc/internal/service/traces"
 	"svc/store"
 	"svc/store/records"
 	"svc/store/sqlite/sqlitetest"
@@ -128,7 +128,7 @@ func TestInstrumentedHarnessSpansSealedWithItsRun(t *testing.T) {
 	if pending, _ := st.ListPendingSpans(ctx, ws, run.ID); len(pending) != 0 {
 		t.Errorf("%d spans still pending after the seal", len(pending))
 	}
-	crossed, err := st.ListEvents(ctx, store.EventFilter{Workspace: ws, Type: traceingest.ThresholdEvent})
+	crossed, err := st.ListEvents(ctx, store.EventFilter{Workspace: ws, Type: traces.ThresholdEvent})
 	if err != nil {
 		t.Fatal(err)
 	}

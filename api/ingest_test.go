@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"svc/internal/domain/eval"
-	"svc/internal/domain/traces"
+	"svc/internal/domain/trace"
 	"svc/internal/platform/config"
 	"svc/store/records"
 )
@@ -44,7 +44,7 @@ func TestIngestRecordsSealedTracesAndSkips(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the ingested trace is not sealed: %v", err)
 	}
-	if tr.Source != traces.SourceImport || tr.EventCount != 2 {
+	if tr.Source != trace.SourceImport || tr.EventCount != 2 {
 		t.Errorf("trajectory = source %q, %d events; want import, 2", tr.Source, tr.EventCount)
 	}
 	row, err := e.store.GetRun(t.Context(), a.ws, runID)
@@ -55,7 +55,7 @@ func TestIngestRecordsSealedTracesAndSkips(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !traces.Imported(run) || run.Status != eval.StatusQueued || run.ParentScorecardID != sc.ID || run.Case == nil || run.Case.ID != "a" {
+	if !trace.Imported(run) || run.Status != eval.StatusQueued || run.ParentScorecardID != sc.ID || run.Case == nil || run.Case.ID != "a" {
 		t.Errorf("child run = origin %+v, status %s, parent %s, case %+v; want an imported queued child of case a", run.Origin, run.Status, run.ParentScorecardID, run.Case)
 	}
 	// The unknown caseId is in the steps.

@@ -9,7 +9,7 @@ import (
 	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 
 	"svc/auth"
-	"svc/internal/domain/traces"
+	"svc/internal/domain/trace"
 	"svc/internal/platform/derrors"
 	"svc/internal/service/identity"
 	"svc/internal/service/runners"
@@ -117,10 +117,10 @@ func checkRunTokenSpans(ctx context.Context, export *coltracepb.ExportTraceServi
 	if !ok {
 		return nil
 	}
-	spans, _ := traces.FlattenSpansCompact(export)
+	spans, _ := trace.FlattenSpansCompact(export)
 	for _, sp := range spans {
 		if sp.RunID != run {
-			return derrors.Forbiddenf("this run token sends spans of run %s only; span %q has %s %q", run, sp.Name, traces.RunIDAttribute, sp.RunID)
+			return derrors.Forbiddenf("this run token sends spans of run %s only; span %q has %s %q", run, sp.Name, trace.RunIDAttribute, sp.RunID)
 		}
 	}
 	return nil

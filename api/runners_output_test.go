@@ -10,7 +10,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
-	"svc/internal/domain/traces"
+	"svc/internal/domain/trace"
 	"svc/internal/service/runners"
 	"svc/store"
 )
@@ -100,7 +100,7 @@ func TestRunTokenOpensTheOTLPDoorForItsRunOnly(t *testing.T) {
 		{"spans of no run", "", http.StatusForbidden},
 	} {
 		body, _ := proto.Marshal(otlpRequest(tc.runID, "s"))
-		if status, _, out := e.postOTLP(t, l.OTLPToken, body, traces.EncodingProtobuf, ""); status != tc.status {
+		if status, _, out := e.postOTLP(t, l.OTLPToken, body, trace.EncodingProtobuf, ""); status != tc.status {
 			t.Errorf("%s: status %d (%s), want %d", tc.name, status, out, tc.status)
 		}
 	}
@@ -115,10 +115,10 @@ func TestRunTokenOpensTheOTLPDoorForItsRunOnly(t *testing.T) {
 	result := fmt.Sprintf(`{"leaseId":%q,"result":{"exitCode":0}}`, l.LeaseID)
 	want(t, e.do(t, http.MethodPost, "/runner/jobs/"+l.JobID+"/result", result, bearer(key)), http.StatusNoContent, "result")
 	body, _ := proto.Marshal(otlpRequest(run.ID, "late"))
-	if status, _, out := e.postOTLP(t, l.OTLPToken, body, traces.EncodingProtobuf, ""); status != http.StatusUnauthorized {
+	if status, _, out := e.postOTLP(t, l.OTLPToken, body, trace.EncodingProtobuf, ""); status != http.StatusUnauthorized {
 		t.Errorf("a finished job's token: status %d (%s), want 401", status, out)
 	}
-	if status, _, _ := e.postOTLP(t, "rjt_"+strings.Repeat("A", 43), body, traces.EncodingProtobuf, ""); status != http.StatusUnauthorized {
+	if status, _, _ := e.postOTLP(t, "rjt_"+strings.Repeat("A", 43), body, trace.EncodingProtobuf, ""); status != http.StatusUnauthorized {
 		t.Errorf("an unknown run token: status %d, want 401", status)
 	}
 }

@@ -14,7 +14,7 @@ import (
 	"svc/auth"
 	"svc/internal/domain/eval"
 	"svc/internal/domain/registry"
-	"svc/internal/domain/traces"
+	"svc/internal/domain/trace"
 	"svc/internal/service/runs"
 	"svc/store"
 	"svc/store/records"
@@ -51,7 +51,7 @@ func createdAt(at time.Time) seedOpt { return func(r *eval.Run) { r.CreatedAt, r
 func (e *testEnv) seedRun(t testing.TB, ws, createdBy string, opts ...seedOpt) eval.Run {
 	t.Helper()
 	now := e.clock.Now()
-	trace := []eval.TraceEvent{
+	tr := []eval.TraceEvent{
 		{Kind: eval.EventToolCall, Name: "search", Input: json.RawMessage(`{"q":"x"}`)},
 		{Kind: eval.EventMessage, Role: "assistant", Content: "4"},
 	}
@@ -59,7 +59,7 @@ func (e *testEnv) seedRun(t testing.TB, ws, createdBy string, opts ...seedOpt) e
 		ID: records.NewID("run"), Tenant: ws, Harness: registry.Ref{ID: "h", Version: "1.0.0"}, CaseID: "c1",
 		Status: eval.StatusSucceeded, Kind: eval.KindEval, Trigger: eval.TriggerAPI, CreatedBy: createdBy,
 		CreatedAt: now, UpdatedAt: now, WebhookURL: "https://hooks.example.com/x",
-		Result: &eval.CaseResult{Harness: "h@1.0.0", CaseID: "c1", Trace: trace, Scores: []eval.Score{}, Pass: true, TraceSealed: true, EvidenceVersion: eval.EvidenceVersion},
+		Result: &eval.CaseResult{Harness: "h@1.0.0", CaseID: "c1", Trace: tr, Scores: []eval.Score{}, Pass: true, TraceSealed: true, EvidenceVersion: eval.EvidenceVersion},
 	}
 	for _, o := range opts {
 		o(&run)
@@ -71,12 +71,12 @@ func (e *testEnv) seedRun(t testing.TB, ws, createdBy string, opts ...seedOpt) e
 	if _, err := e.store.CreateRun(t.Context(), row); err != nil {
 		t.Fatalf("CreateRun: %v", err)
 	}
-	events, digest, err := traces.SealEvents(trace)
+	events, digest, err := trace.SealEvents(tr)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, _, err := e.store.SealTrajectory(t.Context(), store.Trajectory{Workspace: ws, RunID: run.ID, Source: "svc",
-		EventCount: len(trace), Digest: digest, SealedAt: run.CreatedAt, Audience: run.Audience(), Events: events}); err != nil {
+		EventCount: len(tr), Digest: digest, SealedAt: run.CreatedAt, Audience: run.Audience(), Events: events}); err != nil {
 		t.Fatalf("SealTrajectory: %v", err)
 	}
 	if err := e.store.AppendRunLogs(t.Context(), []store.RunLog{

@@ -19,7 +19,7 @@ import (
 	"svc/internal/domain/query"
 	"svc/internal/domain/registry"
 	"svc/internal/domain/scoring"
-	"svc/internal/domain/traces"
+	"svc/internal/domain/trace"
 	"svc/store"
 	"svc/store/records"
 )
@@ -517,7 +517,7 @@ func TestQueryScorecards(t *testing.T) {
 // rows, as FinishScorecard and FinishScore do, and returns it.
 func (e *testEnv) freezeAnalysis(t testing.TB, sc eval.Scorecard, rows []eval.CaseRow, rev eval.ScoringRevision) []byte {
 	t.Helper()
-	doc, digest, err := traces.BuildAnalysis(sc, rows, rev)
+	doc, digest, err := trace.BuildAnalysis(sc, rows, rev)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -565,7 +565,7 @@ func TestScorecardAnalysis(t *testing.T) {
 			t.Errorf("GET analysis%s = %s, want the frozen bundle %s", q, got, rev1)
 		}
 	}
-	got := decode[traces.Analysis](t, &apitest.Response{Body: rev1})
+	got := decode[trace.Analysis](t, &apitest.Response{Body: rev1})
 	if got.ScorecardID != sc.ID || got.Revision != 1 || len(got.Cases) != len(gateCases)*gateTrials ||
 		got.Digests.ScorePlane != sc.Scoring[0].ScorePlaneDigest || got.Digests.Harness != sc.Manifest.Harness {
 		t.Errorf("bundle = %+v, want revision 1 of %s with %d cases and its digests", got, sc.ID, len(gateCases)*gateTrials)

@@ -29,8 +29,7 @@ import (
 	"svc/internal/service/runners"
 	"svc/internal/service/runs"
 	"svc/internal/service/scorecards"
-	"svc/internal/service/traceingest"
-	"svc/internal/service/tracesources"
+	"svc/internal/service/traces"
 	"svc/store"
 )
 
@@ -96,10 +95,10 @@ type Server struct {
 	runs         *runs.Service
 	scorecards   *scorecards.Service
 	identity     *identity.Service
-	traceIngest  *traceingest.Service
-	models       *models.Service       // model bindings, the model proxy's tokens; built once, with the sealer
-	traceSources *tracesources.Service // trace sources, through the pull guard (SVC_WEBHOOK_ALLOW)
-	sealer       *secrets.Sealer       // opens model keys for inline judge tries; nil without SVC_SECRET_KEY
+	traceIngest  *traces.Service
+	models       *models.Service // model bindings, the model proxy's tokens; built once, with the sealer
+	traceSources *traces.Sources // trace sources, through the pull guard (SVC_WEBHOOK_ALLOW)
+	sealer       *secrets.Sealer // opens model keys for inline judge tries; nil without SVC_SECRET_KEY
 	runners      *runners.Service
 }
 
@@ -170,7 +169,7 @@ func NewServer(o Options) (*Server, error) {
 	})
 	s.scorecards = scorecards.New(scorecards.Options{Store: o.Store, Registries: s.registries, Orchestrator: o.Orchestrator, TenantRuns: o.Config.TenantRuns, QueueMax: o.Config.SchedulerQueueMax, Now: s.now, Logger: s.logger})
 	s.identity = identity.New(identity.Options{Store: o.Store, Now: s.now})
-	s.traceIngest = traceingest.New(traceingest.Options{Store: o.Store, Registries: s.registries,
+	s.traceIngest = traces.New(traces.Options{Store: o.Store, Registries: s.registries,
 		MaxEventsPerHour: int64(o.Config.IngestMaxEventsPerHour), RetentionDays: o.Config.TrajectoryRetentionDays,
 		IdleWindow: o.Config.IngestIdleWindow, Now: s.now, Logger: s.logger})
 	modelGuard, err := models.NewGuard(o.Config.WebhookAllow)
@@ -182,7 +181,7 @@ func NewServer(o Options) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("api: SVC_WEBHOOK_ALLOW: %w", err)
 	}
-	s.traceSources = &tracesources.Service{Store: o.Store, Sealer: sealer, Guard: pullGuard, Now: s.now}
+	s.traceSources = &traces.Sources{Store: o.Store, Sealer: sealer, Guard: pullGuard, Now: s.now}
 	ro := runners.Options{Store: o.Store, Now: s.now, Logger: s.logger}
 	if sealer != nil {
 		ro.Sealer = sealer

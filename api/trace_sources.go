@@ -7,7 +7,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"svc/auth"
-	"svc/internal/domain/traces"
+	"svc/internal/domain/trace"
 	"svc/internal/integrations/pull"
 	"svc/internal/platform/derrors"
 )
@@ -108,7 +108,7 @@ func (s *Server) listSourceTraces(c echo.Context) error {
 // /workspace/trace-sources/:name/traces/:traceId/inspect: the mapping to
 // try, overlaid on the source's own.
 type InspectRequest struct {
-	Mapping traces.SpanAttrMapping `json:"mapping"`
+	Mapping trace.SpanAttrMapping `json:"mapping"`
 }
 
 func (s *Server) inspectSourceTrace(c echo.Context) error {

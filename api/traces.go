@@ -9,10 +9,10 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"svc/auth"
-	"svc/internal/domain/traces"
+	"svc/internal/domain/trace"
 	"svc/internal/platform/bufpool"
 	"svc/internal/platform/derrors"
-	"svc/internal/service/traceingest"
+	"svc/internal/service/traces"
 )
 
 // The OTLP door and the trace ledger's settings (spec §4.2, issue 16).
@@ -41,7 +41,7 @@ var otlpBodies = bufpool.Pool{Max: 16 << 20}
 // encoding, 429 with Retry-After past the hourly quota.
 func (s *Server) exportTraces(c echo.Context) error {
 	req := c.Request()
-	enc, err := traces.OTLPEncoding(req.Header.Get(echo.HeaderContentType))
+	enc, err := trace.OTLPEncoding(req.Header.Get(echo.HeaderContentType))
 	if err != nil {
 		return echo.NewHTTPError(http.StatusUnsupportedMediaType, err.Error())
 	}
@@ -54,19 +54,19 @@ func (s *Server) exportTraces(c echo.Context) error {
 	}
 	// An uncompressed body is decoded where it was read.
 	body := raw
-	if ce := strings.ToLower(strings.TrimSpace(req.Header.Get(echo.HeaderContentEncoding))); ce != "" && ce != "identity" || len(raw) > traces.MaxOTLPBytes {
-		body, err = traces.ReadOTLPBody(bytes.NewReader(raw), req.Header.Get(echo.HeaderContentEncoding))
+	if ce := strings.ToLower(strings.TrimSpace(req.Header.Get(echo.HeaderContentEncoding))); ce != "" && ce != "identity" || len(raw) > trace.MaxOTLPBytes {
+		body, err = trace.ReadOTLPBody(bytes.NewReader(raw), req.Header.Get(echo.HeaderContentEncoding))
 	}
 	switch {
-	case errors.Is(err, traces.ErrOTLPTooLarge):
-		return tooLarge(traces.MaxOTLPBytes)
-	case errors.Is(err, traces.ErrOTLPEncoding):
+	case errors.Is(err, trace.ErrOTLPTooLarge):
+		return tooLarge(trace.MaxOTLPBytes)
+	case errors.Is(err, trace.ErrOTLPEncoding):
 		return echo.NewHTTPError(http.StatusUnsupportedMediaType, err.Error())
 	case err != nil:
 		// Whatever else breaks decompressing is the client's stream.
 		return publicError(derrors.ErrInvalid, nil, "the request body could not be decompressed: %v", err)
 	}
-	export, err := traces.DecodeOTLP(body, enc)
+	export, err := trace.DecodeOTLP(body, enc)
 	otlpBodies.Put(pooled, raw)
 	if err != nil {
 		return publicError(derrors.ErrInvalid, nil, "%v", err)
@@ -80,7 +80,7 @@ func (s *Server) exportTraces(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	out, err := traces.EncodeOTLPResponse(resp, enc)
+	out, err := trace.EncodeOTLPResponse(resp, enc)
 	if err != nil {
 		return err
 	}
@@ -96,7 +96,7 @@ func (s *Server) getTraceIngestion(c echo.Context) error {
 }
 
 func (s *Server) putTraceIngestion(c echo.Context) error {
-	var req traceingest.IngestionUpdate
+	var req traces.IngestionUpdate
 	if err := Bind(c, &req); err != nil {
 		return err
 	}
@@ -116,7 +116,7 @@ func (s *Server) getTraceThresholds(c echo.Context) error {
 }
 
 func (s *Server) putTraceThresholds(c echo.Context) error {
-	var req traces.Thresholds
+	var req trace.Thresholds
 	if err := Bind(c, &req); err != nil {
 		return err
 	}
@@ -144,7 +144,7 @@ func (s *Server) putSpanAttrMapping(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	var req traces.SpanAttrMapping
+	var req trace.SpanAttrMapping
 	if err := Bind(c, &req); err != nil {
 		return err
 	}

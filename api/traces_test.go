@@ -27,8 +27,8 @@ import (
 
 	"svc/internal/domain/eval"
 	"svc/internal/domain/registry"
-	"svc/internal/domain/traces"
-	"svc/internal/service/traceingest"
+	"svc/internal/domain/trace"
+	"svc/internal/service/traces"
 	"svc/store"
 	"svc/store/records"
 )
@@ -72,7 +72,7 @@ func (e *testEnv) exportWithSDK(t *testing.T, key, runID string) []error {
 	}
 	var attrs []attribute.KeyValue
 	if runID != "" {
-		attrs = append(attrs, attribute.String(traces.RunIDAttribute, runID))
+		attrs = append(attrs, attribute.String(trace.RunIDAttribute, runID))
 	}
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp), sdktrace.WithResource(resource.NewSchemaless(attrs...)))
 	tr := tp.Tracer("agent")
@@ -124,7 +124,7 @@ func TestOTLPExporterSendsARunsSpans(t *testing.T) {
 		t.Errorf("the run's pending spans (-want +got):\n%s", diff)
 	}
 	// What dispatch merges when the run ends: the events, in start order.
-	events, err := traceingest.RunSpanEvents(t.Context(), e.store, a.ws, run.ID)
+	events, err := traces.RunSpanEvents(t.Context(), e.store, a.ws, run.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -134,7 +134,7 @@ func TestOTLPExporterSendsARunsSpans(t *testing.T) {
 	// A retried export stores nothing twice and counts nothing twice.
 	res := e.do(t, http.MethodGet, "/workspace/trace-ingestion", "", bearer(a.key))
 	want(t, res, http.StatusOK, "GET /workspace/trace-ingestion")
-	if got := decode[traceingest.Ingestion](t, res).UsageLastHour; got != 4 {
+	if got := decode[traces.Ingestion](t, res).UsageLastHour; got != 4 {
 		t.Errorf("usageLastHour = %d, want 4", got)
 	}
 }
@@ -144,7 +144,7 @@ func TestOTLPExporterSendsARunsSpans(t *testing.T) {
 func otlpRequest(runID string, names ...string) *coltracepb.ExportTraceServiceRequest {
 	var res []*commonpb.KeyValue
 	if runID != "" {
-		res = append(res, &commonpb.KeyValue{Key: traces.RunIDAttribute, Value: &commonpb.AnyValue{Value: &commonpb.AnyValue_StringValue{StringValue: runID}}})
+		res = append(res, &commonpb.KeyValue{Key: trace.RunIDAttribute, Value: &commonpb.AnyValue{Value: &commonpb.AnyValue_StringValue{StringValue: runID}}})
 	}
 	var spans []*tracepb.Span
 	for i, n := range names {
@@ -192,7 +192,7 @@ func (e *testEnv) exportProto(t *testing.T, key string, req *coltracepb.ExportTr
 	if err != nil {
 		t.Fatal(err)
 	}
-	status, _, out := e.postOTLP(t, key, body, traces.EncodingProtobuf, "")
+	status, _, out := e.postOTLP(t, key, body, trace.EncodingProtobuf, "")
 	resp := &coltracepb.ExportTraceServiceResponse{}
 	if status == http.StatusOK {
 		if err := proto.Unmarshal(out, resp); err != nil {
@@ -243,7 +243,7 @@ func TestOTLPDoorRefusals(t *testing.T) {
 	good, _ := proto.Marshal(otlpRequest("r1", "s"))
 	var bomb bytes.Buffer
 	zw := gzip.NewWriter(&bomb)
-	if _, err := zw.Write(make([]byte, traces.MaxOTLPBytes+1<<20)); err != nil {
+	if _, err := zw.Write(make([]byte, trace.MaxOTLPBytes+1<<20)); err != nil {
 		t.Fatal(err)
 	}
 	zw.Close()
@@ -252,13 +252,13 @@ func TestOTLPDoorRefusals(t *testing.T) {
 		body              []byte
 		status            int
 	}{
-		{"gzip bomb", a.key, traces.EncodingProtobuf, "gzip", bomb.Bytes(), http.StatusRequestEntityTooLarge},
-		{"not protobuf", a.key, traces.EncodingProtobuf, "", []byte{0xff, 0xff, 0xff, 0xff}, http.StatusBadRequest},
-		{"not JSON", a.key, traces.EncodingJSON, "", []byte(`{"resourceSpans":`), http.StatusBadRequest},
-		{"not gzip", a.key, traces.EncodingProtobuf, "gzip", good, http.StatusBadRequest},
+		{"gzip bomb", a.key, trace.EncodingProtobuf, "gzip", bomb.Bytes(), http.StatusRequestEntityTooLarge},
+		{"not protobuf", a.key, trace.EncodingProtobuf, "", []byte{0xff, 0xff, 0xff, 0xff}, http.StatusBadRequest},
+		{"not JSON", a.key, trace.EncodingJSON, "", []byte(`{"resourceSpans":`), http.StatusBadRequest},
+		{"not gzip", a.key, trace.EncodingProtobuf, "gzip", good, http.StatusBadRequest},
 		{"other content type", a.key, "text/plain", "", good, http.StatusUnsupportedMediaType},
-		{"other content encoding", a.key, traces.EncodingProtobuf, "br", good, http.StatusUnsupportedMediaType},
-		{"forged key", "ak_forged", traces.EncodingProtobuf, "", good, http.StatusUnauthorized},
+		{"other content encoding", a.key, trace.EncodingProtobuf, "br", good, http.StatusUnsupportedMediaType},
+		{"forged key", "ak_forged", trace.EncodingProtobuf, "", good, http.StatusUnauthorized},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			status, h, body := e.postOTLP(t, tt.key, tt.body, tt.ct, tt.ce)
@@ -321,7 +321,7 @@ func TestOTLPQuotaThrottlesOncePerWindow(t *testing.T) {
 	if res.Status != http.StatusOK {
 		t.Fatalf("PUT: %d %s", res.Status, res.Body)
 	}
-	got := decode[traceingest.Ingestion](t, res)
+	got := decode[traces.Ingestion](t, res)
 	if got.MaxEventsPerHour != 3 || got.RetentionDays != 7 || got.UsageLastHour != 0 {
 		t.Errorf("settings = %+v", got)
 	}
@@ -330,16 +330,16 @@ func TestOTLPQuotaThrottlesOncePerWindow(t *testing.T) {
 	}
 	for range 2 {
 		body, _ := proto.Marshal(otlpRequest("job2", "c", "d"))
-		status, h, out := e.postOTLP(t, a.key, body, traces.EncodingProtobuf, "")
+		status, h, out := e.postOTLP(t, a.key, body, trace.EncodingProtobuf, "")
 		if status != http.StatusTooManyRequests || h.Get("Retry-After") == "" || !strings.Contains(string(out), "RATE_LIMITED") {
 			t.Fatalf("past the quota: status %d, Retry-After %q, body %s", status, h.Get("Retry-After"), out)
 		}
 	}
-	if evs := e.events(t, a.ws, traceingest.ThrottledEvent); len(evs) != 1 {
+	if evs := e.events(t, a.ws, traces.ThrottledEvent); len(evs) != 1 {
 		t.Errorf("%d trace.ingestion_throttled events, want exactly 1 per window", len(evs))
 	}
 	res = e.do(t, http.MethodGet, "/workspace/trace-ingestion", "", bearer(a.key))
-	if u := decode[traceingest.Ingestion](t, res).UsageLastHour; u != 2 {
+	if u := decode[traces.Ingestion](t, res).UsageLastHour; u != 2 {
 		t.Errorf("usageLastHour = %d, want 2 (refused exports count nothing)", u)
 	}
 	// The next hour has room again.
@@ -362,13 +362,13 @@ func TestExternalTrajectorySealedAfterIdleWithThresholds(t *testing.T) {
 		t.Fatalf("PUT thresholds: %d %s", res.Status, res.Body)
 	}
 	res = e.do(t, http.MethodGet, "/workspace/trace-thresholds", "", bearer(a.key))
-	if got := decode[traces.Thresholds](t, res); got.MaxEvents == nil || *got.MaxEvents != 1 || got.MaxTokens != nil {
+	if got := decode[trace.Thresholds](t, res); got.MaxEvents == nil || *got.MaxEvents != 1 || got.MaxTokens != nil {
 		t.Errorf("GET thresholds = %+v", got)
 	}
 	if status, _, body := e.exportProto(t, a.key, otlpRequest("ext-42", "a", "b")); status != http.StatusOK {
 		t.Fatalf("export: %d %s", status, body)
 	}
-	sweeper := traceingest.New(traceingest.Options{Store: e.store, IdleWindow: 5 * time.Minute, Now: e.clock.Now})
+	sweeper := traces.New(traces.Options{Store: e.store, IdleWindow: 5 * time.Minute, Now: e.clock.Now})
 	rep, err := sweeper.Sweep(t.Context())
 	if err != nil || rep.Sealed != 0 {
 		t.Fatalf("sweep before the idle window: %+v, %v; want nothing sealed", rep, err)
@@ -382,7 +382,7 @@ func TestExternalTrajectorySealedAfterIdleWithThresholds(t *testing.T) {
 	if res.Status != http.StatusOK || !strings.Contains(string(res.Body), `"otel"`) {
 		t.Fatalf("GET /trajectories/ext-42: %d %s", res.Status, res.Body)
 	}
-	evs := e.events(t, a.ws, traceingest.ThresholdEvent)
+	evs := e.events(t, a.ws, traces.ThresholdEvent)
 	if len(evs) != 1 || !strings.Contains(string(evs[0].Data), `"bound":"maxEvents"`) || !strings.Contains(string(evs[0].Data), `"runId":"ext-42"`) {
 		t.Errorf("threshold events = %+v, want one naming ext-42 and maxEvents", evs)
 	}
@@ -423,7 +423,7 @@ func TestSpanAttrMapping(t *testing.T) {
 	if res.Status != http.StatusOK {
 		t.Fatalf("GET: %d %s", res.Status, res.Body)
 	}
-	got := decode[traceingest.Mapping](t, res)
+	got := decode[traces.Mapping](t, res)
 	if got.Overlay != nil || got.Effective.Fields["model"][0] != "acme.model" {
 		t.Errorf("before any overlay: %+v", got)
 	}
@@ -431,8 +431,8 @@ func TestSpanAttrMapping(t *testing.T) {
 	if res.Status != http.StatusOK {
 		t.Fatalf("PUT: %d %s", res.Status, res.Body)
 	}
-	got = decode[traceingest.Mapping](t, res)
-	wantEff := traces.SpanAttrMapping{Fields: map[string][]string{"model": {"acme.model"}, "inputTokens": {"acme.in"}}, SpanKinds: map[string]string{"think": "llm_call"}}
+	got = decode[traces.Mapping](t, res)
+	wantEff := trace.SpanAttrMapping{Fields: map[string][]string{"model": {"acme.model"}, "inputTokens": {"acme.in"}}, SpanKinds: map[string]string{"think": "llm_call"}}
 	if diff := cmp.Diff(wantEff, got.Effective); diff != "" {
 		t.Errorf("effective mapping (-want +got):\n%s", diff)
 	}
@@ -446,7 +446,7 @@ func TestSpanAttrMapping(t *testing.T) {
 	if status, _, body := e.exportProto(t, a.key, req); status != http.StatusOK {
 		t.Fatalf("export: %d %s", status, body)
 	}
-	events, err := traceingest.RunSpanEvents(t.Context(), e.store, a.ws, run.ID)
+	events, err := traces.RunSpanEvents(t.Context(), e.store, a.ws, run.ID)
 	if err != nil || len(events) != 1 || events[0].Kind != eval.EventLLMCall || events[0].Model != "m-7" || events[0].InputTokens != 11 {
 		t.Errorf("mapped event = %+v, %v", events, err)
 	}
@@ -494,7 +494,7 @@ func TestMCPTraceTools(t *testing.T) {
 	if got := pendingKinds(t, e, a.ws, "trace_5b8efff798038103d269b633813fc60c"); !cmp.Equal(got, []string{"span:from mcp"}) {
 		t.Errorf("pending spans after export_traces = %v", got)
 	}
-	got := toolOK[traceingest.Ingestion](t, "get_trace_ingestion", call(t, cs, "get_trace_ingestion", map[string]any{}))
+	got := toolOK[traces.Ingestion](t, "get_trace_ingestion", call(t, cs, "get_trace_ingestion", map[string]any{}))
 	if got.UsageLastHour != 1 {
 		t.Errorf("get_trace_ingestion usageLastHour = %d, want 1", got.UsageLastHour)
 	}

@@ -8,7 +8,7 @@ import (
 
 	"svc/internal/domain/eval"
 	"svc/internal/domain/gate"
-	"svc/internal/domain/traces"
+	"svc/internal/domain/trace"
 	"svc/store/records"
 )
 
@@ -61,7 +61,7 @@ func TestIngestDiffsAndGatesAgainstManaged(t *testing.T) {
 		}
 		// Graded from the ledger's copy, sealed at submit as an import.
 		tr, err := s.store.GetTrajectory(t.Context(), s.ws, records.ChildRunID(s.ws, cand.ID, row.CaseID, 0))
-		if err != nil || tr.Source != traces.SourceImport || tr.EventCount != 2 {
+		if err != nil || tr.Source != trace.SourceImport || tr.EventCount != 2 {
 			t.Errorf("ingested case %s: trajectory %+v (%v), want 2 events sealed as import", row.CaseID, tr, err)
 		}
 	}

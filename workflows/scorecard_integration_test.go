@@ -11,7 +11,7 @@ import (
 	"svc/internal/domain/eval"
 	"svc/internal/domain/flows"
 	"svc/internal/domain/manifest"
-	"svc/internal/domain/traces"
+	"svc/internal/domain/trace"
 	"svc/internal/testing/testwait"
 	"svc/store"
 )
@@ -216,7 +216,7 @@ func TestScorecardEndToEnd(t *testing.T) {
 	}
 	// Each revision froze its analysis bundle.
 	for _, rev := range []string{"", "?revision=1", "?revision=2"} {
-		var bundle traces.Analysis
+		var bundle trace.Analysis
 		s.call(t, "GET", "/scorecards/"+sc.ID+"/analysis"+rev, "", 200, &bundle)
 		want := 2
 		if rev == "?revision=1" {

@@ -17,7 +17,7 @@ import (
 	"svc/drivers"
 	"svc/internal/app"
 	"svc/internal/domain/eval"
-	"svc/internal/domain/traces"
+	"svc/internal/domain/trace"
 	"svc/internal/platform/config"
 	"svc/internal/platform/derrors"
 	"svc/internal/service/runners"
@@ -323,7 +323,7 @@ func (l *runnerLoop) runJob(ctx context.Context, n int, lease *runners.Lease) {
 // refusedTraceLine is the trace line that says why the local driver did
 // not read a job's trace file (traces.CodeTraceRefused).
 func refusedTraceLine(why string) string {
-	b, _ := json.Marshal(eval.TraceEvent{Kind: eval.EventError, Code: traces.CodeTraceRefused, Message: why})
+	b, _ := json.Marshal(eval.TraceEvent{Kind: eval.EventError, Code: trace.CodeTraceRefused, Message: why})
 	return string(b) + "\n"
 }
 

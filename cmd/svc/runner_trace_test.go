@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"svc/drivers"
-	"svc/internal/domain/traces"
+	"svc/internal/domain/trace"
 	"svc/internal/service/runners"
 )
 
@@ -49,8 +49,8 @@ func TestRunnerPostsARefusedTrace(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("no result was posted")
 	}
-	events := traces.ParseTrace([]byte(c.Result.Trace))
-	if len(events) != 1 || events[0].Code != traces.CodeTraceRefused || events[0].Message != refusedWhy {
-		t.Errorf("posted trace %q, want one %s event saying why", c.Result.Trace, traces.CodeTraceRefused)
+	events := trace.ParseTrace([]byte(c.Result.Trace))
+	if len(events) != 1 || events[0].Code != trace.CodeTraceRefused || events[0].Message != refusedWhy {
+		t.Errorf("posted trace %q, want one %s event saying why", c.Result.Trace, trace.CodeTraceRefused)
 	}
 }

@@ -32,8 +32,7 @@ import (
 	"svc/internal/probers"
 	"svc/internal/service/models"
 	"svc/internal/service/registries"
-	"svc/internal/service/traceingest"
-	"svc/internal/service/tracesources"
+	"svc/internal/service/traces"
 	"svc/store"
 	"svc/workflows"
 )
@@ -136,9 +135,9 @@ func Activities(cfg config.Config, d Deps, o WorkerOptions) (*activities.Activit
 		// A code judge with a model binding calls its model here.
 		ModelProxyURL: proxy,
 		Logger:        d.Logger,
-		TraceSources:  &tracesources.Service{Store: d.Store, Sealer: sealer, Guard: pullGuard},
+		TraceSources:  &traces.Sources{Store: d.Store, Sealer: sealer, Guard: pullGuard},
 	}
-	acts.TraceIngest = traceingest.New(traceingest.Options{Store: d.Store, Registries: acts.Registries,
+	acts.TraceIngest = traces.New(traces.Options{Store: d.Store, Registries: acts.Registries,
 		MaxEventsPerHour: int64(cfg.IngestMaxEventsPerHour), RetentionDays: cfg.TrajectoryRetentionDays,
 		IdleWindow: cfg.IngestIdleWindow, Logger: d.Logger})
 	return acts, nil

@@ -6,7 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"svc/internal/domain/traces"
+	"svc/internal/domain/trace"
 )
 
 // seed adds every recorded fixture to f's corpus.
@@ -26,7 +26,7 @@ func seed(f *testing.F) {
 // checkTrace asserts what every decoder promises of any input: events
 // that validate and encode as JSON.
 func checkTrace(t *testing.T, tr Trace) {
-	for _, e := range tr.Events(traces.SpanAttrMapping{}) {
+	for _, e := range tr.Events(trace.SpanAttrMapping{}) {
 		if e.Kind != "message" && e.Name == "" {
 			t.Fatalf("event without a name: %+v", e)
 		}

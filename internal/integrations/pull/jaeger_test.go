@@ -13,7 +13,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
 	"svc/internal/domain/eval"
-	"svc/internal/domain/traces"
+	"svc/internal/domain/trace"
 	"svc/internal/integrations/pull/jaegertest"
 	"svc/internal/testing/testwait"
 )
@@ -65,7 +65,7 @@ func TestPullFromRealJaeger(t *testing.T) {
 		return len(got.Spans), err == nil && len(got.Spans) == 4
 	})
 	var kinds []string
-	for _, e := range got.Events(traces.SpanAttrMapping{}) {
+	for _, e := range got.Events(trace.SpanAttrMapping{}) {
 		kinds = append(kinds, e.Kind+":"+e.Name)
 		if err := e.Validate(); err != nil {
 			t.Errorf("event %+v does not validate: %v", e, err)
@@ -76,7 +76,7 @@ func TestPullFromRealJaeger(t *testing.T) {
 			t.Errorf("events %v lack %s", kinds, want)
 		}
 	}
-	if _, u := eval.Extract(got.Events(traces.SpanAttrMapping{}), ""); u.InputTokens != 812 || u.OutputTokens != 64 {
+	if _, u := eval.Extract(got.Events(trace.SpanAttrMapping{}), ""); u.InputTokens != 812 || u.OutputTokens != 64 {
 		t.Errorf("usage %+v, want 812 input and 64 output tokens", u)
 	}
 

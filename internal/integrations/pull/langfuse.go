@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"strings"
 
-	"svc/internal/domain/traces"
+	"svc/internal/domain/trace"
 )
 
 // Langfuse's public API (https://api.reference.langfuse.com):
@@ -83,7 +83,7 @@ func decodeLangfuseTrace(data []byte) (Trace, error) {
 // langfuseSpan converts an observation: a GENERATION is a GenAI chat, a
 // TOOL an execute_tool, level ERROR an error; its metadata are
 // metadata.<key>.
-func langfuseSpan(t langfuseTrace, o langfuseObservation) traces.Span {
+func langfuseSpan(t langfuseTrace, o langfuseObservation) trace.Span {
 	attrs := map[string]any{
 		"langfuse.observation.type": o.Type, "langfuse.trace.name": t.Name,
 		"langfuse.observation.level": o.Level,

@@ -9,7 +9,7 @@ import (
 	"strconv"
 	"strings"
 
-	"svc/internal/domain/traces"
+	"svc/internal/domain/trace"
 	"svc/internal/platform/derrors"
 )
 
@@ -61,7 +61,7 @@ func decodeLangSmithQuery(data []byte) (langsmithQuery, error) {
 // langsmithSpan converts a run: run_type llm is a GenAI chat, tool an
 // execute_tool; an error is an error status; extra.metadata are
 // metadata.<key>.
-func langsmithSpan(r langsmithRun) traces.Span {
+func langsmithSpan(r langsmithRun) trace.Span {
 	attrs := map[string]any{"langsmith.run_type": r.RunType}
 	if r.ParentRunID != "" {
 		attrs["langsmith.parent_run_id"] = r.ParentRunID

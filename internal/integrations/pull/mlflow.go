@@ -11,7 +11,7 @@ import (
 	"strconv"
 	"strings"
 
-	"svc/internal/domain/traces"
+	"svc/internal/domain/trace"
 	"svc/internal/platform/derrors"
 )
 
@@ -114,7 +114,7 @@ func mlflowID(s string) string {
 
 // mlflowSpanOf converts a span; it reports whether the span is the root
 // and the root's outputs.
-func mlflowSpanOf(traceID string, s mlflowSpan) (traces.Span, bool, any) {
+func mlflowSpanOf(traceID string, s mlflowSpan) (trace.Span, bool, any) {
 	attrs := map[string]any{}
 	for k, v := range s.Attributes {
 		if str, ok := v.(string); ok {

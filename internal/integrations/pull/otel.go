@@ -14,7 +14,7 @@ import (
 	"strings"
 	"time"
 
-	"svc/internal/domain/traces"
+	"svc/internal/domain/trace"
 	"svc/internal/platform/derrors"
 )
 
@@ -45,9 +45,9 @@ type otelBody struct {
 // decodeOTelTraces decodes an answer of a trace query API: one or more
 // JSON objects, each holding TracesData. It returns the spans and the
 // root spans' keys.
-func decodeOTelTraces(data []byte) ([]traces.Span, map[string]bool, error) {
+func decodeOTelTraces(data []byte) ([]trace.Span, map[string]bool, error) {
 	dec := json.NewDecoder(bytes.NewReader(data))
-	var spans []traces.Span
+	var spans []trace.Span
 	roots := map[string]bool{}
 	for {
 		var b otelBody
@@ -87,7 +87,7 @@ func decodeOTelTraces(data []byte) ([]traces.Span, map[string]bool, error) {
 		if len(rs) == 0 || string(rs) == "null" {
 			continue
 		}
-		req, err := traces.DecodeOTLP(append(append([]byte(`{"resourceSpans":`), rs...), '}'), traces.EncodingJSON)
+		req, err := trace.DecodeOTLP(append(append([]byte(`{"resourceSpans":`), rs...), '}'), trace.EncodingJSON)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -100,7 +100,7 @@ func decodeOTelTraces(data []byte) ([]traces.Span, map[string]bool, error) {
 				}
 			}
 		}
-		flat, _ := traces.FlattenSpans(req) // spans without valid ids are left out, as the door leaves them
+		flat, _ := trace.FlattenSpans(req) // spans without valid ids are left out, as the door leaves them
 		spans = append(spans, flat...)
 		if len(spans) > maxSpans {
 			spans = spans[:maxSpans]
@@ -111,7 +111,7 @@ func decodeOTelTraces(data []byte) ([]traces.Span, map[string]bool, error) {
 }
 
 // otelTrace is the trace of traceID among spans.
-func otelTrace(traceID string, spans []traces.Span, roots map[string]bool) Trace {
+func otelTrace(traceID string, spans []trace.Span, roots map[string]bool) Trace {
 	t := Trace{ID: traceID}
 	want := strings.ToLower(traceID)
 	for _, s := range spans {
@@ -198,8 +198,8 @@ func (c *Client) listOTel(ctx context.Context, limit int) ([]Summary, error) {
 }
 
 // otelSummaries groups spans by trace, newest first.
-func otelSummaries(spans []traces.Span, limit int) []Summary {
-	byTrace := map[string][]traces.Span{}
+func otelSummaries(spans []trace.Span, limit int) []Summary {
+	byTrace := map[string][]trace.Span{}
 	var order []string
 	for _, s := range spans {
 		if _, ok := byTrace[s.TraceID]; !ok {

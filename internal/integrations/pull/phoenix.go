@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"strings"
 
-	"svc/internal/domain/traces"
+	"svc/internal/domain/trace"
 )
 
 // Phoenix's REST API (https://arize.com/docs/phoenix/sdk-api-reference/rest-api):
@@ -68,7 +68,7 @@ func flattenInto(out map[string]any, prefix string, m map[string]any, depth int)
 	}
 }
 
-func phoenixSpanOf(s phoenixSpan) traces.Span {
+func phoenixSpanOf(s phoenixSpan) trace.Span {
 	attrs := map[string]any{}
 	flattenInto(attrs, "", s.Attributes, 0)
 	if _, ok := attrs["openinference.span.kind"]; !ok && s.SpanKind != "" {
@@ -155,7 +155,7 @@ func phoenixSummaries(p phoenixSpans, limit int) []Summary {
 		}
 		sp := phoenixSpanOf(s)
 		sum := Summary{TraceID: sp.TraceID, Name: sp.Name}
-		summarize(&sum, []traces.Span{sp})
+		summarize(&sum, []trace.Span{sp})
 		sum.Spans = 0 // the root alone was read
 		if n := num(sp.Attributes["llm.token_count.prompt"]); n > 0 {
 			sum.InputTokens = int64(n)

@@ -28,7 +28,7 @@ import (
 	"unicode"
 
 	"svc/internal/domain/eval"
-	"svc/internal/domain/traces"
+	"svc/internal/domain/trace"
 	"svc/internal/platform/derrors"
 	"svc/internal/platform/netguard"
 )
@@ -86,7 +86,7 @@ type Config struct {
 	// <key> equals the runId; LangSmith and MLflow).
 	Correlate string `json:"correlate,omitempty"`
 	// Mapping is the span attribute mapping applied to the source's spans.
-	Mapping traces.SpanAttrMapping `json:"spanAttrMapping,omitzero"`
+	Mapping trace.SpanAttrMapping `json:"spanAttrMapping,omitzero"`
 }
 
 // CorrelateTraceID is the default correlation: a runId is a trace id.
@@ -147,19 +147,19 @@ var exampleEndpoint = map[string]string{
 // records one (a Langfuse trace's output, a LangSmith root run's outputs).
 type Trace struct {
 	ID          string
-	Spans       []traces.Span
+	Spans       []trace.Span
 	FinalAnswer string
 }
 
 // Events is the trace as TraceEvents: each span normalised with m, in
 // start order, then the final answer as the last assistant message, which
 // answer graders read.
-func (t Trace) Events(m traces.SpanAttrMapping) []eval.TraceEvent {
+func (t Trace) Events(m trace.SpanAttrMapping) []eval.TraceEvent {
 	events := make([]eval.TraceEvent, 0, len(t.Spans)+1)
 	for _, s := range t.Spans {
-		events = append(events, traces.Normalize(s, m))
+		events = append(events, trace.Normalize(s, m))
 	}
-	traces.SortEvents(events)
+	trace.SortEvents(events)
 	if strings.TrimSpace(t.FinalAnswer) != "" {
 		events = append(events, eval.TraceEvent{Kind: eval.EventMessage, Role: "assistant", Content: clip(t.FinalAnswer, 64<<10)})
 	}

@@ -15,7 +15,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"svc/internal/domain/eval"
-	"svc/internal/domain/traces"
+	"svc/internal/domain/trace"
 	"svc/internal/platform/derrors"
 )
 
@@ -148,7 +148,7 @@ func TestFetchEachKind(t *testing.T) {
 			if err != nil {
 				t.Fatalf("Fetch: %v", err)
 			}
-			events := tr.Events(traces.SpanAttrMapping{})
+			events := tr.Events(trace.SpanAttrMapping{})
 			var got []string
 			for _, e := range events {
 				got = append(got, e.Kind+":"+e.Name)
@@ -180,7 +180,7 @@ func TestFetchModelAndTool(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	events := tr.Events(traces.SpanAttrMapping{})
+	events := tr.Events(trace.SpanAttrMapping{})
 	llm, tool := events[0], events[1]
 	if llm.Model != "gpt-4o" || llm.OutputTokens != 40 || llm.CostUSD != 0.0031 {
 		t.Errorf("llm_call %+v: want model gpt-4o, 40 output tokens, cost 0.0031", llm)
@@ -192,7 +192,7 @@ func TestFetchModelAndTool(t *testing.T) {
 		t.Errorf("error message %q", got)
 	}
 	// A mapping reads the span's metadata, as the inspect route shows.
-	m := traces.SpanAttrMapping{Fields: map[string][]string{"toolName": {"metadata.acme.tool"}}, SpanKinds: map[string]string{"retrieve": "tool_call"}}
+	m := trace.SpanAttrMapping{Fields: map[string][]string{"toolName": {"metadata.acme.tool"}}, SpanKinds: map[string]string{"retrieve": "tool_call"}}
 	if got := tr.Events(m)[2]; got.Kind != eval.EventToolCall || got.Name != "kb" {
 		t.Errorf("mapped span: %s %q, want tool_call kb", got.Kind, got.Name)
 	}
@@ -334,7 +334,7 @@ func TestConfigValidate(t *testing.T) {
 		{Config{Kind: KindLangfuse, Endpoint: "https://x", Correlate: "metadata:svc_run_id"}, "finds traces by id only"},
 		{Config{Kind: KindLangSmith, Endpoint: "https://x", Correlate: "metadata:svc_run_id"}, ""},
 		{Config{Kind: KindLangSmith, Endpoint: "https://x", Correlate: "tag"}, "correlate"},
-		{Config{Kind: KindOTel, Endpoint: "https://x", Mapping: traces.SpanAttrMapping{SpanKinds: map[string]string{"a": "bogus"}}}, "spanAttrMapping"},
+		{Config{Kind: KindOTel, Endpoint: "https://x", Mapping: trace.SpanAttrMapping{SpanKinds: map[string]string{"a": "bogus"}}}, "spanAttrMapping"},
 	} {
 		err := tc.cfg.Validate("source.")
 		switch {

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"svc/internal/domain/traces"
+	"svc/internal/domain/trace"
 )
 
 // Limits of what a converted span keeps, as the OTLP door keeps them.
@@ -23,7 +23,7 @@ const (
 // spanOf builds a traces.Span; attrs are sanitised (valid UTF-8, no NUL,
 // bounded depth and size) and numbers that are whole become int64, as
 // OTLP integer attributes do.
-func spanOf(traceID, spanID, name string, start, end time.Time, failed bool, status string, attrs map[string]any) traces.Span {
+func spanOf(traceID, spanID, name string, start, end time.Time, failed bool, status string, attrs map[string]any) trace.Span {
 	clean := make(map[string]any, len(attrs))
 	for k, v := range attrs {
 		if len(clean) >= maxAttrs {
@@ -35,7 +35,7 @@ func spanOf(traceID, spanID, name string, start, end time.Time, failed bool, sta
 		clean[sanitize(k)] = cleanValue(v, 0)
 	}
 	traceID, spanID = clip(sanitize(traceID), 128), clip(sanitize(spanID), 128)
-	return traces.Span{
+	return trace.Span{
 		TraceID: traceID, SpanID: spanID, Key: traceID + "/" + spanID,
 		Name: clip(sanitize(name), maxNameBytes), Start: start, End: end,
 		Error: failed, StatusMessage: clip(sanitize(status), 4096), Attributes: clean,
@@ -202,11 +202,11 @@ func num(v any) float64 {
 }
 
 // summarize computes a listing's metrics of spans.
-func summarize(s *Summary, spans []traces.Span) {
+func summarize(s *Summary, spans []trace.Span) {
 	s.Spans = len(spans)
 	var first, last time.Time
 	for _, sp := range spans {
-		e := traces.Normalize(sp, traces.SpanAttrMapping{})
+		e := trace.Normalize(sp, trace.SpanAttrMapping{})
 		s.InputTokens += e.InputTokens
 		s.OutputTokens += e.OutputTokens
 		s.CostUSD += e.CostUSD

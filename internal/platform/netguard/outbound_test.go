@@ -36,7 +36,7 @@ var dialSites = map[string]string{
 	// activities); kept for package tests against loopback servers.
 	"internal/integrations/modeljudge/model.go Complete": "fallback for an Endpoint without Client; callers pass access.Client",
 	"internal/service/models/models.go Resolve":          "fallback for a Service without Guard; the API and the worker set Guard",
-	"internal/integrations/pull/pull.go New":             "fallback for a nil client; tracesources passes its Guard's client",
+	"internal/integrations/pull/pull.go New":             "fallback for a nil client; traces.Sources passes its Guard's client",
 	"drivers/k8s/kubetest/kubetest.go":                   "test tooling: a loopback kube-apiserver",
 	// Operator-set addresses.
 	"auth/oidc.go": "OIDC_ISSUER, the operator's",

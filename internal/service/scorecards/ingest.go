@@ -16,7 +16,7 @@ import (
 	"svc/internal/domain/eval"
 	"svc/internal/domain/registry"
 	"svc/internal/domain/scoring"
-	"svc/internal/domain/traces"
+	"svc/internal/domain/trace"
 	"svc/internal/platform/derrors"
 	"svc/store"
 	"svc/store/records"
@@ -325,15 +325,15 @@ func sealIngested(ctx context.Context, tx store.Tx, sc eval.Scorecard, cases []r
 		run := eval.Run{
 			ID: records.ChildRunID(sc.Tenant, sc.ID, c.ID, 0), Tenant: sc.Tenant, Harness: sc.Harness, CaseID: c.ID,
 			Status: eval.StatusQueued, CreatedAt: sc.CreatedAt, UpdatedAt: sc.CreatedAt, Kind: eval.KindEval,
-			Trigger: eval.TriggerScorecard, CreatedBy: sc.CreatedBy, Origin: &eval.Origin{Source: traces.SourceImport},
+			Trigger: eval.TriggerScorecard, CreatedBy: sc.CreatedBy, Origin: &eval.Origin{Source: trace.SourceImport},
 			ParentScorecardID: sc.ID, Canonical: &canonical, Case: &c, AudienceTeam: sc.AudienceTeam,
 		}
-		events, digest, err := traces.SealEvents(byCase[c.ID])
+		events, digest, err := trace.SealEvents(byCase[c.ID])
 		if err != nil {
 			return err
 		}
 		trajectories = append(trajectories, store.Trajectory{
-			Workspace: sc.Tenant, RunID: run.ID, Source: traces.SourceImport, EventCount: len(byCase[c.ID]),
+			Workspace: sc.Tenant, RunID: run.ID, Source: trace.SourceImport, EventCount: len(byCase[c.ID]),
 			Digest: digest, SealedAt: sc.CreatedAt, Audience: run.Audience(), Events: events,
 		})
 		row, err := records.Row(run)

@@ -11,10 +11,10 @@ import (
 	"svc/internal/domain/eval"
 	"svc/internal/domain/registry"
 	"svc/internal/domain/scoring"
-	"svc/internal/domain/traces"
+	"svc/internal/domain/trace"
 	"svc/internal/integrations/pull"
 	"svc/internal/platform/derrors"
-	"svc/internal/service/tracesources"
+	"svc/internal/service/traces"
 	"svc/store"
 	"svc/store/records"
 )
@@ -69,7 +69,7 @@ func (r *PullRequest) Validate() error {
 	case src.Name == pull.NameSVC && (src.Project != "" || src.Correlate != ""):
 		return derrors.Invalidf("source: the owned ledger (%q) has no project or correlate; runs[].runId is the id of a sealed trajectory", pull.NameSVC)
 	case src.Name != "" && src.Name != pull.NameSVC:
-		if err := tracesources.ValidName(src.Name); err != nil {
+		if err := traces.ValidName(src.Name); err != nil {
 			return derrors.Invalidf("source.name: %s", strings.TrimPrefix(err.Error(), "invalid: "))
 		}
 	}
@@ -106,7 +106,7 @@ func (r *PullRequest) Validate() error {
 // SourceReader is what a pull needs of the trace sources: a named one of
 // the caller's workspace, and the check of one given inline.
 type SourceReader interface {
-	Get(ctx context.Context, p auth.Principal, name string) (tracesources.Source, error)
+	Get(ctx context.Context, p auth.Principal, name string) (traces.Source, error)
 	Check(ctx context.Context, cfg pull.Config, prefix string) error
 }
 
@@ -254,13 +254,13 @@ func (s *Service) ledgerTeam(ctx context.Context, p auth.Principal, teams []stri
 // harnessMapping is a harness's effective span attribute mapping: its
 // spec's, overlaid by the workspace's overlay. A pulled source's own
 // mapping overlays it in turn: it says how that platform names things.
-func (s *Service) harnessMapping(ctx context.Context, p auth.Principal, harnessID string, h *registry.HarnessSpec) traces.SpanAttrMapping {
-	var m traces.SpanAttrMapping
+func (s *Service) harnessMapping(ctx context.Context, p auth.Principal, harnessID string, h *registry.HarnessSpec) trace.SpanAttrMapping {
+	var m trace.SpanAttrMapping
 	if h != nil {
-		m, _ = traces.MappingFromMeta(h.Meta)
+		m, _ = trace.MappingFromMeta(h.Meta)
 	}
 	if stored, err := s.o.Store.GetSpanAttrMapping(ctx, p.Workspace, harnessID); err == nil {
-		var over traces.SpanAttrMapping
+		var over trace.SpanAttrMapping
 		if json.Unmarshal(stored.Mapping, &over) == nil {
 			m = m.Overlay(over)
 		}

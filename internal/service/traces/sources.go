@@ -1,15 +1,4 @@
-// Package tracesources keeps a workspace's trace sources (spec §4.2):
-// named connections to its observability platforms, and opens them. A
-// source's credential is the value of a workspace secret that the source
-// names (authSecret); it is opened only to build a pull.Client, after the
-// secret's allowedHosts are checked to admit the source's endpoint, and
-// every call dials through the address guard (SVC_WEBHOOK_ALLOW). No
-// credential is ever stored in a source, returned, logged or quoted in an
-// error.
-//
-// The API's trace-source routes, the pull ingest's submit (a source named
-// in the request) and the pull activity (the fetch) all open sources here.
-package tracesources
+package traces
 
 import (
 	"context"
@@ -22,7 +11,7 @@ import (
 
 	"svc/auth"
 	"svc/internal/domain/eval"
-	"svc/internal/domain/traces"
+	"svc/internal/domain/trace"
 	"svc/internal/integrations/pull"
 	"svc/internal/platform/derrors"
 	"svc/internal/platform/netguard"
@@ -30,15 +19,27 @@ import (
 	"svc/store"
 )
 
-// Service reads and writes trace sources and opens them.
-type Service struct {
+// Sources keeps a workspace's trace sources (spec §4.2):
+// named connections to its observability platforms, and opens them. A
+// source's credential is the value of a workspace secret that the source
+// names (authSecret); it is opened only to build a pull.Client, after the
+// secret's allowedHosts are checked to admit the source's endpoint, and
+// every call dials through the address guard (SVC_WEBHOOK_ALLOW). No
+// credential is ever stored in a source, returned, logged or quoted in an
+// error.
+//
+// The API's trace-source routes, the pull ingest's submit (a source named
+// in the request) and the pull activity (the fetch) all open sources here.
+//
+// Sources reads and writes trace sources and opens them.
+type Sources struct {
 	Store  store.Store
 	Sealer *secrets.Sealer  // nil: no SVC_SECRET_KEY; a source with authSecret cannot be opened
 	Guard  *netguard.Guard  // nil: no address check (tests only)
 	Now    func() time.Time // time.Now when nil
 }
 
-func (s *Service) now() time.Time {
+func (s *Sources) now() time.Time {
 	if s.Now != nil {
 		return s.Now().UTC()
 	}
@@ -72,7 +73,7 @@ func ValidName(name string) error {
 
 // Put declares (or replaces) the source name of p's workspace. The
 // endpoint must pass the address guard; the secret need not exist yet.
-func (s *Service) Put(ctx context.Context, p auth.Principal, name string, cfg pull.Config) (Source, error) {
+func (s *Sources) Put(ctx context.Context, p auth.Principal, name string, cfg pull.Config) (Source, error) {
 	if err := ValidName(name); err != nil {
 		return Source{}, err
 	}
@@ -92,7 +93,7 @@ func (s *Service) Put(ctx context.Context, p auth.Principal, name string, cfg pu
 }
 
 // check validates cfg (fields under prefix) and its endpoint's address.
-func (s *Service) check(ctx context.Context, cfg pull.Config, prefix string) error {
+func (s *Sources) check(ctx context.Context, cfg pull.Config, prefix string) error {
 	if err := cfg.Validate(prefix); err != nil {
 		return err
 	}
@@ -111,7 +112,7 @@ func (s *Service) check(ctx context.Context, cfg pull.Config, prefix string) err
 
 // Check validates a source given inline in a request (fields under
 // prefix) as Put would.
-func (s *Service) Check(ctx context.Context, cfg pull.Config, prefix string) error {
+func (s *Sources) Check(ctx context.Context, cfg pull.Config, prefix string) error {
 	return s.check(ctx, cfg, prefix)
 }
 
@@ -126,9 +127,9 @@ func fromRow(row store.TraceSource) (Source, error) {
 
 // Get returns the source name of p's workspace; another workspace's is
 // ErrNotFound, as an unknown one.
-func (s *Service) Get(ctx context.Context, p auth.Principal, name string) (Source, error) {
+func (s *Sources) Get(ctx context.Context, p auth.Principal, name string) (Source, error) {
 	if err := ValidName(name); err != nil {
-		return Source{}, derrors.NotFoundf("trace source %q", clip(name))
+		return Source{}, derrors.NotFoundf("trace source %q", clipName(name))
 	}
 	row, err := s.Store.GetTraceSource(ctx, p.Workspace, name)
 	if err != nil {
@@ -138,7 +139,7 @@ func (s *Service) Get(ctx context.Context, p auth.Principal, name string) (Sourc
 }
 
 // List returns the sources of p's workspace by name.
-func (s *Service) List(ctx context.Context, p auth.Principal) ([]Source, error) {
+func (s *Sources) List(ctx context.Context, p auth.Principal) ([]Source, error) {
 	rows, err := s.Store.ListTraceSources(ctx, p.Workspace)
 	if err != nil {
 		return nil, err
@@ -155,9 +156,9 @@ func (s *Service) List(ctx context.Context, p auth.Principal) ([]Source, error) 
 }
 
 // Delete removes the source name; an unknown name is ErrNotFound.
-func (s *Service) Delete(ctx context.Context, p auth.Principal, name string) error {
+func (s *Sources) Delete(ctx context.Context, p auth.Principal, name string) error {
 	if err := ValidName(name); err != nil {
-		return derrors.NotFoundf("trace source %q", clip(name))
+		return derrors.NotFoundf("trace source %q", clipName(name))
 	}
 	return s.Store.DeleteTraceSource(ctx, p.Workspace, name)
 }
@@ -166,7 +167,7 @@ func (s *Service) Delete(ctx context.Context, p auth.Principal, name string) err
 // (when cfg names one), bound to the endpoint's host, and an HTTP client
 // that dials through the guard. A secret that is missing, not bound to
 // the host or cannot be opened is an ErrInvalid saying what to fix.
-func (s *Service) Client(ctx context.Context, workspace string, cfg pull.Config) (*pull.Client, error) {
+func (s *Sources) Client(ctx context.Context, workspace string, cfg pull.Config) (*pull.Client, error) {
 	if err := s.check(ctx, cfg, "source."); err != nil {
 		return nil, err
 	}
@@ -203,7 +204,7 @@ func (s *Service) Client(ctx context.Context, workspace string, cfg pull.Config)
 }
 
 // Traces lists the recent traces of source name, with their metrics.
-func (s *Service) Traces(ctx context.Context, p auth.Principal, name string, limit int) ([]pull.Summary, error) {
+func (s *Sources) Traces(ctx context.Context, p auth.Principal, name string, limit int) ([]pull.Summary, error) {
 	src, err := s.Get(ctx, p, name)
 	if err != nil {
 		return nil, err
@@ -238,20 +239,20 @@ type SpanView struct {
 // mapping: the raw spans, the events the mapping makes of them and the
 // evidence and usage graders and judges would see.
 type Inspection struct {
-	Source   string                 `json:"source"`
-	Kind     string                 `json:"kind"`
-	TraceID  string                 `json:"traceId"`
-	Mapping  traces.SpanAttrMapping `json:"mapping"`
-	Spans    []SpanView             `json:"spans"`
-	Events   []eval.TraceEvent      `json:"events"`
-	Evidence eval.Evidence          `json:"evidence"`
-	Usage    eval.Usage             `json:"usage"`
+	Source   string                `json:"source"`
+	Kind     string                `json:"kind"`
+	TraceID  string                `json:"traceId"`
+	Mapping  trace.SpanAttrMapping `json:"mapping"`
+	Spans    []SpanView            `json:"spans"`
+	Events   []eval.TraceEvent     `json:"events"`
+	Evidence eval.Evidence         `json:"evidence"`
+	Usage    eval.Usage            `json:"usage"`
 }
 
 // Inspect reads one trace of source name and normalises it with the
 // source's mapping overlaid by m (m's entries win), without sealing
 // anything.
-func (s *Service) Inspect(ctx context.Context, p auth.Principal, name, traceID string, m traces.SpanAttrMapping) (Inspection, error) {
+func (s *Sources) Inspect(ctx context.Context, p auth.Principal, name, traceID string, m trace.SpanAttrMapping) (Inspection, error) {
 	if err := m.Validate(); err != nil {
 		return Inspection{}, derrors.Invalidf("mapping.%v", err)
 	}
@@ -286,7 +287,7 @@ func (s *Service) Inspect(ctx context.Context, p auth.Principal, name, traceID s
 	return out, nil
 }
 
-func clip(s string) string {
+func clipName(s string) string {
 	if len(s) > 64 {
 		return s[:64] + "…"
 	}

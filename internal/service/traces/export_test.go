@@ -1,4 +1,4 @@
-package traceingest_test
+package traces_test
 
 import (
 	"errors"
@@ -17,7 +17,7 @@ import (
 	"svc/internal/domain/eval"
 	"svc/internal/domain/registry"
 	"svc/internal/platform/derrors"
-	"svc/internal/service/traceingest"
+	"svc/internal/service/traces"
 	"svc/store"
 	"svc/store/records"
 	"svc/store/sqlite/sqlitetest"
@@ -57,7 +57,7 @@ func storeRun(t *testing.T, st store.Store, ws, id string, status eval.Status, p
 // svc.run_id names, as the caller sees it.
 func TestExportRoutesSpans(t *testing.T) {
 	st := sqlitetest.New(t)
-	svc := traceingest.New(traceingest.Options{Store: st, Now: func() time.Time { return t0 }})
+	svc := traces.New(traces.Options{Store: st, Now: func() time.Time { return t0 }})
 	storeRun(t, st, "acme", "run_live", eval.StatusRunning, "")
 	storeRun(t, st, "acme", "run_done", eval.StatusSucceeded, "")
 	storeRun(t, st, "acme", "run_bobs", eval.StatusRunning, "bob")
@@ -113,7 +113,7 @@ func TestExportRoutesSpans(t *testing.T) {
 func TestQuotaAndThrottledEvent(t *testing.T) {
 	st := sqlitetest.New(t)
 	now := t0
-	svc := traceingest.New(traceingest.Options{Store: st, MaxEventsPerHour: 1, Now: func() time.Time { return now }})
+	svc := traces.New(traces.Options{Store: st, MaxEventsPerHour: 1, Now: func() time.Time { return now }})
 	p := auth.Principal{Subject: "alice", Workspace: "acme", Roles: []auth.Role{auth.RoleAdmin}}
 	if _, err := svc.Export(t.Context(), p, export("job", "a", 1)); err != nil {
 		t.Fatalf("within the quota: %v", err)
@@ -124,18 +124,18 @@ func TestQuotaAndThrottledEvent(t *testing.T) {
 	}
 	for range 2 {
 		_, err := svc.Export(t.Context(), p, export("job", "b", 2))
-		var th *traceingest.ThrottledError
+		var th *traces.ThrottledError
 		if !errors.As(err, &th) || !errors.Is(err, derrors.ErrRateLimited) || th.RetryAfter != 30*time.Minute {
 			t.Fatalf("past the quota: %v, want a ThrottledError retrying in 30m", err)
 		}
 	}
-	evs, err := st.ListEvents(t.Context(), store.EventFilter{Workspace: "acme", Type: traceingest.ThrottledEvent})
+	evs, err := st.ListEvents(t.Context(), store.EventFilter{Workspace: "acme", Type: traces.ThrottledEvent})
 	if err != nil || len(evs) != 1 {
 		t.Errorf("throttled events = %d, %v; want 1", len(evs), err)
 	}
 	// The workspace's override wins over the default: 0 is unlimited.
 	zero := int64(0)
-	if _, err := svc.PutIngestion(t.Context(), p, traceingest.IngestionUpdate{MaxEventsPerHour: &zero}); err != nil {
+	if _, err := svc.PutIngestion(t.Context(), p, traces.IngestionUpdate{MaxEventsPerHour: &zero}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := svc.Export(t.Context(), p, export("job", "b", 2)); err != nil {
@@ -145,7 +145,7 @@ func TestQuotaAndThrottledEvent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := traceingest.Ingestion{MaxEventsPerHour: 0, MaxEventsPerHourOverride: &zero, DefaultMaxEventsPerHour: 1, UsageLastHour: 2,
+	want := traces.Ingestion{MaxEventsPerHour: 0, MaxEventsPerHourOverride: &zero, DefaultMaxEventsPerHour: 1, UsageLastHour: 2,
 		WindowStart: t0.Truncate(time.Hour), WindowEnd: t0.Truncate(time.Hour).Add(time.Hour)}
 	if diff := cmp.Diff(want, got, cmp.FilterPath(func(p cmp.Path) bool {
 		return strings.HasSuffix(p.String(), "UpdatedAt") || strings.HasSuffix(p.String(), "UpdatedBy")
@@ -160,7 +160,7 @@ func TestQuotaAndThrottledEvent(t *testing.T) {
 func TestSweepDropsSpansOfEndedRuns(t *testing.T) {
 	st := sqlitetest.New(t)
 	now := t0
-	svc := traceingest.New(traceingest.Options{Store: st, IdleWindow: time.Minute, Now: func() time.Time { return now }})
+	svc := traces.New(traces.Options{Store: st, IdleWindow: time.Minute, Now: func() time.Time { return now }})
 	storeRun(t, st, "acme", "run_a", eval.StatusRunning, "")
 	storeRun(t, st, "acme", "run_b", eval.StatusRunning, "")
 	p := auth.Principal{Subject: "alice", Workspace: "acme", Roles: []auth.Role{auth.RoleAdmin}}
@@ -195,7 +195,7 @@ func TestSweepDropsSpansOfEndedRuns(t *testing.T) {
 func TestSweepSealsPastOnePage(t *testing.T) {
 	st := sqlitetest.New(t)
 	now := t0
-	svc := traceingest.New(traceingest.Options{Store: st, Now: func() time.Time { return now }, IdleWindow: time.Minute})
+	svc := traces.New(traces.Options{Store: st, Now: func() time.Time { return now }, IdleWindow: time.Minute})
 	p := auth.Principal{Subject: "alice", Workspace: "acme", Roles: []auth.Role{auth.RoleAdmin}}
 	const n = 1100 // over two pages of 500
 	for i := range n {
@@ -219,7 +219,7 @@ func TestSweepSealsPastOnePage(t *testing.T) {
 // (workspace-visible) trajectory (issue 30, finding 5).
 func TestSpansForAnotherMembersPersonalRunAreRefused(t *testing.T) {
 	st := sqlitetest.New(t)
-	svc := traceingest.New(traceingest.Options{Store: st, Now: func() time.Time { return t0 }})
+	svc := traces.New(traces.Options{Store: st, Now: func() time.Time { return t0 }})
 	storeRun(t, st, "acme", "run_bobs", eval.StatusRunning, "bob")
 	bob := auth.Principal{Subject: "bob", Workspace: "acme", Roles: []auth.Role{auth.RoleMember}}
 	alice := auth.Principal{Subject: "alice", Workspace: "acme", Roles: []auth.Role{auth.RoleMember}}

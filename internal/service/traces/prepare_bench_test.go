@@ -1,4 +1,4 @@
-package traceingest
+package traces
 
 import (
 	"fmt"
@@ -13,7 +13,7 @@ import (
 	resourcepb "go.opentelemetry.io/proto/otlp/resource/v1"
 
 	"svc/internal/domain/eval"
-	"svc/internal/domain/traces"
+	"svc/internal/domain/trace"
 )
 
 // BenchmarkPrepare times the CPU-only steps of Export between decoding
@@ -38,33 +38,33 @@ func BenchmarkPrepare(b *testing.B) {
 	req := &coltracepb.ExportTraceServiceRequest{ResourceSpans: []*tracepb.ResourceSpans{{ScopeSpans: []*tracepb.ScopeSpans{{Spans: spans}}}}}
 	b.Run("flatten", func(b *testing.B) {
 		for b.Loop() {
-			traces.FlattenSpans(req)
+			trace.FlattenSpans(req)
 		}
 	})
 	b.Run("flatten-compact", func(b *testing.B) {
 		for b.Loop() {
-			traces.FlattenSpansCompact(req)
+			trace.FlattenSpansCompact(req)
 		}
 	})
-	compact, _ := traces.FlattenSpansCompact(req)
+	compact, _ := trace.FlattenSpansCompact(req)
 	b.Run("prepare", func(b *testing.B) {
 		for b.Loop() {
-			prepareEvents(compact, traces.SpanAttrMapping{})
+			prepareEvents(compact, trace.SpanAttrMapping{})
 		}
 	})
 }
 
 // formerPrepare is what prepareEvents did before traces.AppendSpanEvent:
 // Normalize, Validate and AppendCanonicalStoredEvent, span by span.
-func formerPrepare(spans []traces.Span, mapping traces.SpanAttrMapping) []preparedEvent {
+func formerPrepare(spans []trace.Span, mapping trace.SpanAttrMapping) []preparedEvent {
 	out := make([]preparedEvent, len(spans))
 	for i := range spans {
-		e := traces.Normalize(spans[i], mapping)
+		e := trace.Normalize(spans[i], mapping)
 		if err := e.Validate(); err != nil {
 			out[i].problem = err
 			continue
 		}
-		c, err := traces.AppendCanonicalStoredEvent(nil, &e)
+		c, err := trace.AppendCanonicalStoredEvent(nil, &e)
 		out[i].canonical, out[i].problem = c, err
 	}
 	return out
@@ -112,12 +112,12 @@ func TestPrepareSpanEvents(t *testing.T) {
 		Resource:   &resourcepb.Resource{Attributes: []*commonpb.KeyValue{kv("service.name", s("agent")), kv("host.name", s("h1"))}},
 		ScopeSpans: []*tracepb.ScopeSpans{{Spans: spans}},
 	}}}
-	flat, bad := traces.FlattenSpans(req)
-	compact, cbad := traces.FlattenSpansCompact(req)
+	flat, bad := trace.FlattenSpans(req)
+	compact, cbad := trace.FlattenSpansCompact(req)
 	if len(flat) != len(spans) || len(compact) != len(spans) || len(bad)+len(cbad) != 0 {
 		t.Fatalf("flattened %d and %d spans, refused %v and %v", len(flat), len(compact), bad, cbad)
 	}
-	for _, m := range []traces.SpanAttrMapping{
+	for _, m := range []trace.SpanAttrMapping{
 		{},
 		{Fields: map[string][]string{"model": {"service.name"}, "input": {"a"}}},
 		{SpanKinds: map[string]string{"chat gpt-4o": eval.EventMessage, "step": eval.EventArtifact}}, // Validate refuses messages without role

@@ -1,4 +1,4 @@
-package traceingest
+package traces
 
 import (
 	"bytes"
@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"svc/internal/domain/eval"
-	"svc/internal/domain/traces"
+	"svc/internal/domain/trace"
 	"svc/internal/platform/derrors"
 	"svc/store"
 )
@@ -42,7 +42,7 @@ func spanEvents(spans []store.PendingSpan) []eval.TraceEvent {
 	for _, sp := range spans {
 		events = append(events, spanEvent(sp))
 	}
-	traces.SortEvents(events)
+	trace.SortEvents(events)
 	return events
 }
 
@@ -85,7 +85,7 @@ func canonicalSpanEvents(spans []store.PendingSpan) ([][]byte, error) {
 			continue
 		}
 		e := spanEvent(sp)
-		c, err := traces.AppendCanonicalEvent(nil, &e)
+		c, err := trace.AppendCanonicalEvent(nil, &e)
 		if err != nil {
 			return nil, fmt.Errorf("sealing the trace: %w", err)
 		}
@@ -114,13 +114,13 @@ func decodeEvents(elems [][]byte) ([]eval.TraceEvent, error) {
 // the run (or external trajectory) and the bound. Event ids are
 // deterministic, so a retried seal lands nothing twice. processMs is a
 // managed run's process time (0 for an external trajectory).
-func LandCrossings(ctx context.Context, tx store.Tx, workspace, runID, source string, events []eval.TraceEvent, processMs int64) ([]traces.Crossing, error) {
+func LandCrossings(ctx context.Context, tx store.Tx, workspace, runID, source string, events []eval.TraceEvent, processMs int64) ([]trace.Crossing, error) {
 	return landCrossings(ctx, tx, workspace, runID, source, func() ([]eval.TraceEvent, error) { return events, nil }, processMs)
 }
 
 // landCrossings is LandCrossings with the events read only when the
 // workspace has thresholds to measure them against.
-func landCrossings(ctx context.Context, tx store.Tx, workspace, runID, source string, events func() ([]eval.TraceEvent, error), processMs int64) ([]traces.Crossing, error) {
+func landCrossings(ctx context.Context, tx store.Tx, workspace, runID, source string, events func() ([]eval.TraceEvent, error), processMs int64) ([]trace.Crossing, error) {
 	st, err := settings(ctx, tx, workspace)
 	if err != nil {
 		return nil, err
@@ -129,14 +129,14 @@ func landCrossings(ctx context.Context, tx store.Tx, workspace, runID, source st
 	if err != nil {
 		return nil, err
 	}
-	if t == (traces.Thresholds{}) {
+	if t == (trace.Thresholds{}) {
 		return nil, nil // nothing to cross
 	}
 	evs, err := events()
 	if err != nil {
 		return nil, err
 	}
-	crossed := t.Crossings(traces.Measure(evs, processMs))
+	crossed := t.Crossings(trace.Measure(evs, processMs))
 	for _, c := range crossed {
 		data, _ := json.Marshal(map[string]any{"runId": runID, "source": source, "bound": c.Bound, "limit": c.Limit, "value": c.Value})
 		if _, err := tx.AppendEvent(ctx, store.Event{
@@ -245,7 +245,7 @@ func (s *Service) sweepGroup(ctx context.Context, g store.PendingGroup, now time
 		if err != nil {
 			return err
 		}
-		if t == (traces.Thresholds{}) {
+		if t == (trace.Thresholds{}) {
 			_, sealed, err := tx.SealPendingGroup(ctx, store.Trajectory{Workspace: g.Workspace, RunID: g.Group, Source: SourceOTel, SealedAt: now}, eval.MaxTraceEvents)
 			if err != nil {
 				return err
@@ -264,14 +264,14 @@ func (s *Service) sweepGroup(ctx context.Context, g store.PendingGroup, now time
 			return err
 		}
 		if len(elems) > eval.MaxTraceEvents {
-			trunc, err := traces.AppendCanonicalEvent(nil, &eval.TraceEvent{Kind: eval.EventError, Code: "TRACE_TRUNCATED",
+			trunc, err := trace.AppendCanonicalEvent(nil, &eval.TraceEvent{Kind: eval.EventError, Code: "TRACE_TRUNCATED",
 				Message: fmt.Sprintf("the trajectory received %d spans; the first %d are kept", len(spans), eval.MaxTraceEvents-1)})
 			if err != nil {
 				return err
 			}
 			elems = append(elems[:eval.MaxTraceEvents-1], trunc)
 		}
-		canonical, digest := traces.SealCanonical(elems)
+		canonical, digest := trace.SealCanonical(elems)
 		events := func() ([]eval.TraceEvent, error) { return decodeEvents(elems) }
 		_, _, err = tx.SealTrajectory(ctx, store.Trajectory{Workspace: g.Workspace, RunID: g.Group, Source: SourceOTel,
 			EventCount: len(elems), Digest: digest, SealedAt: now, Events: canonical})

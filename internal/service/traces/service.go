@@ -1,6 +1,6 @@
-// Package traceingest is the service of the OTLP door and the owned trace
-// ledger's settings (spec §4.2, issue 16): it takes decoded OTLP exports,
-// groups their spans by svc.run_id, normalises them (package traces) and
+// Package traces is the service of the OTLP door, the owned trace
+// ledger's settings and the trace sources (sources.go) (spec §4.2, issue 16): it takes decoded OTLP exports,
+// groups their spans by svc.run_id, normalises them (package trace) and
 // keeps them until their trajectory is sealed; it reads and writes a
 // workspace's ingestion quota, retention TTL, thresholds and the
 // per-harness span attribute mappings; and it is the trace sweep, which
@@ -8,7 +8,7 @@
 //
 // The API and the MCP tools call it; the run activities call
 // RunSpanEvents and LandCrossings where a run's trajectory is sealed.
-package traceingest
+package traces
 
 import (
 	"context"
@@ -19,7 +19,7 @@ import (
 
 	"svc/auth"
 	"svc/internal/domain/registry"
-	"svc/internal/domain/traces"
+	"svc/internal/domain/trace"
 	"svc/internal/platform/derrors"
 	"svc/internal/service/registries"
 	"svc/store"
@@ -185,34 +185,34 @@ func (s *Service) PutIngestion(ctx context.Context, p auth.Principal, u Ingestio
 }
 
 // thresholds decodes the stored thresholds; none is the zero value.
-func thresholds(st store.TraceSettings) (traces.Thresholds, error) {
-	var t traces.Thresholds
+func thresholds(st store.TraceSettings) (trace.Thresholds, error) {
+	var t trace.Thresholds
 	if len(st.Thresholds) == 0 {
 		return t, nil
 	}
 	if err := json.Unmarshal(st.Thresholds, &t); err != nil {
-		return traces.Thresholds{}, err
+		return trace.Thresholds{}, err
 	}
 	return t, nil
 }
 
 // GetThresholds reads the workspace's trace thresholds ({} when none).
-func (s *Service) GetThresholds(ctx context.Context, p auth.Principal) (traces.Thresholds, error) {
+func (s *Service) GetThresholds(ctx context.Context, p auth.Principal) (trace.Thresholds, error) {
 	st, err := settings(ctx, s.o.Store, p.Workspace)
 	if err != nil {
-		return traces.Thresholds{}, err
+		return trace.Thresholds{}, err
 	}
 	return thresholds(st)
 }
 
 // PutThresholds replaces the workspace's trace thresholds.
-func (s *Service) PutThresholds(ctx context.Context, p auth.Principal, t traces.Thresholds) (traces.Thresholds, error) {
+func (s *Service) PutThresholds(ctx context.Context, p auth.Principal, t trace.Thresholds) (trace.Thresholds, error) {
 	if err := t.Validate(); err != nil {
-		return traces.Thresholds{}, derrors.Invalidf("%v", err)
+		return trace.Thresholds{}, derrors.Invalidf("%v", err)
 	}
 	raw, err := json.Marshal(t)
 	if err != nil {
-		return traces.Thresholds{}, err
+		return trace.Thresholds{}, err
 	}
 	err = s.o.Store.Transact(ctx, func(tx store.Tx) error {
 		st, err := settings(ctx, tx, p.Workspace)
@@ -224,7 +224,7 @@ func (s *Service) PutThresholds(ctx context.Context, p auth.Principal, t traces.
 		return err
 	})
 	if err != nil {
-		return traces.Thresholds{}, err
+		return trace.Thresholds{}, err
 	}
 	return t, nil
 }
@@ -233,13 +233,13 @@ func (s *Service) PutThresholds(ctx context.Context, p auth.Principal, t traces.
 // mapping (meta.spanAttrMapping of its latest version), the workspace's
 // overlay, and the effective mapping normalisation uses.
 type Mapping struct {
-	HarnessID string                  `json:"harnessId"`
-	Version   string                  `json:"version"` // the version the spec mapping was read from
-	Spec      traces.SpanAttrMapping  `json:"spec"`
-	Overlay   *traces.SpanAttrMapping `json:"overlay"`
-	Effective traces.SpanAttrMapping  `json:"effective"`
-	UpdatedAt *time.Time              `json:"updatedAt,omitempty"`
-	UpdatedBy string                  `json:"updatedBy,omitempty"`
+	HarnessID string                 `json:"harnessId"`
+	Version   string                 `json:"version"` // the version the spec mapping was read from
+	Spec      trace.SpanAttrMapping  `json:"spec"`
+	Overlay   *trace.SpanAttrMapping `json:"overlay"`
+	Effective trace.SpanAttrMapping  `json:"effective"`
+	UpdatedAt *time.Time             `json:"updatedAt,omitempty"`
+	UpdatedBy string                 `json:"updatedBy,omitempty"`
 }
 
 // GetMapping reads a harness's mapping; a harness the caller cannot see
@@ -259,7 +259,7 @@ func (s *Service) GetMapping(ctx context.Context, p auth.Principal, harnessID st
 	if h := r.Spec.Harness(); h != nil {
 		// A spec registered before mappings were read may hold a malformed
 		// one: it then maps nothing, and the overlay can replace it.
-		out.Spec, _ = traces.MappingFromMeta(h.Meta)
+		out.Spec, _ = trace.MappingFromMeta(h.Meta)
 	}
 	out.Effective = out.Spec
 	stored, err := s.o.Store.GetSpanAttrMapping(ctx, p.Workspace, harnessID)
@@ -268,7 +268,7 @@ func (s *Service) GetMapping(ctx context.Context, p auth.Principal, harnessID st
 	case err != nil:
 		return Mapping{}, err
 	default:
-		var m traces.SpanAttrMapping
+		var m trace.SpanAttrMapping
 		if err := json.Unmarshal(stored.Mapping, &m); err != nil {
 			return Mapping{}, err
 		}
@@ -282,7 +282,7 @@ func (s *Service) GetMapping(ctx context.Context, p auth.Principal, harnessID st
 // PutMapping replaces a harness's overlay. The harness must be one the
 // caller sees (404 otherwise); writing the overlay of another team's
 // harness is 403, as writing the harness would be.
-func (s *Service) PutMapping(ctx context.Context, p auth.Principal, harnessID string, m traces.SpanAttrMapping) (Mapping, error) {
+func (s *Service) PutMapping(ctx context.Context, p auth.Principal, harnessID string, m trace.SpanAttrMapping) (Mapping, error) {
 	if err := registry.ValidateID(harnessID); err != nil {
 		return Mapping{}, err
 	}
@@ -319,15 +319,15 @@ func (s *Service) PutMapping(ctx context.Context, p auth.Principal, harnessID st
 // harnessMapping is the effective mapping of a harness for normalising
 // the spans of one of its runs: its spec's, overlaid by the workspace's.
 // A harness that cannot be resolved maps with the overlay alone.
-func (s *Service) harnessMapping(ctx context.Context, p auth.Principal, h registry.Ref) traces.SpanAttrMapping {
-	var m traces.SpanAttrMapping
+func (s *Service) harnessMapping(ctx context.Context, p auth.Principal, h registry.Ref) trace.SpanAttrMapping {
+	var m trace.SpanAttrMapping
 	if h.ID == "" {
 		return m
 	}
 	if s.o.Registries != nil {
 		if r, err := s.o.Registries.Resolve(ctx, p, registry.Harness, h.ID, h.Version); err == nil {
 			if hs := r.Spec.Harness(); hs != nil {
-				m, _ = traces.MappingFromMeta(hs.Meta)
+				m, _ = trace.MappingFromMeta(hs.Meta)
 			}
 		}
 	}
@@ -335,7 +335,7 @@ func (s *Service) harnessMapping(ctx context.Context, p auth.Principal, h regist
 	if err != nil {
 		return m
 	}
-	var over traces.SpanAttrMapping
+	var over trace.SpanAttrMapping
 	if json.Unmarshal(stored.Mapping, &over) == nil {
 		m = m.Overlay(over)
 	}

@@ -1,4 +1,4 @@
-package traces
+package trace
 
 import (
 	"encoding/json"

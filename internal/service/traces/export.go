@@ -1,4 +1,4 @@
-package traceingest
+package traces
 
 import (
 	"context"
@@ -16,7 +16,7 @@ import (
 
 	"svc/auth"
 	"svc/internal/domain/eval"
-	"svc/internal/domain/traces"
+	"svc/internal/domain/trace"
 	"svc/internal/platform/bufpool"
 	"svc/internal/platform/derrors"
 	"svc/store"
@@ -67,7 +67,7 @@ const maxProblemText = 1000
 type group struct {
 	id       string
 	external bool
-	spans    []traces.Span
+	spans    []trace.Span
 	refused  string // why every span of the group is refused, or ""
 }
 
@@ -84,7 +84,7 @@ type group struct {
 // an unknown id, so its existence never shows. Spans for another member's
 // personal run are refused: they would widen its audience.
 func (s *Service) Export(ctx context.Context, p auth.Principal, req *coltracepb.ExportTraceServiceRequest) (*coltracepb.ExportTraceServiceResponse, error) {
-	spans, bad := traces.FlattenSpansCompact(req)
+	spans, bad := trace.FlattenSpansCompact(req)
 	var problems []string
 	rejected := int64(len(bad))
 	for _, b := range bad {
@@ -102,7 +102,7 @@ func (s *Service) Export(ctx context.Context, p auth.Principal, req *coltracepb.
 			// An id is checked once, when its group is made.
 			if !groupIDPattern.MatchString(id) {
 				rejected++
-				problems = append(problems, fmt.Sprintf("span %q: %s %q is not 1 to 128 letters, digits, '.', '_', ':' or '-'", clip(sp.Name, 80), traces.RunIDAttribute, clip(id, 80)))
+				problems = append(problems, fmt.Sprintf("span %q: %s %q is not 1 to 128 letters, digits, '.', '_', ':' or '-'", clip(sp.Name, 80), trace.RunIDAttribute, clip(id, 80)))
 				continue
 			}
 			g = &group{id: id}
@@ -172,7 +172,7 @@ const parallelSpans = 256
 // traces.AppendCanonicalStoredEvent, straight from the span), the form a
 // pending span keeps so that sealing only concatenates. A large group is
 // split into one chunk per processor.
-func prepareEvents(spans []traces.Span, mapping traces.SpanAttrMapping) []preparedEvent {
+func prepareEvents(spans []trace.Span, mapping trace.SpanAttrMapping) []preparedEvent {
 	out, _ := prepareEventsPooled(spans, mapping)
 	return out
 }
@@ -182,7 +182,7 @@ var eventBuffers = bufpool.Pool{Max: 16 << 20}
 
 // prepareEventsPooled is prepareEvents writing into pooled buffers:
 // release gives them back, once nothing reads the events any more.
-func prepareEventsPooled(spans []traces.Span, mapping traces.SpanAttrMapping) (_ []preparedEvent, release func()) {
+func prepareEventsPooled(spans []trace.Span, mapping trace.SpanAttrMapping) (_ []preparedEvent, release func()) {
 	out := make([]preparedEvent, len(spans))
 	n := min(runtime.GOMAXPROCS(0), len(spans)/parallelSpans)
 	bufs := make([]*[]byte, max(n, 1))
@@ -203,7 +203,7 @@ func prepareEventsPooled(spans []traces.Span, mapping traces.SpanAttrMapping) (_
 				}
 			}
 			mark := len(buf)
-			next, err := traces.AppendSpanEvent(buf, &spans[i], mapping)
+			next, err := trace.AppendSpanEvent(buf, &spans[i], mapping)
 			if err != nil {
 				out[i].problem = err
 				continue
@@ -239,12 +239,12 @@ func prepareEventsPooled(spans []traces.Span, mapping traces.SpanAttrMapping) (_
 // classify decides where g's spans go: a live run of the workspace (with
 // its harness's mapping), an external trajectory, or nowhere (g.refused,
 // its trajectory is sealed).
-func (s *Service) classify(ctx context.Context, p auth.Principal, g *group) (traces.SpanAttrMapping, error) {
+func (s *Service) classify(ctx context.Context, p auth.Principal, g *group) (trace.SpanAttrMapping, error) {
 	row, err := s.o.Store.GetRun(ctx, p.Workspace, g.id)
 	switch {
 	case errors.Is(err, derrors.ErrNotFound):
 	case err != nil:
-		return traces.SpanAttrMapping{}, err
+		return trace.SpanAttrMapping{}, err
 	case row.Audience != "" && row.Audience != p.Subject && !s.readsTeam(ctx, p, row.Audience, &err):
 		// Another member's personal run. Treated as an unknown id, its
 		// spans would join the run's own pending group as a
@@ -253,18 +253,18 @@ func (s *Service) classify(ctx context.Context, p auth.Principal, g *group) (tra
 		// so a group's audience never widens. Only the run's member (or
 		// its run-scoped token, which acts as that member) writes it.
 		if err != nil {
-			return traces.SpanAttrMapping{}, err
+			return trace.SpanAttrMapping{}, err
 		}
 		g.refused = fmt.Sprintf("%d span(s) of svc.run_id %s: not a run you may send spans for (a personal run is written only with its member's credentials); send them under another svc.run_id", len(g.spans), g.id)
-		return traces.SpanAttrMapping{}, nil
+		return trace.SpanAttrMapping{}, nil
 	default:
 		if eval.Status(row.Status).Terminal() {
 			g.refused = fmt.Sprintf("%d span(s) of run %s: the run has ended and its trajectory is sealed; spans must arrive before the run ends", len(g.spans), g.id)
-			return traces.SpanAttrMapping{}, nil
+			return trace.SpanAttrMapping{}, nil
 		}
 		run, err := records.FromRow(row)
 		if err != nil {
-			return traces.SpanAttrMapping{}, err
+			return trace.SpanAttrMapping{}, err
 		}
 		return s.harnessMapping(ctx, p, run.Harness), nil
 	}
@@ -272,9 +272,9 @@ func (s *Service) classify(ctx context.Context, p auth.Principal, g *group) (tra
 	if _, err := s.o.Store.GetTrajectory(ctx, p.Workspace, g.id); err == nil {
 		g.refused = fmt.Sprintf("%d span(s) of trajectory %s: it is sealed (no span arrived for the idle window); send later spans under another svc.run_id", len(g.spans), g.id)
 	} else if !errors.Is(err, derrors.ErrNotFound) {
-		return traces.SpanAttrMapping{}, err
+		return trace.SpanAttrMapping{}, err
 	}
-	return traces.SpanAttrMapping{}, nil
+	return trace.SpanAttrMapping{}, nil
 }
 
 // readsTeam reports whether p may write spans for a run of a private

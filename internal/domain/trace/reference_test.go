@@ -1,4 +1,4 @@
-package traces
+package trace
 
 // The door's flatten and normalise steps exactly as they were before they
 // were made fast: the reference the differential tests (fastpath_test.go)

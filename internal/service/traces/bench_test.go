@@ -1,4 +1,4 @@
-package traceingest_test
+package traces_test
 
 import (
 	"bytes"
@@ -15,8 +15,8 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"svc/auth"
-	"svc/internal/domain/traces"
-	"svc/internal/service/traceingest"
+	"svc/internal/domain/trace"
+	"svc/internal/service/traces"
 	"svc/internal/testing/otlpgen"
 	"svc/store"
 	"svc/store/pgtest"
@@ -101,8 +101,8 @@ func benchBody(body []byte, i int) []byte {
 // are sealed.
 func benchConcurrent(b *testing.B, st store.Store, body []byte) {
 	now := time.Date(2026, 5, 1, 10, 0, 0, 0, time.UTC)
-	ingest := traceingest.New(traceingest.Options{Store: st, Now: func() time.Time { return now }, IdleWindow: time.Minute})
-	sweeper := traceingest.New(traceingest.Options{Store: st, Now: func() time.Time { return now.Add(2 * time.Minute) }, IdleWindow: time.Minute})
+	ingest := traces.New(traces.Options{Store: st, Now: func() time.Time { return now }, IdleWindow: time.Minute})
+	sweeper := traces.New(traces.Options{Store: st, Now: func() time.Time { return now.Add(2 * time.Minute) }, IdleWindow: time.Minute})
 	p := auth.Principal{Subject: "bench", Workspace: "bench", Roles: []auth.Role{auth.RoleAdmin}}
 	bodies := make([][]byte, b.N)
 	for i := range bodies {
@@ -120,12 +120,12 @@ func benchConcurrent(b *testing.B, st store.Store, body []byte) {
 				if i >= b.N {
 					return
 				}
-				data, err := traces.ReadOTLPBody(bytes.NewReader(bodies[i]), "")
+				data, err := trace.ReadOTLPBody(bytes.NewReader(bodies[i]), "")
 				if err != nil {
 					errs <- err
 					return
 				}
-				req, err := traces.DecodeOTLP(data, traces.EncodingProtobuf)
+				req, err := trace.DecodeOTLP(data, trace.EncodingProtobuf)
 				if err != nil {
 					errs <- err
 					return
@@ -192,7 +192,7 @@ func openBench(b testing.TB, backend string) store.Store {
 func benchIngest(b *testing.B, st store.Store, body []byte, seal bool) {
 	now := time.Date(2026, 5, 1, 10, 0, 0, 0, time.UTC)
 	clock := func() time.Time { return now }
-	svc := traceingest.New(traceingest.Options{Store: st, Now: clock, IdleWindow: time.Minute})
+	svc := traces.New(traces.Options{Store: st, Now: clock, IdleWindow: time.Minute})
 	p := auth.Principal{Subject: "bench", Workspace: "bench", Roles: []auth.Role{auth.RoleAdmin}}
 	b.SetBytes(int64(len(body)))
 	b.ResetTimer()
@@ -202,11 +202,11 @@ func benchIngest(b *testing.B, st store.Store, body []byte, seal bool) {
 		this := benchBody(body, i)
 		b.StartTimer()
 		t0 := time.Now()
-		data, err := traces.ReadOTLPBody(bytes.NewReader(this), "")
+		data, err := trace.ReadOTLPBody(bytes.NewReader(this), "")
 		if err != nil {
 			b.Fatal(err)
 		}
-		req, err := traces.DecodeOTLP(data, traces.EncodingProtobuf)
+		req, err := trace.DecodeOTLP(data, trace.EncodingProtobuf)
 		if err != nil {
 			b.Fatal(err)
 		}

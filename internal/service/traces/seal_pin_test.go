@@ -1,4 +1,4 @@
-package traceingest_test
+package traces_test
 
 import (
 	"encoding/json"
@@ -14,8 +14,8 @@ import (
 	"svc/auth"
 	"svc/internal/domain/eval"
 	"svc/internal/domain/registry"
-	"svc/internal/domain/traces"
-	"svc/internal/service/traceingest"
+	"svc/internal/domain/trace"
+	"svc/internal/service/traces"
 	"svc/store"
 )
 
@@ -80,7 +80,7 @@ func pinExport() *coltracepb.ExportTraceServiceRequest {
 		spans = append(spans, sp)
 	}
 	return &coltracepb.ExportTraceServiceRequest{ResourceSpans: []*tracepb.ResourceSpans{{
-		Resource:   &resourcepb.Resource{Attributes: []*commonpb.KeyValue{kv(traces.RunIDAttribute, s("pinned-run")), kv("service.name", s("agent"))}},
+		Resource:   &resourcepb.Resource{Attributes: []*commonpb.KeyValue{kv(trace.RunIDAttribute, s("pinned-run")), kv("service.name", s("agent"))}},
 		ScopeSpans: []*tracepb.ScopeSpans{{Spans: spans}},
 	}}}
 }
@@ -102,7 +102,7 @@ func TestSealPinned(t *testing.T) {
 
 func testSealPinned(t *testing.T, st store.Store) {
 	now := time.Date(2026, 5, 1, 10, 0, 0, 0, time.UTC)
-	svc := traceingest.New(traceingest.Options{Store: st, Now: func() time.Time { return now }, IdleWindow: time.Minute})
+	svc := traces.New(traces.Options{Store: st, Now: func() time.Time { return now }, IdleWindow: time.Minute})
 	p := auth.Principal{Subject: "alice", Workspace: "acme", Roles: []auth.Role{auth.RoleAdmin}}
 	req := pinExport()
 	resp, err := svc.Export(t.Context(), p, req)
@@ -133,7 +133,7 @@ func testSealPinned(t *testing.T, st store.Store) {
 // computed it.
 func formerSeal(t *testing.T, req *coltracepb.ExportTraceServiceRequest) []byte {
 	t.Helper()
-	spans, bad := traces.FlattenSpans(req)
+	spans, bad := trace.FlattenSpans(req)
 	if len(bad) > 0 {
 		t.Fatalf("FlattenSpans refused %v", bad)
 	}
@@ -144,7 +144,7 @@ func formerSeal(t *testing.T, req *coltracepb.ExportTraceServiceRequest) []byte 
 	}
 	var rows []row
 	for _, sp := range spans {
-		raw, err := json.Marshal(traces.Normalize(sp, traces.SpanAttrMapping{}))
+		raw, err := json.Marshal(trace.Normalize(sp, trace.SpanAttrMapping{}))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -170,7 +170,7 @@ func formerSeal(t *testing.T, req *coltracepb.ExportTraceServiceRequest) []byte 
 		}
 		events = append(events, e)
 	}
-	traces.SortEvents(events)
+	trace.SortEvents(events)
 	canonical, err := registry.CanonicalJSON(events)
 	if err != nil {
 		t.Fatal(err)
@@ -185,16 +185,16 @@ func TestSealFormerPendingSpans(t *testing.T) {
 	st := openBench(t, "sqlite")
 	now := time.Date(2026, 5, 1, 10, 0, 0, 0, time.UTC)
 	req := pinExport()
-	spans, _ := traces.FlattenSpans(req)
+	spans, _ := trace.FlattenSpans(req)
 	var pending []store.PendingSpan
 	for i, sp := range spans {
-		e := traces.Normalize(sp, traces.SpanAttrMapping{})
+		e := trace.Normalize(sp, trace.SpanAttrMapping{})
 		var raw []byte
 		var err error
 		if i%2 == 0 {
 			raw, err = json.Marshal(e)
 		} else {
-			raw, err = traces.AppendCanonicalStoredEvent(nil, &e)
+			raw, err = trace.AppendCanonicalStoredEvent(nil, &e)
 		}
 		if err != nil {
 			t.Fatal(err)
@@ -209,7 +209,7 @@ func TestSealFormerPendingSpans(t *testing.T) {
 	if _, err := st.AddPendingSpans(t.Context(), pending); err != nil {
 		t.Fatal(err)
 	}
-	svc := traceingest.New(traceingest.Options{Store: st, Now: func() time.Time { return now.Add(2 * time.Minute) }, IdleWindow: time.Minute})
+	svc := traces.New(traces.Options{Store: st, Now: func() time.Time { return now.Add(2 * time.Minute) }, IdleWindow: time.Minute})
 	if rep, err := svc.Sweep(t.Context()); err != nil || rep.Sealed != 1 {
 		t.Fatalf("Sweep = %+v, %v", rep, err)
 	}
@@ -232,7 +232,7 @@ func TestSealInStoreMatchesSealInGo(t *testing.T) {
 		t.Run(backend, func(t *testing.T) {
 			st := openBench(t, backend)
 			now := time.Date(2026, 5, 1, 10, 0, 0, 0, time.UTC)
-			svc := traceingest.New(traceingest.Options{Store: st, Now: func() time.Time { return now }, IdleWindow: time.Minute})
+			svc := traces.New(traces.Options{Store: st, Now: func() time.Time { return now }, IdleWindow: time.Minute})
 			p := auth.Principal{Subject: "alice", Workspace: "acme", Roles: []auth.Role{auth.RoleAdmin}}
 			// pinExport's spans with a start, under a run id.
 			export := func(runID string, part func(i int) bool) *coltracepb.ExportTraceServiceRequest {
@@ -254,7 +254,7 @@ func TestSealInStoreMatchesSealInGo(t *testing.T) {
 					t.Fatalf("Export = %v, %v", resp, err)
 				}
 			}
-			if _, sealed, err := st.SealPendingGroup(t.Context(), store.Trajectory{Workspace: "acme", RunID: "in-store", Source: traceingest.SourceOTel, SealedAt: now}, eval.MaxTraceEvents); err != nil || !sealed {
+			if _, sealed, err := st.SealPendingGroup(t.Context(), store.Trajectory{Workspace: "acme", RunID: "in-store", Source: traces.SourceOTel, SealedAt: now}, eval.MaxTraceEvents); err != nil || !sealed {
 				t.Fatalf("SealPendingGroup(in-store) = %v, %v; want it sealed in the store", sealed, err)
 			}
 			now = now.Add(2 * time.Minute)

@@ -1,4 +1,4 @@
-package traceingest
+package traces
 
 import (
 	"context"
