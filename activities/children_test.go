@@ -41,7 +41,7 @@ func TestChildRunPageWalksKeysetPages(t *testing.T) {
 		if i%5 == 1 {
 			r.Status, r.Result = eval.StatusRunning, nil
 		}
-		r.ID, r.Tenant, r.Harness, r.Kind, r.Trigger = records.ChildRunID(ws, sc.ID, r.CaseID, 0), ws, sc.Harness, eval.KindEval, eval.TriggerScorecard
+		r.ID, r.Tenant, r.Harness, r.Kind, r.Trigger = eval.ChildRunID(ws, sc.ID, r.CaseID, 0), ws, sc.Harness, eval.KindEval, eval.TriggerScorecard
 		if !canonical {
 			// A superseded attempt: its id is not the derived one.
 			r.ID += "-old"
@@ -85,7 +85,7 @@ func TestChildRunPageWalksKeysetPages(t *testing.T) {
 			}
 			for _, it := range page.Items {
 				got = append(got, it.RunID)
-				if it.RunID != records.ChildRunID(ws, sc.ID, it.CaseID, it.Trial) {
+				if it.RunID != eval.ChildRunID(ws, sc.ID, it.CaseID, it.Trial) {
 					t.Errorf("limit %d: item %+v does not name its case's run", limit, it)
 				}
 			}

@@ -165,7 +165,7 @@ func (a *Activities) chunkCases(ctx context.Context, sc eval.Scorecard, items []
 
 // runItem runs one item of a chunk and returns its run's final status.
 func (a *Activities) runItem(ctx context.Context, sc eval.Scorecard, item CaseItem, cases map[string]registry.EvalCase, memo *harnessMemo, judged bool) (string, error) {
-	id := records.ChildRunID(item.Workspace, item.ScorecardID, item.CaseID, item.Trial)
+	id := eval.ChildRunID(item.Workspace, item.ScorecardID, item.CaseID, item.Trial)
 	var (
 		run   eval.Run
 		fresh bool

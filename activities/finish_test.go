@@ -43,7 +43,7 @@ func TestFinishScorecardRecordsProgress(t *testing.T) {
 		{CaseID: "c2", Status: eval.StatusFailed, Error: &eval.Error{Code: eval.CodeDispatch, Message: "no runtime"}},
 	} {
 		at := progressT0.Add(time.Duration(i+2) * time.Second)
-		r.ID, r.Tenant, r.Harness, r.Kind, r.Trigger = records.ChildRunID(ws, sc.ID, r.CaseID, 0), ws, sc.Harness, eval.KindEval, eval.TriggerScorecard
+		r.ID, r.Tenant, r.Harness, r.Kind, r.Trigger = eval.ChildRunID(ws, sc.ID, r.CaseID, 0), ws, sc.Harness, eval.KindEval, eval.TriggerScorecard
 		r.ParentScorecardID, r.Canonical, r.CreatedAt, r.UpdatedAt = sc.ID, &canonical, at, at
 		row, err := records.Row(r)
 		if err != nil {
@@ -112,7 +112,7 @@ func TestFinishScorecardNoCaseDispatched(t *testing.T) {
 			}
 			canonical := true
 			for _, r := range tc.runs {
-				r.ID, r.Tenant, r.Harness, r.Kind, r.Trigger = records.ChildRunID(ws, sc.ID, r.CaseID, 0), ws, sc.Harness, eval.KindEval, eval.TriggerScorecard
+				r.ID, r.Tenant, r.Harness, r.Kind, r.Trigger = eval.ChildRunID(ws, sc.ID, r.CaseID, 0), ws, sc.Harness, eval.KindEval, eval.TriggerScorecard
 				r.ParentScorecardID, r.Canonical, r.CreatedAt, r.UpdatedAt = sc.ID, &canonical, progressT0, progressT0
 				row, err := records.Row(r)
 				if err != nil {

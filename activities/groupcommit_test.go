@@ -134,7 +134,7 @@ func gcScorecard(ws string) eval.Scorecard {
 func gcChild(t *testing.T, a *Activities, sc eval.Scorecard, i int) eval.Run {
 	t.Helper()
 	item := CaseItem{ScorecardRef: ScorecardRef{Workspace: sc.Tenant, ScorecardID: sc.ID}, CaseID: fmt.Sprintf("c%03d", i)}
-	id := records.ChildRunID(sc.Tenant, sc.ID, item.CaseID, 0)
+	id := eval.ChildRunID(sc.Tenant, sc.ID, item.CaseID, 0)
 	run, _, err := a.createChild(t.Context(), sc, item, id, registry.EvalCase{ID: item.CaseID}, true)
 	if err != nil {
 		t.Fatalf("createChild %d: %v", i, err)
@@ -392,7 +392,7 @@ func TestGroupCommitCreates(t *testing.T) {
 		fresh := make([]bool, n)
 		errs := inGroup(t, a, gs, n, func(i int) error {
 			item := CaseItem{ScorecardRef: ScorecardRef{Workspace: ws, ScorecardID: sc.ID}, CaseID: fmt.Sprintf("c%03d", i)}
-			id := records.ChildRunID(ws, sc.ID, item.CaseID, 0)
+			id := eval.ChildRunID(ws, sc.ID, item.CaseID, 0)
 			var err error
 			runs[i], fresh[i], err = a.createChild(ctx, sc, item, id, registry.EvalCase{ID: item.CaseID}, true)
 			return err

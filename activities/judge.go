@@ -48,7 +48,7 @@ func (a *Activities) JudgeCase(ctx context.Context, in JudgeInput) error {
 	}
 	id := in.RunID
 	if id == "" {
-		id = records.ChildRunID(in.Workspace, in.ScorecardID, in.CaseID, in.Trial)
+		id = eval.ChildRunID(in.Workspace, in.ScorecardID, in.CaseID, in.Trial)
 	}
 	run, err := a.loadRun(ctx, RunRef{Workspace: in.Workspace, RunID: id})
 	if err != nil {

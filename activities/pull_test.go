@@ -68,7 +68,7 @@ func pulledRun(t *testing.T, st store.Store, ws, caseID string, plan pull.Plan) 
 		t.Fatal(err)
 	}
 	canonical := true
-	run := eval.Run{ID: records.ChildRunID(ws, sc.ID, caseID, 0), Tenant: ws, Harness: sc.Harness, CaseID: caseID,
+	run := eval.Run{ID: eval.ChildRunID(ws, sc.ID, caseID, 0), Tenant: ws, Harness: sc.Harness, CaseID: caseID,
 		Status: eval.StatusQueued, CreatedAt: progressT0, UpdatedAt: progressT0, Kind: eval.KindEval, Trigger: eval.TriggerScorecard,
 		Origin: &eval.Origin{Source: pull.OriginSource}, ParentScorecardID: sc.ID, Canonical: &canonical, Case: &registry.EvalCase{ID: caseID}}
 	rr, err := records.Row(run)

@@ -103,7 +103,7 @@ func (a *Activities) RunCase(ctx context.Context, item CaseItem) (RunStatus, err
 	if err != nil {
 		return RunStatus{}, err
 	}
-	id := records.ChildRunID(item.Workspace, item.ScorecardID, item.CaseID, item.Trial)
+	id := eval.ChildRunID(item.Workspace, item.ScorecardID, item.CaseID, item.Trial)
 	row, err := a.Store.GetRun(ctx, item.Workspace, id)
 	var run eval.Run
 	switch {

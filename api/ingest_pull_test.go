@@ -42,7 +42,7 @@ func TestIngestPullRecordsWhatEachRunPulls(t *testing.T) {
 			if sc.Status != eval.ScorecardQueued || sc.Progress.Total != 1 {
 				t.Errorf("record = status %s, total %d; want queued, 1", sc.Status, sc.Progress.Total)
 			}
-			runID := records.ChildRunID(a.ws, sc.ID, tc.caseID, 0)
+			runID := eval.ChildRunID(a.ws, sc.ID, tc.caseID, 0)
 			row, err := e.store.GetRun(t.Context(), a.ws, runID)
 			if err != nil {
 				t.Fatalf("the child run is not created: %v", err)

@@ -39,7 +39,7 @@ func TestIngestRecordsSealedTracesAndSkips(t *testing.T) {
 	}
 	// The trace is in the ledger, source import, under the child run,
 	// which exists queued with origin import: the workflow grades that copy.
-	runID := records.ChildRunID(a.ws, sc.ID, "a", 0)
+	runID := eval.ChildRunID(a.ws, sc.ID, "a", 0)
 	tr, err := e.store.GetTrajectory(t.Context(), a.ws, runID)
 	if err != nil {
 		t.Fatalf("the ingested trace is not sealed: %v", err)
@@ -84,7 +84,7 @@ func TestIngestWithoutDataset(t *testing.T) {
 		t.Errorf("record = dataset %s, harness %s, total %d; want _traces, _traces, 2", sc.Dataset, sc.Harness, sc.Progress.Total)
 	}
 	for _, id := range []string{"x", "trace-1"} {
-		if _, err := e.store.GetTrajectory(t.Context(), a.ws, records.ChildRunID(a.ws, sc.ID, id, 0)); err != nil {
+		if _, err := e.store.GetTrajectory(t.Context(), a.ws, eval.ChildRunID(a.ws, sc.ID, id, 0)); err != nil {
 			t.Errorf("case %s: the trace is not sealed: %v", id, err)
 		}
 	}

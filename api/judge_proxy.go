@@ -12,11 +12,11 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"svc/auth"
+	"svc/internal/domain/eval"
 	"svc/internal/platform/derrors"
 	"svc/internal/platform/reqid"
 	"svc/internal/service/models"
 	"svc/store"
-	"svc/store/records"
 )
 
 // The model proxy of code judges (issue 17, spec §2.5): a code judge that
@@ -151,7 +151,7 @@ func (s *Server) recordJudgeModelCall(c echo.Context, ms *models.Service, g mode
 		}
 	}
 	raw, _ := json.Marshal(data)
-	_, err := s.store.AppendEvent(ctx, store.Event{ID: records.NewID(typ), Workspace: g.Workspace, Type: typ,
+	_, err := s.store.AppendEvent(ctx, store.Event{ID: eval.NewID(typ), Workspace: g.Workspace, Type: typ,
 		Subject: "run:" + g.RunID, Actor: g.Actor(), Data: raw, CreatedAt: s.now().UTC()})
 	if err != nil {
 		s.logger.LogAttrs(ctx, slog.LevelWarn, "recording a model call of the proxy", reqid.Attr(ctx),

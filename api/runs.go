@@ -9,8 +9,8 @@ import (
 
 	"svc/auth"
 	"svc/internal/platform/derrors"
+	"svc/internal/service/identity"
 	"svc/internal/service/runs"
-	"svc/store/records"
 )
 
 // Runs, trajectories, notifications and the webhook signing secret (spec
@@ -183,7 +183,7 @@ func (s *Server) pendingTrajectory(c echo.Context, id string, err error) error {
 		return err
 	}
 	ctx, p := c.Request().Context(), principal(c)
-	teams, terr := records.TeamAudiences(ctx, s.store, p.Workspace, p.Subject, auth.ReachesEveryTeam(p))
+	teams, terr := identity.TeamAudiences(ctx, s.store, p.Workspace, p.Subject, auth.ReachesEveryTeam(p))
 	if terr != nil {
 		return terr
 	}

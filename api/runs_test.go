@@ -56,7 +56,7 @@ func (e *testEnv) seedRun(t testing.TB, ws, createdBy string, opts ...seedOpt) e
 		{Kind: eval.EventMessage, Role: "assistant", Content: "4"},
 	}
 	run := eval.Run{
-		ID: records.NewID("run"), Tenant: ws, Harness: registry.Ref{ID: "h", Version: "1.0.0"}, CaseID: "c1",
+		ID: eval.NewID("run"), Tenant: ws, Harness: registry.Ref{ID: "h", Version: "1.0.0"}, CaseID: "c1",
 		Status: eval.StatusSucceeded, Kind: eval.KindEval, Trigger: eval.TriggerAPI, CreatedBy: createdBy,
 		CreatedAt: now, UpdatedAt: now, WebhookURL: "https://hooks.example.com/x",
 		Result: &eval.CaseResult{Harness: "h@1.0.0", CaseID: "c1", Trace: tr, Scores: []eval.Score{}, Pass: true, TraceSealed: true, EvidenceVersion: eval.EvidenceVersion},
@@ -166,7 +166,7 @@ func TestRunTrajectoryFallback(t *testing.T) {
 		{"no result", nil, http.StatusNotFound},
 		{"unsealed result", &eval.CaseResult{Harness: "h@1", CaseID: "c", Scores: []eval.Score{}, Trace: []eval.TraceEvent{{Kind: eval.EventError, Message: "boom"}}}, http.StatusOK},
 	} {
-		run := eval.Run{ID: records.NewID("run"), Tenant: a.ws, Harness: registry.Ref{ID: "h", Version: "1"}, CaseID: "c",
+		run := eval.Run{ID: eval.NewID("run"), Tenant: a.ws, Harness: registry.Ref{ID: "h", Version: "1"}, CaseID: "c",
 			Status: eval.StatusRunning, Kind: eval.KindEval, CreatedAt: now, UpdatedAt: now, Result: tc.result}
 		row, _ := records.Row(run)
 		if _, err := e.store.CreateRun(t.Context(), row); err != nil {

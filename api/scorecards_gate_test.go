@@ -88,7 +88,7 @@ func (e *testEnv) seedSealedBatch(t testing.TB, ws string, in gateInputs, h regi
 	}
 	// The children need the batch's id before the batch is stored, since
 	// its summary and revision are computed from them.
-	stub := eval.Scorecard{ID: records.NewID("sc"), Tenant: ws, Harness: h.Ref(), CreatedBy: "operator"}
+	stub := eval.Scorecard{ID: eval.NewID("sc"), Tenant: ws, Harness: h.Ref(), CreatedBy: "operator"}
 	var children []eval.Run
 	var rows []eval.CaseRow
 	for _, c := range gateCases {

@@ -61,7 +61,7 @@ func (e *testEnv) seedScorecard(t testing.TB, ws string, opts ...scorecardOpt) e
 	now := e.clock.Now()
 	stamp := scoring.Stamp(scoring.DefaultPolicy())
 	sc := eval.Scorecard{
-		ID: records.NewID("sc"), Tenant: ws, Kind: eval.KindScorecard,
+		ID: eval.NewID("sc"), Tenant: ws, Kind: eval.KindScorecard,
 		Dataset: registry.Ref{ID: "ds", Version: "1.0.0"}, Harness: registry.Ref{ID: "h", Version: "1.0.0"},
 		Status: eval.ScorecardQueued, CreatedBy: "operator", CreatedAt: now, UpdatedAt: now,
 		VerdictPolicy: &stamp,
@@ -93,7 +93,7 @@ func (e *testEnv) childRun(sc eval.Scorecard, caseID string, trial int, pass boo
 		value = 1
 	}
 	return eval.Run{
-		ID: records.ChildRunID(sc.Tenant, sc.ID, caseID, trial), Tenant: sc.Tenant, Harness: sc.Harness, CaseID: caseID,
+		ID: eval.ChildRunID(sc.Tenant, sc.ID, caseID, trial), Tenant: sc.Tenant, Harness: sc.Harness, CaseID: caseID,
 		Status: eval.StatusSucceeded, Kind: eval.KindEval, Trigger: eval.TriggerScorecard, CreatedBy: sc.CreatedBy,
 		ParentScorecardID: sc.ID, Trial: trial, Canonical: &canonical, CreatedAt: now, UpdatedAt: now,
 		Result: &eval.CaseResult{Harness: sc.Harness.String(), CaseID: caseID, Trace: []eval.TraceEvent{},

@@ -41,7 +41,7 @@ import (
 func (e *testEnv) runningRun(t testing.TB, ws, createdBy, harness string) eval.Run {
 	t.Helper()
 	now := e.clock.Now()
-	run := eval.Run{ID: records.NewID("run"), Tenant: ws, Harness: registry.Ref{ID: harness, Version: "1.0.0"}, CaseID: "c1",
+	run := eval.Run{ID: eval.NewID("run"), Tenant: ws, Harness: registry.Ref{ID: harness, Version: "1.0.0"}, CaseID: "c1",
 		Status: eval.StatusRunning, Kind: eval.KindEval, Trigger: eval.TriggerAPI, CreatedBy: createdBy, CreatedAt: now, UpdatedAt: now}
 	row, err := records.Row(run)
 	if err != nil {

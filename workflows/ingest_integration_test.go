@@ -9,7 +9,6 @@ import (
 	"svc/internal/domain/eval"
 	"svc/internal/domain/gate"
 	"svc/internal/domain/trace"
-	"svc/store/records"
 )
 
 // Push ingest end to end (issue 16 point 5): a managed scorecard of a
@@ -60,7 +59,7 @@ func TestIngestDiffsAndGatesAgainstManaged(t *testing.T) {
 			t.Errorf("ingested case %s lacks the exact grader of the managed plan: %v", row.CaseID, row.Outcomes)
 		}
 		// Graded from the ledger's copy, sealed at submit as an import.
-		tr, err := s.store.GetTrajectory(t.Context(), s.ws, records.ChildRunID(s.ws, cand.ID, row.CaseID, 0))
+		tr, err := s.store.GetTrajectory(t.Context(), s.ws, eval.ChildRunID(s.ws, cand.ID, row.CaseID, 0))
 		if err != nil || tr.Source != trace.SourceImport || tr.EventCount != 2 {
 			t.Errorf("ingested case %s: trajectory %+v (%v), want 2 events sealed as import", row.CaseID, tr, err)
 		}

@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	"svc/internal/domain/eval"
-	"svc/store/records"
 )
 
 // Pull ingest end to end (issue 16 point 6): a trace source of kind otel
@@ -69,7 +68,7 @@ func TestPullGradesAndJudgesTracesFromASource(t *testing.T) {
 		t.Fatalf("%d case rows, want 3: %+v", len(sc.Scorecard), sc.Scorecard)
 	}
 	for _, row := range sc.Scorecard {
-		runID := records.ChildRunID(s.ws, sc.ID, row.CaseID, 0)
+		runID := eval.ChildRunID(s.ws, sc.ID, row.CaseID, 0)
 		switch row.CaseID {
 		case "even1", "odd1":
 			if want := row.CaseID == "even1"; row.CasePass != want {

@@ -2,22 +2,11 @@ package records
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"sort"
-	"strconv"
 
 	"svc/internal/domain/eval"
 	"svc/store"
 )
-
-// ChildRunID is the id of a batch's child run for (case, trial): derived,
-// so that a retried case activity finds the run a previous attempt made
-// and there is exactly one canonical run per (case, trial).
-func ChildRunID(workspace, scorecardID, caseID string, trial int) string {
-	sum := sha256.Sum256([]byte(workspace + "\x00" + scorecardID + "\x00" + caseID + "\x00" + strconv.Itoa(trial)))
-	return "run_" + hex.EncodeToString(sum[:12])
-}
 
 // ListChildren returns every canonical child run of a batch, ordered by run
 // id.

@@ -1,7 +1,6 @@
 package records
 
 import (
-	"crypto/rand"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -11,15 +10,6 @@ import (
 	"svc/internal/domain/eval"
 	"svc/store"
 )
-
-// NewID returns a new random id: prefix, "_" and 24 hex digits.
-func NewID(prefix string) string {
-	var b [12]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		panic(err) // crypto/rand does not fail on Linux
-	}
-	return fmt.Sprintf("%s_%x", prefix, b)
-}
 
 // Row is the stored form of run: its indexed columns and the document.
 func Row(run eval.Run) (store.Run, error) {

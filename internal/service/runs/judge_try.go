@@ -68,7 +68,7 @@ func (s *Service) SubmitJudgeTry(ctx context.Context, p auth.Principal, req Judg
 	}
 	now := s.o.Now().UTC()
 	run := eval.Run{
-		ID:        records.NewID("run"),
+		ID:        eval.NewID("run"),
 		Tenant:    p.Workspace,
 		Harness:   harness,
 		CaseID:    c.ID,

@@ -13,6 +13,7 @@ import (
 	"svc/auth"
 	"svc/internal/domain/eval"
 	"svc/internal/platform/derrors"
+	"svc/internal/service/identity"
 	"svc/store"
 	"svc/store/records"
 )
@@ -49,9 +50,9 @@ func (s *Service) getRow(ctx context.Context, p auth.Principal, id string) (stor
 	return row, nil
 }
 
-// teams are the private teams' audiences p reads (records.TeamAudiences).
+// teams are the private teams' audiences p reads (identity.TeamAudiences).
 func (s *Service) teams(ctx context.Context, p auth.Principal) ([]string, error) {
-	return records.TeamAudiences(ctx, s.o.Store, p.Workspace, p.Subject, auth.ReachesEveryTeam(p))
+	return identity.TeamAudiences(ctx, s.o.Store, p.Workspace, p.Subject, auth.ReachesEveryTeam(p))
 }
 
 // visible reports whether p may read a record of audience: workspace-wide,

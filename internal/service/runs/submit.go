@@ -119,7 +119,7 @@ func (s *Service) Submit(ctx context.Context, p auth.Principal, req SubmitReques
 	}
 	now := s.o.Now().UTC()
 	run := eval.Run{
-		ID:         records.NewID("run"),
+		ID:         eval.NewID("run"),
 		Tenant:     p.Workspace,
 		Harness:    req.Harness,
 		CaseID:     c.ID,

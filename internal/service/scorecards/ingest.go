@@ -323,7 +323,7 @@ func sealIngested(ctx context.Context, tx store.Tx, sc eval.Scorecard, cases []r
 	trajectories := make([]store.Trajectory, 0, len(cases))
 	for _, c := range cases {
 		run := eval.Run{
-			ID: records.ChildRunID(sc.Tenant, sc.ID, c.ID, 0), Tenant: sc.Tenant, Harness: sc.Harness, CaseID: c.ID,
+			ID: eval.ChildRunID(sc.Tenant, sc.ID, c.ID, 0), Tenant: sc.Tenant, Harness: sc.Harness, CaseID: c.ID,
 			Status: eval.StatusQueued, CreatedAt: sc.CreatedAt, UpdatedAt: sc.CreatedAt, Kind: eval.KindEval,
 			Trigger: eval.TriggerScorecard, CreatedBy: sc.CreatedBy, Origin: &eval.Origin{Source: trace.SourceImport},
 			ParentScorecardID: sc.ID, Canonical: &canonical, Case: &c, AudienceTeam: sc.AudienceTeam,

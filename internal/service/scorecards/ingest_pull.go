@@ -14,6 +14,7 @@ import (
 	"svc/internal/domain/trace"
 	"svc/internal/integrations/pull"
 	"svc/internal/platform/derrors"
+	"svc/internal/service/identity"
 	"svc/internal/service/traces"
 	"svc/store"
 	"svc/store/records"
@@ -125,7 +126,7 @@ func (s *Service) IngestPull(ctx context.Context, p auth.Principal, req PullRequ
 	}
 	base := pull.Plan{Viewer: p.Subject}
 	if req.Source.Name == pull.NameSVC {
-		teams, err := records.TeamAudiences(ctx, s.o.Store, p.Workspace, p.Subject, auth.ReachesEveryTeam(p))
+		teams, err := identity.TeamAudiences(ctx, s.o.Store, p.Workspace, p.Subject, auth.ReachesEveryTeam(p))
 		if err != nil {
 			return eval.Scorecard{}, err
 		}
@@ -276,7 +277,7 @@ func createPulled(ctx context.Context, tx store.Tx, sc eval.Scorecard, cases []r
 	pulls := make([]store.TracePull, 0, len(cases))
 	for _, c := range cases {
 		run := eval.Run{
-			ID: records.ChildRunID(sc.Tenant, sc.ID, c.ID, 0), Tenant: sc.Tenant, Harness: sc.Harness, CaseID: c.ID,
+			ID: eval.ChildRunID(sc.Tenant, sc.ID, c.ID, 0), Tenant: sc.Tenant, Harness: sc.Harness, CaseID: c.ID,
 			Status: eval.StatusQueued, CreatedAt: sc.CreatedAt, UpdatedAt: sc.CreatedAt, Kind: eval.KindEval,
 			Trigger: eval.TriggerScorecard, CreatedBy: sc.CreatedBy, Origin: &eval.Origin{Source: pull.OriginSource},
 			ParentScorecardID: sc.ID, Canonical: &canonical, Case: &c, AudienceTeam: sc.AudienceTeam,

@@ -16,6 +16,7 @@ import (
 	"svc/internal/domain/scoring"
 	"svc/internal/platform/derrors"
 	"svc/internal/platform/reqid"
+	"svc/internal/service/identity"
 	"svc/store"
 	"svc/store/records"
 )
@@ -48,9 +49,9 @@ func (s *Service) loadFull(ctx context.Context, p auth.Principal, id string) (ev
 	return sc, row, err
 }
 
-// teams are the private teams' audiences p reads (records.TeamAudiences).
+// teams are the private teams' audiences p reads (identity.TeamAudiences).
 func (s *Service) teams(ctx context.Context, p auth.Principal) ([]string, error) {
-	return records.TeamAudiences(ctx, s.o.Store, p.Workspace, p.Subject, auth.ReachesEveryTeam(p))
+	return identity.TeamAudiences(ctx, s.o.Store, p.Workspace, p.Subject, auth.ReachesEveryTeam(p))
 }
 
 // checkAudience is nil when p may read sc: a batch made from a private

@@ -45,7 +45,7 @@ func TestReadProgress(t *testing.T) {
 	for i := range children {
 		r := &children[i]
 		created := t0.Add(time.Duration(10+i) * time.Second)
-		r.ID, r.Tenant, r.Harness, r.Kind, r.Trigger = records.ChildRunID(sc.Tenant, sc.ID, r.CaseID, 0), sc.Tenant, sc.Harness, eval.KindEval, eval.TriggerScorecard
+		r.ID, r.Tenant, r.Harness, r.Kind, r.Trigger = eval.ChildRunID(sc.Tenant, sc.ID, r.CaseID, 0), sc.Tenant, sc.Harness, eval.KindEval, eval.TriggerScorecard
 		r.ParentScorecardID, r.Canonical, r.CreatedAt, r.UpdatedAt = sc.ID, &canonical, created, created
 		row, err := records.Row(*r)
 		if err != nil {

@@ -73,7 +73,7 @@ func (s *Service) Score(ctx context.Context, p auth.Principal, id string, req Sc
 	if s.o.Orchestrator == nil {
 		return eval.Scorecard{}, derrors.Unavailablef("no workflow orchestrator is configured, so scoring passes cannot be started")
 	}
-	pass := records.NewID("score")
+	pass := eval.NewID("score")
 	sc, err = records.UpdateScorecard(ctx, s.o.Store, p.Workspace, id, func(x *eval.Scorecard) error {
 		if x.ScoringInFlight != "" {
 			return derrors.Conflictf("scorecard %s has a scoring pass in flight (%s); wait for it to finish", id, x.ScoringInFlight)

@@ -340,7 +340,7 @@ func (s *Service) record(ctx context.Context, p auth.Principal, pl plan, source 
 		ids[i] = c.ID
 	}
 	sc := eval.Scorecard{
-		ID: records.NewID("sc"), Tenant: p.Workspace, Kind: pl.kind, Dataset: pl.datasetRef, Harness: pl.harness.Ref(),
+		ID: eval.NewID("sc"), Tenant: p.Workspace, Kind: pl.kind, Dataset: pl.datasetRef, Harness: pl.harness.Ref(),
 		Status: eval.ScorecardQueued, CreatedBy: p.Subject, CreatedAt: now, UpdatedAt: now, Subset: pl.subset,
 		VerdictPolicy: &stamp, Manifest: &m,
 		Orchestration: &eval.Orchestration{Graders: pl.graders, Ungraded: pl.ungraded, Judges: pl.judges,

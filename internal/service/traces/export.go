@@ -19,6 +19,7 @@ import (
 	"svc/internal/domain/trace"
 	"svc/internal/platform/bufpool"
 	"svc/internal/platform/derrors"
+	"svc/internal/service/identity"
 	"svc/store"
 	"svc/store/records"
 )
@@ -284,7 +285,7 @@ func (s *Service) readsTeam(ctx context.Context, p auth.Principal, audience stri
 	if !eval.IsTeamAudience(audience) {
 		return false
 	}
-	teams, err := records.TeamAudiences(ctx, s.o.Store, p.Workspace, p.Subject, auth.ReachesEveryTeam(p))
+	teams, err := identity.TeamAudiences(ctx, s.o.Store, p.Workspace, p.Subject, auth.ReachesEveryTeam(p))
 	if err != nil {
 		*errp = err
 		return false

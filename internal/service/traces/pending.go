@@ -63,7 +63,7 @@ func (e *PendingError) ErrorDetails() map[string]any {
 
 // Pending returns a *PendingError when spans of the trajectory id wait
 // unsealed in workspace and viewer, who reads the team audiences teams
-// (records.TeamAudiences), may see them (another member's personal run,
+// (identity.TeamAudiences), may see them (another member's personal run,
 // or another team's, reads as nothing waiting), else nil. It is what GET
 // /trajectories/:id answers for an id with no sealed trajectory, and what
 // a pull from the ledger waits for.

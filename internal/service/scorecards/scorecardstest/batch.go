@@ -65,7 +65,7 @@ func (b *Batch) Start(tb testing.TB, i int, at time.Time) {
 	canonical := true
 	c := registry.EvalCase{ID: CaseID(i), Task: "Write a function that returns the " + CaseID(i) + "th prime, with tests.", TimeoutSec: 60}
 	r := eval.Run{
-		ID: records.ChildRunID(b.Workspace, b.ID, c.ID, 0), Tenant: b.Workspace, Harness: registry.Ref{ID: "h", Version: "1.0.0"},
+		ID: eval.ChildRunID(b.Workspace, b.ID, c.ID, 0), Tenant: b.Workspace, Harness: registry.Ref{ID: "h", Version: "1.0.0"},
 		CaseID: c.ID, Status: eval.StatusRunning, CreatedAt: at, UpdatedAt: at, StartedAt: &at, Kind: eval.KindEval,
 		Trigger: eval.TriggerScorecard, CreatedBy: "alice", Origin: &eval.Origin{Source: "scorecard"},
 		ParentScorecardID: b.ID, Canonical: &canonical, Case: &c, Attempts: 1,
