@@ -1,7 +1,7 @@
 // Package records is the codec between the store's rows and the domain's
 // records: a run (Row, FromRow, DecodeCache), a scorecard (LoadScorecard,
 // ScorecardRow, UpdateScorecard, PlanCache), a batch's child runs
-// (ChildRunID, ListChildren), its progress counts, the name of a scoring
+// (ListChildren), its progress counts, the name of a scoring
 // revision's analysis bundle, the workspace's sealed webhook signing
 // secret, and a registry spec's version and case rows (VersionRecord,
 // JoinDataset). The services (runs, scorecards, the registry service) and

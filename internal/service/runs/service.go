@@ -36,7 +36,7 @@ type Options struct {
 	Sealer *secrets.Sealer
 	// Guard refuses webhook URLs aimed at private networks.
 	Guard *webhooks.Guard
-	// TenantRuns caps a workspace's runs per rolling records.BudgetWindow; 0 or
+	// TenantRuns caps a workspace's runs per rolling quota.BudgetWindow; 0 or
 	// less is unlimited.
 	TenantRuns int
 	// QueueMax bounds a workspace's waiting runs and case-trials

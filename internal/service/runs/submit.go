@@ -15,6 +15,7 @@ import (
 	"svc/internal/platform/derrors"
 	"svc/internal/platform/reqid"
 	"svc/internal/service/models"
+	"svc/internal/service/quota"
 	"svc/store"
 	"svc/store/records"
 )
@@ -149,10 +150,10 @@ func (s *Service) Submit(ctx context.Context, p auth.Principal, req SubmitReques
 // starts its workflow.
 func (s *Service) admitAndStart(ctx context.Context, p auth.Principal, now time.Time, run eval.Run, row store.Run, also func(tx store.Tx) error) (eval.Run, error) {
 	err := s.transact(ctx, func(tx store.Tx) error {
-		if err := records.AdmitRuns(ctx, tx, p.Workspace, now, s.o.TenantRuns, 1); err != nil {
+		if err := quota.AdmitRuns(ctx, tx, p.Workspace, now, s.o.TenantRuns, 1); err != nil {
 			return err
 		}
-		if err := records.AdmitQueue(ctx, tx, p.Workspace, s.o.QueueMax, 1); err != nil {
+		if err := quota.AdmitQueue(ctx, tx, p.Workspace, s.o.QueueMax, 1); err != nil {
 			return err
 		}
 		if also != nil {

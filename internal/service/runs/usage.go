@@ -6,13 +6,13 @@ import (
 
 	"svc/auth"
 	"svc/internal/platform/derrors"
+	"svc/internal/service/quota"
 	"svc/store"
-	"svc/store/records"
 )
 
 // UsageWindows are the windows GET /workspace/usage reads, by name; "all"
 // (0) is every run the workspace ever submitted.
-var UsageWindows = map[string]time.Duration{"24h": records.BudgetWindow, "7d": 7 * 24 * time.Hour, "30d": 30 * 24 * time.Hour, "all": 0}
+var UsageWindows = map[string]time.Duration{"24h": quota.BudgetWindow, "7d": 7 * 24 * time.Hour, "30d": 30 * 24 * time.Hour, "all": 0}
 
 // WorkspaceUsage is what a workspace spent in a window, beside its budget
 // (GET /workspace/usage).
@@ -57,10 +57,10 @@ func (s *Service) Usage(ctx context.Context, p auth.Principal, window string) (W
 		out.Budget = s.o.TenantRuns
 		day := u
 		if window != "24h" {
-			if day.Runs, err = s.o.Store.CountRuns(ctx, p.Workspace, now.Add(-records.BudgetWindow)); err != nil {
+			if day.Runs, err = s.o.Store.CountRuns(ctx, p.Workspace, now.Add(-quota.BudgetWindow)); err != nil {
 				return WorkspaceUsage{}, err
 			}
-			if day.BatchRuns, err = s.o.Store.CountBatchRuns(ctx, p.Workspace, now.Add(-records.BudgetWindow)); err != nil {
+			if day.BatchRuns, err = s.o.Store.CountBatchRuns(ctx, p.Workspace, now.Add(-quota.BudgetWindow)); err != nil {
 				return WorkspaceUsage{}, err
 			}
 		}

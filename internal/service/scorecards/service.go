@@ -33,7 +33,7 @@ type Options struct {
 	// Orchestrator is nil when no Temporal is configured: submits answer
 	// 503 and the driver-ops routes 404.
 	Orchestrator Orchestrator
-	// TenantRuns caps a workspace's runs per rolling records.BudgetWindow,
+	// TenantRuns caps a workspace's runs per rolling quota.BudgetWindow,
 	// a batch's case-trials counted at its submit; 0 or less is unlimited.
 	TenantRuns int
 	// QueueMax bounds a workspace's waiting runs and case-trials

@@ -21,6 +21,7 @@ import (
 	"svc/internal/platform/derrors"
 	"svc/internal/platform/reqid"
 	"svc/internal/service/models"
+	"svc/internal/service/quota"
 	"svc/internal/service/registries"
 	"svc/store"
 	"svc/store/records"
@@ -373,10 +374,10 @@ func (s *Service) record(ctx context.Context, p auth.Principal, pl plan, source 
 	// runs, all at its submit: admitted whole or not created.
 	var admitted error
 	err = s.o.Store.Transact(ctx, func(tx store.Tx) error {
-		if admitted = records.AdmitRuns(ctx, tx, p.Workspace, now, s.o.TenantRuns, sc.Progress.Total); admitted != nil {
+		if admitted = quota.AdmitRuns(ctx, tx, p.Workspace, now, s.o.TenantRuns, sc.Progress.Total); admitted != nil {
 			return admitted
 		}
-		if admitted = records.AdmitQueue(ctx, tx, p.Workspace, s.o.QueueMax, sc.Progress.Total); admitted != nil {
+		if admitted = quota.AdmitQueue(ctx, tx, p.Workspace, s.o.QueueMax, sc.Progress.Total); admitted != nil {
 			return admitted
 		}
 		if _, err := tx.CreateScorecard(ctx, row); err != nil || pl.inTx == nil {
