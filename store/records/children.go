@@ -10,13 +10,13 @@ import (
 
 // ListChildren returns every canonical child run of a batch, ordered by run
 // id.
-func ListChildren(ctx context.Context, st store.Tx, ws, scorecardID string) ([]eval.Run, error) {
+func ListChildren(ctx context.Context, st store.Runs, ws, scorecardID string) ([]eval.Run, error) {
 	return ListChildrenWith(ctx, st, ws, scorecardID, FromRow)
 }
 
 // ListChildrenWith is ListChildren decoding each stored run with decode
 // (a DecodeCache's, for reads that repeat).
-func ListChildrenWith(ctx context.Context, st store.Tx, ws, scorecardID string, decode func(store.Run) (eval.Run, error)) ([]eval.Run, error) {
+func ListChildrenWith(ctx context.Context, st store.Runs, ws, scorecardID string, decode func(store.Run) (eval.Run, error)) ([]eval.Run, error) {
 	var out []eval.Run
 	f := store.RunFilter{Workspace: ws, ScorecardID: scorecardID, Viewer: SystemViewer, AnyTeam: true, Limit: 1000}
 	for {
@@ -66,7 +66,7 @@ func Counted(r store.Run) bool {
 // runs (store.ListChildRunPage), so that reading costs what is read, not
 // the batch; between, when not nil, runs between pages (a heartbeat). It
 // stops early when fn returns false or an error.
-func EachChild(ctx context.Context, st store.Tx, ws, scorecardID, after string, page int, between func(), fn func(eval.Run) (bool, error)) error {
+func EachChild(ctx context.Context, st store.Runs, ws, scorecardID, after string, page int, between func(), fn func(eval.Run) (bool, error)) error {
 	for {
 		rows, err := st.ListChildRunPage(ctx, ws, scorecardID, store.ChildRunPage{After: after, Limit: page})
 		if err != nil {

@@ -25,7 +25,7 @@ func decodeScorecard(row store.Scorecard) (eval.Scorecard, error) {
 
 // LoadScorecard reads a batch's record, without its selection (see
 // Selection and LoadScorecardFull).
-func LoadScorecard(ctx context.Context, st store.Tx, ws, id string) (eval.Scorecard, store.Scorecard, error) {
+func LoadScorecard(ctx context.Context, st store.Scorecards, ws, id string) (eval.Scorecard, store.Scorecard, error) {
 	row, err := st.GetScorecard(ctx, ws, id)
 	if err != nil {
 		return eval.Scorecard{}, store.Scorecard{}, err
@@ -59,7 +59,7 @@ func ScorecardRow(sc eval.Scorecard, version int64) (store.Scorecard, error) {
 
 // UpdateScorecard applies fn to the batch's record and stores it, retrying
 // when another writer got there first (optimistic concurrency).
-func UpdateScorecard(ctx context.Context, st store.Store, ws, id string, fn func(sc *eval.Scorecard) error) (eval.Scorecard, error) {
+func UpdateScorecard(ctx context.Context, st store.Scorecards, ws, id string, fn func(sc *eval.Scorecard) error) (eval.Scorecard, error) {
 	for attempt := 0; ; attempt++ {
 		sc, row, err := LoadScorecard(ctx, st, ws, id)
 		if err != nil {

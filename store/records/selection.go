@@ -187,7 +187,7 @@ func LoadSelectionOf(ctx context.Context, st SelectionReader, sc eval.Scorecard,
 }
 
 // LoadScorecardFull reads a batch's record with its selection attached.
-func LoadScorecardFull(ctx context.Context, st store.Tx, ws, id string) (eval.Scorecard, store.Scorecard, error) {
+func LoadScorecardFull(ctx context.Context, st store.Scorecards, ws, id string) (eval.Scorecard, store.Scorecard, error) {
 	sc, row, err := LoadScorecard(ctx, st, ws, id)
 	if err != nil {
 		return sc, row, err

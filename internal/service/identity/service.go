@@ -19,9 +19,18 @@ import (
 	"svc/store"
 )
 
+// Store is what the identity service uses of the store: workspaces and
+// the identity records (members, keys, invites, teams), written in
+// transactions.
+type Store interface {
+	store.Workspaces
+	store.Identity
+	Transact(ctx context.Context, fn func(tx store.Tx) error) error
+}
+
 // Options are the dependencies of a Service.
 type Options struct {
-	Store store.Store
+	Store Store
 	// Now is the clock of timestamps and invite expiry; time.Now when nil.
 	Now func() time.Time
 }

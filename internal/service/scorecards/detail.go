@@ -190,7 +190,7 @@ const maxSteps = 1000
 // read brings d up to date with the store and returns the view. The
 // caller holds d.mu. On error what d holds is still true of some earlier
 // moment.
-func (d *batchDetail) read(ctx context.Context, st store.Store, version int64, now func() time.Time) (detailView, error) {
+func (d *batchDetail) read(ctx context.Context, st Store, version int64, now func() time.Time) (detailView, error) {
 	changed := version != d.version
 	if changed {
 		sc, row, err := records.LoadScorecard(ctx, st, d.key.workspace, d.key.id)
@@ -425,7 +425,7 @@ func (s *Service) detailPage(ctx context.Context, ws, id string, q *DetailPage, 
 
 // selection returns the batch's selection, read once. The caller holds
 // d.mu, and d.sc and d.row are read.
-func (d *batchDetail) selection(ctx context.Context, st store.Store) (records.Selection, error) {
+func (d *batchDetail) selection(ctx context.Context, st Store) (records.Selection, error) {
 	if d.sel == nil {
 		sel, err := records.LoadSelection(ctx, st, d.sc, d.row)
 		if err != nil {

@@ -89,7 +89,7 @@ func sameState(a, b store.ChildRunState) bool {
 // last read, or all of them when there was none. sweep asks for a
 // comparison of every child's state (the record changed: the batch may
 // have finished).
-func (d *batchDetail) readKids(ctx context.Context, st store.Store, sweep bool, now func() time.Time) error {
+func (d *batchDetail) readKids(ctx context.Context, st Store, sweep bool, now func() time.Time) error {
 	k := &d.kids
 	ws, id := d.key.workspace, d.key.id
 	start := now()

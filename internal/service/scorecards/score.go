@@ -164,7 +164,7 @@ func (s *Service) VerifyManifest(ctx context.Context, p auth.Principal, id strin
 	policy, _ := scoring.ResolvePolicy(sc.VerdictPolicy, sc.Manifest)
 	cur.Policy = policy
 	cur.Runtime = sc.Runtime
-	cur.HarnessModel = harnessModelClosure(ctx, s.o.Store, p, cur.Harness)
+	cur.HarnessModel = harnessModelClosure(ctx, s.models(), p, cur.Harness)
 	return manifest.Verify(*sc.Manifest, cur), nil
 }
 

@@ -12,6 +12,7 @@ import (
 
 	"svc/internal/domain/flows"
 	"svc/internal/platform/reqid"
+	"svc/internal/service/models"
 	"svc/internal/service/registries"
 	"svc/store"
 )
@@ -26,10 +27,31 @@ type Orchestrator interface {
 	Describe(ctx context.Context, workflowID string) (flows.DriverView, error)
 }
 
+// Store is what the scorecards service uses of the store: batches and
+// their analyses, the runs of their cases, trajectories, the scheduler's
+// slots, runner jobs (a cancel releases them), the trace door's spans and
+// sources (ingest), team membership (audiences), written in transactions (Transact, and TransactKeyed
+// for writes of one keyed row).
+type Store interface {
+	store.Scorecards
+	store.Analyses
+	store.Runs
+	store.Trajectories
+	store.Slots
+	store.RunnerJobs
+	store.TraceIngest
+	store.TraceSources
+	store.Identity
+	Transact(ctx context.Context, fn func(tx store.Tx) error) error
+}
+
 // Options are the dependencies of a Service.
 type Options struct {
-	Store      store.Store
+	Store      Store
 	Registries *registries.Service
+	// Models resolves the model bindings a harness or judge calls (the
+	// model-key rule, the manifest's model closures).
+	Models *models.Service
 	// Orchestrator is nil when no Temporal is configured: submits answer
 	// 503 and the driver-ops routes 404.
 	Orchestrator Orchestrator
@@ -86,3 +108,6 @@ func (s *Service) appendSteps(ctx context.Context, steps []store.ScorecardStep) 
 			slog.String("step", steps[0].Key), slog.Int("steps", len(steps)), slog.String("error", err.Error()))
 	}
 }
+
+// models is the model-binding service the submit and the re-score consult.
+func (s *Service) models() *models.Service { return s.o.Models }

@@ -282,8 +282,7 @@ func (s *Service) resolveCommon(ctx context.Context, p auth.Principal, pl *plan,
 	}
 	// The model-key rule (spec §7): a managed target needs the key of the
 	// binding the harness calls; a self-hosted one ships without.
-	ms := &models.Service{Store: s.o.Store}
-	if err := ms.CheckHarness(ctx, p.Workspace, pl.harness.Ref(), &pl.harness.Spec.Harness().HarnessConfig, runtime, rtSpec); err != nil {
+	if err := s.models().CheckHarness(ctx, p.Workspace, pl.harness.Ref(), &pl.harness.Spec.Harness().HarnessConfig, runtime, rtSpec); err != nil {
 		return err
 	}
 	return s.resolveJudges(ctx, p, pl, judges)
@@ -312,7 +311,7 @@ func (s *Service) resolveJudges(ctx context.Context, p auth.Principal, pl *plan,
 // and delegated agent, each 'id@version' or "unresolved". A re-score's
 // revision seals through the same function.
 func (s *Service) judgeClosure(ctx context.Context, p auth.Principal, j *registry.JudgeSpec) map[string]string {
-	return manifest.JudgeClosure(j, models.JudgeResolver(ctx, &models.Service{Store: s.o.Store}, s.o.Registries, p))
+	return manifest.JudgeClosure(j, models.JudgeResolver(ctx, s.models(), s.o.Registries, p))
 }
 
 // record seals the manifest, writes the batch queued and starts its
@@ -330,7 +329,7 @@ func (s *Service) record(ctx context.Context, p auth.Principal, pl plan, source 
 	m, err := manifest.Seal(manifest.Input{
 		Dataset: pl.dataset.Spec, Cases: cases, Harness: pl.harness.Spec, Graders: pl.graders,
 		Judges: pl.sealed, Policy: pl.policy, Runtime: pl.runtime,
-		HarnessModel: harnessModelClosure(ctx, s.o.Store, p, pl.harness.Spec),
+		HarnessModel: harnessModelClosure(ctx, s.models(), p, pl.harness.Spec),
 	}, now)
 	if err != nil {
 		return eval.Scorecard{}, err
@@ -570,10 +569,10 @@ func (s *Service) SubmitGroup(ctx context.Context, p auth.Principal, req GroupRe
 // calls, as p's workspace resolves it now ("name@version"), "" when it
 // calls none or it is not declared (sealed as unresolved). The submit and
 // verify-manifest seal through it alike.
-func harnessModelClosure(ctx context.Context, st store.Store, p auth.Principal, h registry.Spec) string {
+func harnessModelClosure(ctx context.Context, ms *models.Service, p auth.Principal, h registry.Spec) string {
 	hs := h.Harness()
 	if hs == nil {
 		return ""
 	}
-	return (&models.Service{Store: st}).HarnessClosure(ctx, p.Workspace, &hs.HarnessConfig)
+	return ms.HarnessClosure(ctx, p.Workspace, &hs.HarnessConfig)
 }

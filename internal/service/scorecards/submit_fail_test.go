@@ -17,6 +17,7 @@ import (
 	"svc/internal/domain/registry"
 	"svc/internal/platform/derrors"
 	"svc/internal/platform/reqid"
+	"svc/internal/service/models"
 	"svc/internal/service/registries"
 	"svc/internal/service/scorecards"
 	"svc/internal/service/scorecards/scorecardstest"
@@ -84,7 +85,7 @@ func TestSubmitStartFails(t *testing.T) {
 				}
 			}
 			var logs bytes.Buffer
-			svc := scorecards.New(scorecards.Options{Store: st, Registries: reg, Orchestrator: downOrchestrator{err: startErr},
+			svc := scorecards.New(scorecards.Options{Store: st, Registries: reg, Models: &models.Service{Store: st}, Orchestrator: downOrchestrator{err: startErr},
 				Now: func() time.Time { return now }, Logger: slog.New(slog.NewJSONHandler(&logs, nil))})
 			for _, m := range tt.fail {
 				st.Fail(m, writeErr)
@@ -177,7 +178,7 @@ func TestScoreStartFails(t *testing.T) {
 			if releaseFails {
 				o.onStart = func() { st.Fail("PutScorecard", writeErr) }
 			}
-			svc := scorecards.New(scorecards.Options{Store: st, Registries: reg, Orchestrator: o,
+			svc := scorecards.New(scorecards.Options{Store: st, Registries: reg, Models: &models.Service{Store: st}, Orchestrator: o,
 				Now: func() time.Time { return now }, Logger: slog.New(slog.NewJSONHandler(&logs, nil))})
 
 			_, err := svc.Score(ctx, p, "sc_1", scorecards.ScoreRequest{Judges: []scorecards.JudgeSel{{ID: "j"}}})
