@@ -4,23 +4,17 @@ import (
 	"context"
 
 	"svc/internal/domain/eval"
+	"svc/internal/domain/flows"
 	"svc/internal/domain/scoring"
 	"svc/store"
 	"svc/store/records"
 )
 
-// ChildPageInput pages a batch's canonical child runs.
-type ChildPageInput struct {
-	ScorecardRef
-	After string `json:"after,omitempty"` // cursor: the last child run id of the previous page
-	Limit int    `json:"limit"`
-}
+// ChildPageInput is flows.ChildPageInput: the workflows' contract (package flows).
+type ChildPageInput = flows.ChildPageInput
 
-// ChildPage is one page of child runs that have results.
-type ChildPage struct {
-	Items []CaseItem `json:"items"`
-	More  bool       `json:"more"`
-}
+// ChildPage is flows.ChildPage: the workflows' contract (package flows).
+type ChildPage = flows.ChildPage
 
 // maxChildReadPage bounds one store read of ChildRunPage (the store's
 // largest page).

@@ -17,29 +17,14 @@ import (
 	"svc/store/records"
 )
 
-// CaseChunk is a stretch of a batch's items that one RunCases activity
-// runs, at most Concurrency at once. Running cases in chunks rather than
-// one activity per case keeps Temporal's share of a case (history events,
-// task round trips, persistence writes) a small fraction of it.
-type CaseChunk struct {
-	ScorecardRef
-	Items       []ChunkItem `json:"items"`
-	Concurrency int         `json:"concurrency"`
-	// Judged: each case that succeeds is judged right after it runs.
-	Judged bool `json:"judged,omitempty"`
-}
+// CaseChunk is flows.CaseChunk: the workflows' contract (package flows).
+type CaseChunk = flows.CaseChunk
 
-// ChunkItem is one (case, trial) of a chunk.
-type ChunkItem struct {
-	CaseID string `json:"c"`
-	Trial  int    `json:"t,omitempty"`
-}
+// ChunkItem is flows.ChunkItem: the workflows' contract (package flows).
+type ChunkItem = flows.ChunkItem
 
-// ChunkResult counts how a chunk's items ended.
-type ChunkResult struct {
-	Succeeded int `json:"succeeded"`
-	Failed    int `json:"failed"`
-}
+// ChunkResult is flows.ChunkResult: the workflows' contract (package flows).
+type ChunkResult = flows.ChunkResult
 
 // RunCases runs a chunk of a batch's items, each as RunCase would (the
 // child run created or found by its derived id, dispatched unless already

@@ -1,10 +1,11 @@
 // Package activities holds every side effect a workflow needs (dispatching a
 // case through a driver, running judges, persisting results, webhooks). The
-// activities are methods on Activities, which carries their dependencies, so
-// workflows name them through a nil pointer:
+// activities are methods on Activities, which carries their dependencies;
+// the worker registers each under its method's name, and workflows call it
+// by that name and with the input and result types of package flows (the
+// workflows' contract; this package's RunRef, FinishInput, ... are aliases):
 //
-//	var a *activities.Activities
-//	workflow.ExecuteActivity(ctx, a.DispatchRun, ref)
+//	workflow.ExecuteActivity(ctx, flows.ActivityDispatchRun, flows.RunRef{...})
 //
 // Every activity is idempotent: Temporal runs an activity at least once, so
 // each one checks what a previous attempt already did (a terminal run is

@@ -24,23 +24,11 @@ import (
 	"svc/store/records"
 )
 
-// FinishInput ends a batch.
-type FinishInput struct {
-	ScorecardRef
-	Cancelled bool   `json:"cancelled,omitempty"`
-	Phase     string `json:"phase,omitempty"` // set when an infrastructure error fails the batch
-	Message   string `json:"message,omitempty"`
-}
+// FinishInput is flows.FinishInput: the workflows' contract (package flows).
+type FinishInput = flows.FinishInput
 
-// FinishScoreInput ends a detached scoring pass.
-type FinishScoreInput struct {
-	ScorecardRef
-	Pass      string           `json:"pass"`
-	Judges    []flows.JudgeUse `json:"judges"`
-	CreatedBy string           `json:"createdBy,omitempty"`
-	Aborted   bool             `json:"aborted,omitempty"`
-	Message   string           `json:"message,omitempty"`
-}
+// FinishScoreInput is flows.FinishScoreInput: the workflows' contract (package flows).
+type FinishScoreInput = flows.FinishScoreInput
 
 // FinishScorecard ends a batch: it rebuilds the per-case table from the
 // child runs, computes the summary, appends scoring revision 1 (for a

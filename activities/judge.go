@@ -18,16 +18,8 @@ import (
 	"svc/store/records"
 )
 
-// JudgeInput judges one case.
-type JudgeInput struct {
-	CaseItem
-	// Judges are the judges to run; nil means the batch's own.
-	Judges []flows.JudgeUse `json:"judges,omitempty"`
-	// Replace re-runs a judge that already has verdicts on the case (a
-	// detached pass); without it a judge already judged is skipped, which
-	// makes a retried activity cheap and idempotent.
-	Replace bool `json:"replace,omitempty"`
-}
+// JudgeInput is flows.JudgeInput: the workflows' contract (package flows).
+type JudgeInput = flows.JudgeInput
 
 // JudgeCase runs judges over one finished case and stores their verdicts
 // in the child run's scores, replacing each judge's earlier ones and

@@ -17,6 +17,7 @@ import (
 	"svc/auth"
 	"svc/drivers"
 	"svc/internal/domain/eval"
+	"svc/internal/domain/flows"
 	"svc/internal/domain/redact"
 	"svc/internal/domain/registry"
 	"svc/internal/domain/trace"
@@ -26,25 +27,14 @@ import (
 	"svc/store/records"
 )
 
-// RunRef names a run.
-type RunRef struct {
-	Workspace string `json:"workspace"`
-	RunID     string `json:"runId"`
-}
+// RunRef is flows.RunRef: the workflows' contract (package flows).
+type RunRef = flows.RunRef
 
-// RunStatus is what the run activities return to the workflow: small, so
-// history stays small; the record itself is in the store.
-type RunStatus struct {
-	Status     string `json:"status"`
-	WebhookURL string `json:"webhookUrl,omitempty"`
-}
+// RunStatus is flows.RunStatus: the workflows' contract (package flows).
+type RunStatus = flows.RunStatus
 
-// FailInput fails a run whose dispatch could not finish.
-type FailInput struct {
-	RunRef
-	Code    string `json:"code"`
-	Message string `json:"message"`
-}
+// FailInput is flows.FailInput: the workflows' contract (package flows).
+type FailInput = flows.FailInput
 
 // DefaultCaseTimeout bounds a case that declares no timeout, nor its harness.
 const DefaultCaseTimeout = time.Hour

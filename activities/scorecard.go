@@ -16,28 +16,14 @@ import (
 	"svc/store/records"
 )
 
-// ScorecardRef names a batch.
-type ScorecardRef struct {
-	Workspace   string `json:"workspace"`
-	ScorecardID string `json:"scorecardId"`
-}
+// ScorecardRef is flows.ScorecardRef: the workflows' contract (package flows).
+type ScorecardRef = flows.ScorecardRef
 
-// CaseItem is one (case, trial) of a batch.
-type CaseItem struct {
-	ScorecardRef
-	CaseID string `json:"caseId"`
-	Trial  int    `json:"trial"`
-	// RunID is the child run, when the caller knows it.
-	RunID string `json:"runId,omitempty"`
-}
+// CaseItem is flows.CaseItem: the workflows' contract (package flows).
+type CaseItem = flows.CaseItem
 
-// CasePageInput asks for the case ids of a batch's selection from
-// position From.
-type CasePageInput struct {
-	ScorecardRef
-	From  int `json:"from"`
-	Limit int `json:"limit"`
-}
+// CasePageInput is flows.CasePageInput: the workflows' contract (package flows).
+type CasePageInput = flows.CasePageInput
 
 func (a *Activities) update(ctx context.Context, ref ScorecardRef, fn func(sc *eval.Scorecard) error) (eval.Scorecard, error) {
 	return records.UpdateScorecard(ctx, a.Store, ref.Workspace, ref.ScorecardID, func(sc *eval.Scorecard) error {

@@ -1,9 +1,12 @@
 // Package flows is the contract of the workflows: their registered names,
-// their inputs and results, and what a description of one reads. Both
-// sides import it: package workflows (the workflow code, which the worker
-// runs) and package orchestration (which starts, describes and cancels
+// their inputs and results, and what a description of one reads; and the
+// names, inputs and results of the activities they call (activities.go).
+// Every side imports it: package workflows (the workflow code, which the
+// worker runs), package activities (whose input types are aliases of
+// these) and package orchestration (which starts, describes and cancels
 // workflows for the services), so a service never links the workflow code
-// or the activities behind it.
+// or the activities behind it, and the workflow code never links the
+// activities, nor the store and drivers behind them.
 //
 // It imports no other package of svc. The names are the strings Temporal
 // records in every history: they never change (workflows/testdata holds
