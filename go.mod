@@ -41,7 +41,16 @@ require (
 	sigs.k8s.io/yaml v1.6.0
 )
 
-require github.com/klauspost/compress v1.20.1 // indirect
+require (
+	github.com/docker/cli v29.7.2+incompatible // indirect
+	github.com/docker/docker-credential-helpers v0.9.3 // indirect
+	github.com/google/go-containerregistry v0.22.1 // indirect
+	github.com/inconshreveable/mousetrap v1.1.0 // indirect
+	github.com/klauspost/compress v1.20.1 // indirect
+	github.com/opencontainers/go-digest v1.0.0 // indirect
+	github.com/opencontainers/image-spec v1.1.1 // indirect
+	github.com/spf13/cobra v1.10.2 // indirect
+)
 
 require (
 	cel.dev/expr v0.25.2 // indirect
