@@ -18,12 +18,14 @@ import (
 	"go.opentelemetry.io/contrib/instrumentation/github.com/labstack/echo/otelecho"
 
 	"svc/auth"
+	"svc/internal/integrations/evidence"
 	"svc/internal/integrations/pull"
 	"svc/internal/integrations/webhooks"
 	"svc/internal/platform/config"
 	"svc/internal/platform/netguard"
 	"svc/internal/platform/secrets"
 	"svc/internal/service/identity"
+	"svc/internal/service/judges"
 	"svc/internal/service/models"
 	"svc/internal/service/registries"
 	"svc/internal/service/runners"
@@ -100,6 +102,7 @@ type Server struct {
 	traceSources *traces.Sources // trace sources, through the pull guard (SVC_WEBHOOK_ALLOW)
 	sealer       *secrets.Sealer // opens model keys for inline judge tries; nil without SVC_SECRET_KEY
 	runners      *runners.Service
+	judges       *judges.Service // judge preview and try, the run-scoped model proxy
 }
 
 // probeRoutes are hit every few seconds by orchestrators and scrapers:
@@ -182,6 +185,10 @@ func NewServer(o Options) (*Server, error) {
 		return nil, fmt.Errorf("api: SVC_WEBHOOK_ALLOW: %w", err)
 	}
 	s.traceSources = &traces.Sources{Store: o.Store, Sealer: sealer, Guard: pullGuard, Now: s.now}
+	// The evidence of a preview or try is fetched through the webhook guard,
+	// as the worker fetches a judge's (internal/integrations/evidence).
+	s.judges = judges.New(judges.Options{Registries: s.registries, Runs: s.runs, Models: s.models, Events: o.Store,
+		Evidence: evidence.Fetcher{Guard: guard}, Now: s.now, Logger: s.logger})
 	ro := runners.Options{Store: o.Store, Now: s.now, Logger: s.logger}
 	if sealer != nil {
 		ro.Sealer = sealer

@@ -1,11 +1,9 @@
-package api
+package judges
 
 import (
 	"context"
 	"fmt"
 	"time"
-
-	"github.com/labstack/echo/v4"
 
 	"svc/auth"
 	"svc/internal/domain/eval"
@@ -44,12 +42,11 @@ func liveWait(sec int) (time.Duration, error) {
 
 // dispatchAndWait submits one run and waits, up to wait, for it to end.
 // done is false when the run is still going at the deadline.
-func (s *Server) dispatchAndWait(c echo.Context, req runs.SubmitRequest, wait time.Duration) (run eval.Run, done bool, err error) {
-	ctx, p := c.Request().Context(), principal(c)
+func (s *Service) dispatchAndWait(ctx context.Context, p auth.Principal, req runs.SubmitRequest, source string, wait time.Duration) (run eval.Run, done bool, err error) {
 	if err := auth.Authorize(p, auth.RunsSubmit); err != nil {
 		return eval.Run{}, false, err
 	}
-	run, err = s.runs.Submit(ctx, p, req, originSource(c))
+	run, err = s.o.Runs.Submit(ctx, p, req, source)
 	if err != nil {
 		return eval.Run{}, false, err
 	}
@@ -59,7 +56,7 @@ func (s *Server) dispatchAndWait(c echo.Context, req runs.SubmitRequest, wait ti
 // waitRun polls run until it is terminal or wait has passed. The run's
 // status lives in the store, written by whichever worker runs it, so there
 // is no signal here to wait on.
-func (s *Server) waitRun(ctx context.Context, p auth.Principal, run eval.Run, wait time.Duration) (eval.Run, bool, error) {
+func (s *Service) waitRun(ctx context.Context, p auth.Principal, run eval.Run, wait time.Duration) (eval.Run, bool, error) {
 	deadline := time.NewTimer(wait)
 	defer deadline.Stop()
 	tick := time.NewTicker(livePoll)
@@ -74,7 +71,7 @@ func (s *Server) waitRun(ctx context.Context, p auth.Principal, run eval.Run, wa
 			return run, false, nil
 		case <-tick.C:
 		}
-		cur, err := s.runs.Get(ctx, p, run.ID)
+		cur, err := s.o.Runs.Get(ctx, p, run.ID)
 		if ctx.Err() != nil {
 			return run, false, nil
 		}
@@ -87,7 +84,7 @@ func (s *Server) waitRun(ctx context.Context, p auth.Principal, run eval.Run, wa
 }
 
 // liveEvidence dispatches source C's case and reads its evidence.
-func (s *Server) liveEvidence(c echo.Context, e previewEvidence) (evidenceOf, error) {
+func (s *Service) liveEvidence(ctx context.Context, p auth.Principal, e EvidenceRequest, source string) (evidenceOf, error) {
 	if e.RunID != "" || e.Trace != nil || e.Prompt != "" || e.Output != "" {
 		return evidenceOf{}, derrors.Invalidf("evidence of source C takes harness, case and runtime?; runId is source A, trace and prompt source B")
 	}
@@ -105,7 +102,7 @@ func (s *Server) liveEvidence(c echo.Context, e previewEvidence) (evidenceOf, er
 	if err != nil {
 		return evidenceOf{}, err
 	}
-	run, done, err := s.dispatchAndWait(c, runs.SubmitRequest{Harness: h, Case: *e.Case, Runtime: e.Runtime}, wait)
+	run, done, err := s.dispatchAndWait(ctx, p, runs.SubmitRequest{Harness: h, Case: *e.Case, Runtime: e.Runtime}, source, wait)
 	if err != nil {
 		return evidenceOf{}, err
 	}
