@@ -20,7 +20,7 @@ func benchEvents() map[string]eval.TraceEvent {
 		"It keeps \"spans\" as they came, with their attributes;\nnumbers such as 0.0031 and 1e-7 are written exactly.\n\n"
 	return map[string]eval.TraceEvent{
 		"tool-call": {Kind: eval.EventToolCall, Name: "search_docs", TS: &ts, DurationMs: 412.5,
-			Input: json.RawMessage(`{"query":"how does the ledger seal a trajectory?","filters":{"kind":["doc","issue"],"since":"2026-01-01"},"limit":10,"rerank":true,"threshold":0.75}`),
+			Input:  json.RawMessage(`{"query":"how does the ledger seal a trajectory?","filters":{"kind":["doc","issue"],"since":"2026-01-01"},"limit":10,"rerank":true,"threshold":0.75}`),
 			Output: json.RawMessage(`{"hits":[{"id":"docs/traces.md#sealing","score":0.93,"title":"Sealing"},{"id":"issue/16","score":0.81,"title":"The OTLP door"}],"took_ms":37}`)},
 		"assistant-message": {Kind: eval.EventMessage, Role: "assistant", TS: &ts, Content: strings.Repeat(para, 20)},
 		"span-nested-attrs": {Kind: eval.EventLLMCall, Name: "chat gpt-4o", Model: "gpt-4o", StartTime: &ts, EndTime: &end, TS: &ts,
