@@ -15,6 +15,7 @@ import (
 	"os/signal"
 	"syscall"
 
+	"svc/internal/cli"
 	"svc/internal/platform/config"
 )
 
@@ -25,7 +26,7 @@ type command struct {
 	name   string
 	short  string
 	run    func(ctx context.Context, cfg config.Config, args []string, stdout, stderr io.Writer) error
-	client clientCommand
+	client cli.Command
 }
 
 func commands() []command {
@@ -35,16 +36,16 @@ func commands() []command {
 		{"worker", "run the Temporal worker (workflows and activities) against PostgreSQL and Temporal", runWorker, nil},
 		{"migrate", "apply database migrations (PostgreSQL when DATABASE_URL is set, else the embedded SQLite store)", runMigrate, nil},
 		{"version", "print the version and build information", runVersion, nil},
-		{"gate", "decide whether a candidate scorecard may replace a baseline (exit 0 pass, 1 block, 2 error)", nil, runGate},
-		{"verify", "check a scorecard's sealed manifest against the registries now (exit 0 verified, 1 drift)", nil, runVerify},
-		{"scorecard", "run, wait for, list, show, re-score or cancel scorecards", nil, runScorecard},
-		{"diff", "compare two scorecards: cases that broke or were fixed, with both answers", nil, runDiff},
-		{"dataset", "push a dataset from JSON, JSONL or CSV; diff or list datasets", nil, runDataset},
-		{"harness", "register a harness from a JSON or YAML file; list harnesses", nil, runHarness},
-		{"judge", "register a code judge from its source file; list judges", nil, runJudge},
-		{"runs", "print a run's logs or its trajectory", nil, runRuns},
-		{"eval", "run an eval file: push, run, wait and gate in one command (CI)", nil, runEval},
-		{"runner", "a self-hosted runner: lease a workspace's jobs and run them on this machine (--url, --workers)", nil, runRunner},
+		{"gate", "decide whether a candidate scorecard may replace a baseline (exit 0 pass, 1 block, 2 error)", nil, cli.RunGate},
+		{"verify", "check a scorecard's sealed manifest against the registries now (exit 0 verified, 1 drift)", nil, cli.RunVerify},
+		{"scorecard", "run, wait for, list, show, re-score or cancel scorecards", nil, cli.RunScorecard},
+		{"diff", "compare two scorecards: cases that broke or were fixed, with both answers", nil, cli.RunDiff},
+		{"dataset", "push a dataset from JSON, JSONL or CSV; diff or list datasets", nil, cli.RunDataset},
+		{"harness", "register a harness from a JSON or YAML file; list harnesses", nil, cli.RunHarness},
+		{"judge", "register a code judge from its source file; list judges", nil, cli.RunJudge},
+		{"runs", "print a run's logs or its trajectory", nil, cli.RunRuns},
+		{"eval", "run an eval file: push, run, wait and gate in one command (CI)", nil, cli.RunEval},
+		{"runner", "a self-hosted runner: lease a workspace's jobs and run them on this machine (--url, --workers)", nil, cli.RunRunner},
 	}
 }
 
@@ -72,7 +73,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			continue
 		}
 		if c.client != nil {
-			return runClient(ctx, c.name, c.client, newCLI(stdout, stderr, config.Environ), args[1:])
+			return cli.RunClient(ctx, c.name, c.client, cli.NewCLI(stdout, stderr, config.Environ), args[1:])
 		}
 		fs := flag.NewFlagSet("svc "+c.name, flag.ContinueOnError)
 		fs.SetOutput(stderr)
@@ -119,8 +120,8 @@ func printHelp(w io.Writer) {
 			fmt.Fprintf(w, "  %-10s %s\n", c.name, c.short)
 		}
 	}
-	fmt.Fprintf(w, "  Connection: --url or %s (default %s); --workspace or %s;\n", envURL, defaultURL, envWorkspace)
-	fmt.Fprintf(w, "  a bearer token from %s (environment only, never printed).\n", envToken)
+	fmt.Fprintf(w, "  Connection: --url or %s (default %s); --workspace or %s;\n", cli.EnvURL, cli.DefaultURL, cli.EnvWorkspace)
+	fmt.Fprintf(w, "  a bearer token from %s (environment only, never printed).\n", cli.EnvToken)
 	fmt.Fprintln(w, "  Output: a table by default, --json for the service's JSON, --format csv|jsonl|md where there are rows.")
 	fmt.Fprintln(w, "  Exit codes: 0 ok, 1 a verdict against (block, drift, a failed batch), 2 usage or service error.")
 	fmt.Fprintln(w)

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"bytes"
@@ -22,10 +22,10 @@ import (
 // are the server's settings, and a CI job that only gates should not see
 // (or be able to set) the server's database or Temporal flags.
 const (
-	envURL       = "SVC_URL"
-	envToken     = "SVC_TOKEN" // a secret: environment only, never a flag, never printed
-	envWorkspace = "SVC_WORKSPACE"
-	defaultURL   = "http://127.0.0.1:8080"
+	EnvURL       = "SVC_URL"
+	EnvToken     = "SVC_TOKEN" // a secret: environment only, never a flag, never printed
+	EnvWorkspace = "SVC_WORKSPACE"
+	DefaultURL   = "http://127.0.0.1:8080"
 
 	// workspaceHeader selects the active workspace (auth.WorkspaceHeader).
 	workspaceHeader = "x-svc-workspace"
@@ -37,6 +37,9 @@ const (
 	exitVerdict = 1 // block, blocked_missing, not_comparable, drift, a failed or cancelled batch
 	exitProblem = 2 // a usage error, an unreachable or failing service
 )
+
+// errUsage marks a usage error: exit code 2.
+var errUsage = errors.New("usage")
 
 // requestLimit bounds one request; a gate over a large batch bootstraps
 // every metric, so it is generous.
@@ -57,8 +60,8 @@ type cli struct {
 	poll time.Duration
 }
 
-// newCLI returns the cli of a real invocation.
-func newCLI(stdout, stderr io.Writer, getenv func(string) string) *cli {
+// NewCLI returns the cli of a real invocation.
+func NewCLI(stdout, stderr io.Writer, getenv func(string) string) *cli {
 	x := &cli{stdout: stdout, stderr: stderr, getenv: getenv, tty: isTerminal(stderr), poll: time.Second}
 	if f, ok := stderr.(*os.File); ok && x.tty {
 		x.width = func() int {
@@ -90,12 +93,12 @@ type clientFlags struct {
 
 // register adds --url and --workspace to fs, defaulting from the environment.
 func (f *clientFlags) register(fs *flag.FlagSet, getenv func(string) string) {
-	def := getenv(envURL)
+	def := getenv(EnvURL)
 	if def == "" {
-		def = defaultURL
+		def = DefaultURL
 	}
-	fs.StringVar(&f.url, "url", def, "base URL of the svc API (env "+envURL+")")
-	fs.StringVar(&f.workspace, "workspace", getenv(envWorkspace), "workspace to act in, sent as "+workspaceHeader+" (env "+envWorkspace+"); default: the token's own")
+	fs.StringVar(&f.url, "url", def, "base URL of the svc API (env "+EnvURL+")")
+	fs.StringVar(&f.workspace, "workspace", getenv(EnvWorkspace), "workspace to act in, sent as "+workspaceHeader+" (env "+EnvWorkspace+"); default: the token's own")
 }
 
 // client builds the API client of these flags; the token comes from the
@@ -103,11 +106,11 @@ func (f *clientFlags) register(fs *flag.FlagSet, getenv func(string) string) {
 func (f *clientFlags) client(getenv func(string) string) (*apiClient, error) {
 	u, err := url.Parse(f.url)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("%w: --url %q is not an http(s) URL such as %s", errUsage, f.url, defaultURL)
+		return nil, fmt.Errorf("%w: --url %q is not an http(s) URL such as %s", errUsage, f.url, DefaultURL)
 	}
 	return &apiClient{
 		base:      strings.TrimRight(f.url, "/"),
-		token:     strings.TrimSpace(getenv(envToken)),
+		token:     strings.TrimSpace(getenv(EnvToken)),
 		workspace: f.workspace,
 		http:      &http.Client{Timeout: requestLimit},
 	}, nil
@@ -302,7 +305,7 @@ func (c *apiClient) errorOf(resp *http.Response, raw []byte) *apiError {
 		e.Message = fmt.Sprintf("%s answered HTTP %d %s", c.base, resp.StatusCode, http.StatusText(resp.StatusCode))
 	}
 	if resp.StatusCode == http.StatusUnauthorized && c.token == "" {
-		e.Message += "; set " + envToken + " to a bearer token"
+		e.Message += "; set " + EnvToken + " to a bearer token"
 	}
 	return e
 }
@@ -353,13 +356,13 @@ func parseNone(fs *flag.FlagSet, args []string) error {
 	return nil
 }
 
-// clientCommand is one client command: it returns its exit code, or an
+// Command is one client command: it returns its exit code, or an
 // error that run prints and maps to exitProblem.
-type clientCommand func(ctx context.Context, x *cli, args []string) (int, error)
+type Command func(ctx context.Context, x *cli, args []string) (int, error)
 
-// runClient runs a client command and turns its error into the one line
+// RunClient runs a client command and turns its error into the one line
 // "svc <name>: <message>" and exit code 2.
-func runClient(ctx context.Context, name string, f clientCommand, x *cli, args []string) int {
+func RunClient(ctx context.Context, name string, f Command, x *cli, args []string) int {
 	code, err := f(ctx, x, args)
 	switch {
 	case errors.Is(err, flag.ErrHelp):
@@ -386,13 +389,13 @@ func newFlagSet(x *cli, name, synopsis string) *flag.FlagSet {
 		fmt.Fprintln(x.stderr)
 		fmt.Fprintln(x.stderr, "Flags:")
 		fs.PrintDefaults()
-		fmt.Fprintf(x.stderr, "\nThe bearer token is read from %s (environment only, never printed).\n", envToken)
+		fmt.Fprintf(x.stderr, "\nThe bearer token is read from %s (environment only, never printed).\n", EnvToken)
 	}
 	return fs
 }
 
 // errFlags marks a flag the flag package refused; it has already printed
-// the problem and the usage, so runClient prints nothing more.
+// the problem and the usage, so RunClient prints nothing more.
 var errFlags = fmt.Errorf("%w: bad flags", errUsage)
 
 // flagsErr maps a FlagSet.Parse error: -h stays ErrHelp, anything else is
@@ -414,7 +417,7 @@ func writeJSON(w io.Writer, raw []byte) {
 // sub is one subcommand of a client command (svc scorecard list).
 type sub struct {
 	name string
-	run  clientCommand
+	run  Command
 }
 
 // subcommand runs the subcommand args[0] names, or prints the synopsis

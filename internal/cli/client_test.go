@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"bytes"
@@ -98,7 +98,7 @@ type invocation struct {
 	poll time.Duration
 }
 
-func (in invocation) run(t *testing.T, name string, f clientCommand, args ...string) (stdout, stderr string, code int) {
+func (in invocation) run(t *testing.T, name string, f Command, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
 	var o, e bytes.Buffer
 	x := &cli{stdout: &o, stderr: &e, getenv: func(k string) string { return in.env[k] }, tty: in.tty, poll: in.poll}
@@ -107,7 +107,7 @@ func (in invocation) run(t *testing.T, name string, f clientCommand, args ...str
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	code = runClient(ctx, name, f, x, args)
+	code = RunClient(ctx, name, f, x, args)
 	return o.String(), e.String(), code
 }
 
@@ -150,12 +150,12 @@ func TestClientSendsTokenAndWorkspace(t *testing.T) {
 		wantWorkspace string
 		wantHint      bool
 	}{
-		{"token and env workspace", map[string]string{envURL: api.srv.URL, envToken: token, envWorkspace: "acme"}, nil, "Bearer " + token, "acme", false},
-		{"flag workspace wins", map[string]string{envURL: api.srv.URL, envToken: token, envWorkspace: "acme"}, []string{"--workspace", "beta"}, "Bearer " + token, "beta", false},
-		{"no token, no workspace", map[string]string{envURL: api.srv.URL}, nil, "", "", true},
+		{"token and env workspace", map[string]string{EnvURL: api.srv.URL, EnvToken: token, EnvWorkspace: "acme"}, nil, "Bearer " + token, "acme", false},
+		{"flag workspace wins", map[string]string{EnvURL: api.srv.URL, EnvToken: token, EnvWorkspace: "acme"}, []string{"--workspace", "beta"}, "Bearer " + token, "beta", false},
+		{"no token, no workspace", map[string]string{EnvURL: api.srv.URL}, nil, "", "", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			out, errOut, code := invocation{env: tc.env}.run(t, "verify", runVerify, append([]string{"sc_1"}, tc.args...)...)
+			out, errOut, code := invocation{env: tc.env}.run(t, "verify", RunVerify, append([]string{"sc_1"}, tc.args...)...)
 			if code != exitProblem {
 				t.Errorf("exit %d, want %d", code, exitProblem)
 			}
@@ -202,7 +202,7 @@ func TestClientProblemsExitTwo(t *testing.T) {
 		{"no error body", api.srv.URL, "svc verify: " + api.srv.URL + " answered HTTP 502 Bad Gateway"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			out, errOut, code := invocation{env: map[string]string{envURL: tc.url}}.run(t, "verify", runVerify, "sc_1")
+			out, errOut, code := invocation{env: map[string]string{EnvURL: tc.url}}.run(t, "verify", RunVerify, "sc_1")
 			if code != exitProblem || out != "" || !strings.HasPrefix(errOut, tc.want) {
 				t.Errorf("exit %d stdout %q stderr %q, want exit 2, no stdout, stderr starting %q", code, out, errOut, tc.want)
 			}
@@ -234,31 +234,5 @@ func TestParseArgsInterspersed(t *testing.T) {
 		if diff := cmp.Diff(tc.wantPos, pos); diff != "" || *asJSON != tc.wantJSON {
 			t.Errorf("parseArgs(%q): json %v, positional diff (-want +got):\n%s", tc.args, *asJSON, diff)
 		}
-	}
-}
-
-// TestRunDispatchesClientCommands: main's dispatch reaches the client
-// commands with their own flags and exit codes, and help lists them.
-func TestRunDispatchesClientCommands(t *testing.T) {
-	var out, errOut bytes.Buffer
-	if code := run(context.Background(), []string{"help"}, &out, &errOut); code != 0 {
-		t.Fatalf("svc help exit %d", code)
-	}
-	for _, want := range []string{"gate ", "verify ", "scorecard ", envToken, envURL} {
-		if !strings.Contains(out.String(), want) {
-			t.Errorf("svc help lacks %q:\n%s", want, out.String())
-		}
-	}
-	out.Reset()
-	errOut.Reset()
-	if code := run(context.Background(), []string{"gate", "--baseline", "sc_1"}, &out, &errOut); code != exitProblem {
-		t.Errorf("svc gate without --candidate exit %d, want %d", code, exitProblem)
-	}
-	if !strings.Contains(errOut.String(), "svc gate: usage: --baseline and --candidate are both required") {
-		t.Errorf("stderr %q lacks the usage line", errOut.String())
-	}
-	errOut.Reset()
-	if code := run(context.Background(), []string{"verify", "-h"}, &out, &errOut); code != 0 || !strings.Contains(errOut.String(), "usage: svc verify") {
-		t.Errorf("svc verify -h exit %d stderr %q, want 0 and the usage", code, errOut.String())
 	}
 }

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"bufio"
@@ -44,8 +44,8 @@ Exit codes: 0 done; 1 diff --exit-code found differences, or push --dry-run foun
 the spec invalid or in conflict; 2 usage or service error (an invalid spec, a
 conflicting version).`
 
-// runDataset is `svc dataset`.
-func runDataset(ctx context.Context, x *cli, args []string) (int, error) {
+// RunDataset is `svc dataset`.
+func RunDataset(ctx context.Context, x *cli, args []string) (int, error) {
 	return subcommand(ctx, x, datasetSynopsis, []sub{
 		{"push", runDatasetPush},
 		{"diff", runDatasetDiff},

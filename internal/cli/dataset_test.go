@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"encoding/json"
@@ -110,8 +110,8 @@ func TestDatasetPush(t *testing.T) {
 			writeJSONBody(w, 201, map[string]any{"kind": "dataset", "id": doc["id"], "version": doc["version"], "digest": "sha256:0123456789abcdef0123", "caseCount": 1, "created": true})
 		},
 	})
-	env := map[string]string{envURL: api.srv.URL}
-	out, errOut, code := invocation{env: env}.run(t, "dataset", runDataset, "push", csvPath, "--version", "1.0.0", "--grader", "exact")
+	env := map[string]string{EnvURL: api.srv.URL}
+	out, errOut, code := invocation{env: env}.run(t, "dataset", RunDataset, "push", csvPath, "--version", "1.0.0", "--grader", "exact")
 	if code != 0 || out != "dataset qa@1.0.0 registered (1 case, sha256:0123456789ab…)\n" {
 		t.Errorf("exit %d stdout %q stderr %q", code, out, errOut)
 	}
@@ -120,7 +120,7 @@ func TestDatasetPush(t *testing.T) {
 	if want := `[{"expected":"ok","graders":[{"id":"exact"}],"id":"q1","task":"say ok"}]`; mustJSON(sent["cases"]) != want {
 		t.Errorf("sent cases %s, want %s", mustJSON(sent["cases"]), want)
 	}
-	_, errOut, code = invocation{env: env}.run(t, "dataset", runDataset, "push", csvPath, "--version", "bad")
+	_, errOut, code = invocation{env: env}.run(t, "dataset", RunDataset, "push", csvPath, "--version", "bad")
 	if want := "svc: the dataset is not valid:\n  cases[0].task: must be a string\nsvc dataset: the dataset was refused (request req-7)\n"; code != 2 || errOut != want {
 		t.Errorf("exit %d stderr %q, want 2 and %q", code, errOut, want)
 	}

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"cmp"
@@ -23,8 +23,8 @@ statistics is svc gate.
 
 Exit codes: 0 compared; 1 with --exit-code, some case broke; 2 usage or service error.`
 
-// runDiff is `svc diff`.
-func runDiff(ctx context.Context, x *cli, args []string) (int, error) {
+// RunDiff is `svc diff`.
+func RunDiff(ctx context.Context, x *cli, args []string) (int, error) {
 	fs := newFlagSet(x, "diff", diffSynopsis)
 	var cf clientFlags
 	cf.register(fs, x.getenv)

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"bytes"
@@ -38,8 +38,8 @@ Exit codes: 0 the batch succeeded and the gate passed (or none was asked); 1 the
 failed or was cancelled, the gate blocked (block, blocked_missing, not_comparable), or
 case-trials could not be dispatched with failOnDispatchErrors; 2 usage or service error.`
 
-// runEval is `svc eval`.
-func runEval(ctx context.Context, x *cli, args []string) (int, error) {
+// RunEval is `svc eval`.
+func RunEval(ctx context.Context, x *cli, args []string) (int, error) {
 	return subcommand(ctx, x, evalSynopsis, []sub{{"run", runEvalRun}}, args)
 }
 

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"bytes"
@@ -31,8 +31,8 @@ trials would do; --strict then exits 2 whatever the outcome.
 Exit codes: 0 pass; 1 block, blocked_missing or not_comparable; 2 usage or service error,
 or an underpowered decision with --strict.`
 
-// runGate is `svc gate`.
-func runGate(ctx context.Context, x *cli, args []string) (int, error) {
+// RunGate is `svc gate`.
+func RunGate(ctx context.Context, x *cli, args []string) (int, error) {
 	fs := newFlagSet(x, "gate", gateSynopsis)
 	var cf clientFlags
 	cf.register(fs, x.getenv)

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"encoding/json"
@@ -175,7 +175,7 @@ func TestGatePolicyFlags(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			args := append([]string{"--baseline", "sc_a", "--candidate", "sc_b", "--json"}, tc.args...)
-			_, errOut, code := invocation{env: map[string]string{envURL: api.srv.URL}}.run(t, "gate", runGate, args...)
+			_, errOut, code := invocation{env: map[string]string{EnvURL: api.srv.URL}}.run(t, "gate", RunGate, args...)
 			if code != exitOK {
 				t.Fatalf("exit %d, stderr %q", code, errOut)
 			}
@@ -248,7 +248,7 @@ func TestGateExitCodes(t *testing.T) {
 				routes["GET /scorecards/diff"] = answer(200, gate.ScorecardDiff{})
 			}
 			api := newFakeAPI(t, routes)
-			out, errOut, code := invocation{env: map[string]string{envURL: api.srv.URL}}.run(t, "gate", runGate, tc.args...)
+			out, errOut, code := invocation{env: map[string]string{EnvURL: api.srv.URL}}.run(t, "gate", RunGate, tc.args...)
 			if code != tc.want {
 				t.Errorf("exit %d, want %d\nstdout: %s\nstderr: %s", code, tc.want, out, errOut)
 			}
@@ -271,7 +271,7 @@ func TestGateWithoutDiff(t *testing.T) {
 	api := newFakeAPI(t, map[string]http.HandlerFunc{
 		"POST /scorecards/gate": answer(200, blockDecision()),
 	})
-	out, errOut, code := invocation{env: map[string]string{envURL: api.srv.URL}}.run(t, "gate", runGate, "--baseline", "sc_old", "--candidate", "sc_new")
+	out, errOut, code := invocation{env: map[string]string{EnvURL: api.srv.URL}}.run(t, "gate", RunGate, "--baseline", "sc_old", "--candidate", "sc_new")
 	if code != exitVerdict {
 		t.Errorf("exit %d, want %d", code, exitVerdict)
 	}

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"context"
@@ -14,8 +14,8 @@ registered version is refused: register a new version.
 
 Exit codes: 0 registered (or already registered); 2 usage or service error.`
 
-// runHarness is `svc harness`.
-func runHarness(ctx context.Context, x *cli, args []string) (int, error) {
+// RunHarness is `svc harness`.
+func RunHarness(ctx context.Context, x *cli, args []string) (int, error) {
 	return subcommand(ctx, x, harnessSynopsis, []sub{
 		{"register", runHarnessRegister},
 		{"list", func(ctx context.Context, x *cli, args []string) (int, error) {

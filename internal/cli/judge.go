@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"context"
@@ -25,8 +25,8 @@ without registering (POST /judges/validate).
 Exit codes: 0 registered (or already registered); 1 --dry-run found the spec invalid or in
 conflict; 2 usage or service error.`
 
-// runJudge is `svc judge`.
-func runJudge(ctx context.Context, x *cli, args []string) (int, error) {
+// RunJudge is `svc judge`.
+func RunJudge(ctx context.Context, x *cli, args []string) (int, error) {
 	return subcommand(ctx, x, judgeSynopsis, []sub{
 		{"register", runJudgeRegister},
 		{"list", func(ctx context.Context, x *cli, args []string) (int, error) {

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"context"
@@ -54,7 +54,7 @@ type runnerLoop struct {
 	log       *slog.Logger
 }
 
-func runRunner(ctx context.Context, x *cli, args []string) (int, error) {
+func RunRunner(ctx context.Context, x *cli, args []string) (int, error) {
 	fs := newFlagSet(x, "runner", runnerSynopsis)
 	var f clientFlags
 	f.register(fs, x.getenv)

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"bytes"
@@ -27,8 +27,8 @@ The run ids of a scorecard's cases are in svc scorecard show (column RUN).
 
 Exit codes: 0 printed; 2 usage or service error (an unknown run, a run with no trajectory yet).`
 
-// runRuns is `svc runs`.
-func runRuns(ctx context.Context, x *cli, args []string) (int, error) {
+// RunRuns is `svc runs`.
+func RunRuns(ctx context.Context, x *cli, args []string) (int, error) {
 	return subcommand(ctx, x, runsSynopsis, []sub{
 		{"logs", runRunsLogs},
 		{"trace", runRunsTrace},

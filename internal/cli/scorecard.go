@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"context"
@@ -50,8 +50,8 @@ or --timeout passed.`
 // not answer (a restart, a proxy hiccup) before it gives up.
 const retryFor = time.Minute
 
-// runScorecard is `svc scorecard`: one subcommand per verb.
-func runScorecard(ctx context.Context, x *cli, args []string) (int, error) {
+// RunScorecard is `svc scorecard`: one subcommand per verb.
+func RunScorecard(ctx context.Context, x *cli, args []string) (int, error) {
 	return subcommand(ctx, x, scorecardSynopsis, []sub{
 		{"run", runScorecardRun},
 		{"wait", runScorecardWait},

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"net/http"
@@ -68,7 +68,7 @@ func TestScorecardShow(t *testing.T) {
 	sc.Scorecard = showRows()
 	sc.Scorecard[1].Critical = true
 	api := newFakeAPI(t, map[string]http.HandlerFunc{"GET /scorecards/sc_w": answer(200, sc)})
-	env := map[string]string{envURL: api.srv.URL}
+	env := map[string]string{EnvURL: api.srv.URL}
 	for _, tc := range []struct {
 		args   []string
 		golden string
@@ -79,14 +79,14 @@ func TestScorecardShow(t *testing.T) {
 		{[]string{"show", "sc_w", "--format", "csv"}, "scorecard_show_csv.golden"},
 	} {
 		t.Run(tc.golden, func(t *testing.T) {
-			out, errOut, code := invocation{env: env}.run(t, "scorecard", runScorecard, tc.args...)
+			out, errOut, code := invocation{env: env}.run(t, "scorecard", RunScorecard, tc.args...)
 			if code != 0 {
 				t.Fatalf("exit %d stderr %q", code, errOut)
 			}
 			golden(t, tc.golden, out)
 		})
 	}
-	_, errOut, code := invocation{env: env}.run(t, "scorecard", runScorecard, "show", "sc_w", "--format", "xml")
+	_, errOut, code := invocation{env: env}.run(t, "scorecard", RunScorecard, "show", "sc_w", "--format", "xml")
 	if code != 2 || !strings.Contains(errOut, `--format "xml": want one of table, csv, jsonl, md`) {
 		t.Errorf("--format xml: exit %d stderr %q", code, errOut)
 	}

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"context"
@@ -18,8 +18,8 @@ drifted, missing or unverifiable.
 
 Exit codes: 0 every facet matches; 1 any facet drifted, missing or unverifiable; 2 usage or service error.`
 
-// runVerify is `svc verify`.
-func runVerify(ctx context.Context, x *cli, args []string) (int, error) {
+// RunVerify is `svc verify`.
+func RunVerify(ctx context.Context, x *cli, args []string) (int, error) {
 	fs := newFlagSet(x, "verify", verifySynopsis)
 	var cf clientFlags
 	cf.register(fs, x.getenv)

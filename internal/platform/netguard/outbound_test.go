@@ -43,8 +43,8 @@ var dialSites = map[string]string{
 	"ui/oidc.go":   "OIDC_ISSUER, the operator's",
 	"internal/orchestration/orchestration.go":       "TEMPORAL_ADDRESS, the operator's",
 	"internal/orchestration/devserver/devserver.go": "the embedded Temporal server on loopback",
-	"cmd/svc/client.go":                             "the CLI calls the service URL its user gives",
-	"cmd/svc/runner.go":                             "svc runner calls the service URL its operator gives",
+	"internal/cli/client.go":                        "the CLI calls the service URL its user gives",
+	"internal/cli/runner.go":                        "svc runner calls the service URL its operator gives",
 	// The local runtime's isolated network: a job's own traffic leaves
 	// through slirp4netns; this relays a job's connection to a host address
 	// the driver forwards (the service's own doors), not one a tenant names.
