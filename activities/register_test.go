@@ -29,9 +29,9 @@ func TestWorkerRegistersEveryFlowsActivity(t *testing.T) {
 					t.Errorf("activity %q is not registered by the worker: %v", name, r)
 				}
 			}()
-			env.OnActivity(string(name)) // panics when no activity has the name
+			env.OnActivity(name) // panics when no activity has the name
 		}()
-		m, ok := methods.MethodByName(string(name))
+		m, ok := methods.MethodByName(name)
 		if !ok {
 			t.Errorf("activity %q is no method of *Activities", name)
 			continue

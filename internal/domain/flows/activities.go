@@ -1,42 +1,43 @@
 package flows
 
-// ActivityName is the registered name of an activity the workflows call:
-// the name of its method on activities.Activities, which the worker
-// registers (activities.Register). The workflows execute activities by
-// these names, so they link neither the activities nor the store and the
-// drivers behind them. The names are recorded in every history: they never
-// change (workflows/testdata replays them).
-type ActivityName string
-
-// The activities of the workflows.
+// The registered names of the activities the workflows call: the names of
+// their methods on activities.Activities, which the worker registers
+// (activities.Register). The workflows execute activities by these names,
+// so they link neither the activities nor the store and the drivers behind
+// them. The names are recorded in every history: they never change
+// (workflows/testdata replays them).
+//
+// They are untyped string constants on purpose: workflow.ExecuteActivity
+// takes an activity as any and reads a name only from a plain string (a
+// named string type would schedule an activity with no name).
 const (
 	// RunWorkflow's: DispatchRun(RunRef) RunStatus, FailRun(FailInput)
 	// RunStatus, FinalizeRun(RunRef), DeliverWebhook(RunRef).
-	ActivityDispatchRun    ActivityName = "DispatchRun"
-	ActivityFailRun        ActivityName = "FailRun"
-	ActivityFinalizeRun    ActivityName = "FinalizeRun"
-	ActivityDeliverWebhook ActivityName = "DeliverWebhook"
+	ActivityDispatchRun    = "DispatchRun"
+	ActivityFailRun        = "FailRun"
+	ActivityFinalizeRun    = "FinalizeRun"
+	ActivityDeliverWebhook = "DeliverWebhook"
 	// ScorecardWorkflow's: StartScorecard(ScorecardRef),
 	// CasePage(CasePageInput) []string, RunCase(CaseItem) RunStatus,
 	// RunCases(CaseChunk) ChunkResult, JudgeCase(JudgeInput),
 	// FinishScorecard(FinishInput).
-	ActivityStartScorecard  ActivityName = "StartScorecard"
-	ActivityCasePage        ActivityName = "CasePage"
-	ActivityRunCase         ActivityName = "RunCase"
-	ActivityRunCases        ActivityName = "RunCases"
-	ActivityJudgeCase       ActivityName = "JudgeCase"
-	ActivityFinishScorecard ActivityName = "FinishScorecard"
+	ActivityStartScorecard  = "StartScorecard"
+	ActivityCasePage        = "CasePage"
+	ActivityRunCase         = "RunCase"
+	ActivityRunCases        = "RunCases"
+	ActivityJudgeCase       = "JudgeCase"
+	ActivityFinishScorecard = "FinishScorecard"
 	// ScoreWorkflow's: ChildRunPage(ChildPageInput) ChildPage, JudgeCase,
 	// FinishScore(FinishScoreInput).
-	ActivityChildRunPage ActivityName = "ChildRunPage"
-	ActivityFinishScore  ActivityName = "FinishScore"
+	ActivityChildRunPage = "ChildRunPage"
+	ActivityFinishScore  = "FinishScore"
 	// TraceSweepWorkflow's: SweepTraces() TraceSweepOutput.
-	ActivitySweepTraces ActivityName = "SweepTraces"
+	ActivitySweepTraces = "SweepTraces"
 )
 
 // ActivityNames are the names of every activity the workflows call; the
 // worker must register each (activities' tests check it does).
-var ActivityNames = []ActivityName{
+var ActivityNames = []string{
 	ActivityDispatchRun, ActivityFailRun, ActivityFinalizeRun, ActivityDeliverWebhook,
 	ActivityStartScorecard, ActivityCasePage, ActivityRunCase, ActivityRunCases, ActivityJudgeCase, ActivityFinishScorecard,
 	ActivityChildRunPage, ActivityFinishScore,
