@@ -1,8 +1,11 @@
 // Package workflows holds Temporal workflow code only: deterministic, no I/O,
 // no clocks, no maps iterated for order. Every side effect is an activity in
-// package activities, called through a nil *activities.Activities. Their
-// names, inputs and results are the contract in package flows; package
-// orchestration starts them by those names.
+// package activities, called by its name in package flows
+// (flows.ActivityDispatchRun) with the contract's inputs and results
+// (flows.RunRef), so the workflows link neither the activities nor the store
+// and drivers behind them. The workflows' own names, inputs and results are
+// the contract in package flows too; package orchestration starts them by
+// those names.
 package workflows
 
 import (

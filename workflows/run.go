@@ -6,7 +6,6 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
-	"svc/activities"
 	"svc/internal/domain/eval"
 	"svc/internal/domain/flows"
 )
@@ -16,28 +15,27 @@ import (
 // itself, exactly once), notify the creator, then deliver the signed
 // webhook with retries. The workflow id is the run id.
 func RunWorkflow(ctx workflow.Context, in flows.RunInput) (flows.RunOutput, error) {
-	var a *activities.Activities
-	ref := activities.RunRef{Workspace: in.Workspace, RunID: in.RunID}
+	ref := flows.RunRef{Workspace: in.Workspace, RunID: in.RunID}
 
 	dctx := workflow.WithActivityOptions(ctx, dispatchOptions)
-	var out activities.RunStatus
-	err := workflow.ExecuteActivity(dctx, a.DispatchRun, ref).Get(ctx, &out)
+	var out flows.RunStatus
+	err := workflow.ExecuteActivity(dctx, flows.ActivityDispatchRun, ref).Get(ctx, &out)
 
 	// What follows must run even when the workflow was cancelled, so it
 	// uses a context the cancel does not reach.
 	after, _ := workflow.NewDisconnectedContext(ctx)
 	short := workflow.WithActivityOptions(after, runRecordOptions)
 	if err != nil {
-		f := activities.FailInput{RunRef: ref, Code: eval.CodeInternal, Message: "the run could not be dispatched: " + failureMessage(err)}
+		f := flows.FailInput{RunRef: ref, Code: eval.CodeInternal, Message: "the run could not be dispatched: " + failureMessage(err)}
 		var cancelled *temporal.CanceledError
 		if errors.As(err, &cancelled) || ctx.Err() != nil {
 			f.Code, f.Message = eval.CodeCancelled, "the run was cancelled"
 		}
-		if ferr := workflow.ExecuteActivity(short, a.FailRun, f).Get(after, &out); ferr != nil {
+		if ferr := workflow.ExecuteActivity(short, flows.ActivityFailRun, f).Get(after, &out); ferr != nil {
 			return flows.RunOutput{}, ferr
 		}
 	}
-	if err := workflow.ExecuteActivity(short, a.FinalizeRun, ref).Get(after, nil); err != nil {
+	if err := workflow.ExecuteActivity(short, flows.ActivityFinalizeRun, ref).Get(after, nil); err != nil {
 		return flows.RunOutput{Status: out.Status}, err
 	}
 	if out.WebhookURL != "" {
@@ -48,7 +46,7 @@ func RunWorkflow(ctx workflow.Context, in flows.RunInput) (flows.RunOutput, erro
 		wctx := workflow.WithActivityOptions(after, webhookOptions(attempts))
 		// A webhook that never lands does not fail the run: the attempts
 		// are recorded, and the record is final either way.
-		if err := workflow.ExecuteActivity(wctx, a.DeliverWebhook, ref).Get(after, nil); err != nil {
+		if err := workflow.ExecuteActivity(wctx, flows.ActivityDeliverWebhook, ref).Get(after, nil); err != nil {
 			workflow.GetLogger(ctx).Warn("webhook not delivered", "run", in.RunID, "error", err)
 		}
 	}

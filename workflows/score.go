@@ -4,7 +4,6 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
-	"svc/activities"
 	"svc/internal/domain/flows"
 )
 
@@ -13,8 +12,7 @@ import (
 // others, then appends a scoring revision (spec §3: detached phase 2). A
 // failed or cancelled pass adds no revision and releases the batch.
 func ScoreWorkflow(ctx workflow.Context, in flows.ScoreInput) error {
-	var a *activities.Activities
-	ref := activities.ScorecardRef{Workspace: in.Workspace, ScorecardID: in.ScorecardID}
+	ref := flows.ScorecardRef{Workspace: in.Workspace, ScorecardID: in.ScorecardID}
 	short := workflow.WithActivityOptions(ctx, batchRecordOptions)
 	judgeCtx := workflow.WithActivityOptions(ctx, judgeOptions)
 	per := in.ItemsPerRun
@@ -25,8 +23,8 @@ func ScoreWorkflow(ctx workflow.Context, in flows.ScoreInput) error {
 	done := 0
 	var failure error
 	for failure == nil && ctx.Err() == nil && done < per {
-		var page activities.ChildPage
-		if err := workflow.ExecuteActivity(short, a.ChildRunPage, activities.ChildPageInput{ScorecardRef: ref, After: in.After, Limit: min(casePage, per-done)}).Get(ctx, &page); err != nil {
+		var page flows.ChildPage
+		if err := workflow.ExecuteActivity(short, flows.ActivityChildRunPage, flows.ChildPageInput{ScorecardRef: ref, After: in.After, Limit: min(casePage, per-done)}).Get(ctx, &page); err != nil {
 			failure = err
 			break
 		}
@@ -40,7 +38,7 @@ func ScoreWorkflow(ctx workflow.Context, in flows.ScoreInput) error {
 				item := page.Items[i]
 				i++
 				inFlight++
-				f := workflow.ExecuteActivity(judgeCtx, a.JudgeCase, activities.JudgeInput{CaseItem: item, Judges: in.Judges, Replace: true})
+				f := workflow.ExecuteActivity(judgeCtx, flows.ActivityJudgeCase, flows.JudgeInput{CaseItem: item, Judges: in.Judges, Replace: true})
 				sel.AddFuture(f, func(f workflow.Future) {
 					inFlight--
 					if err := f.Get(ctx, nil); err != nil && failure == nil {
@@ -60,7 +58,7 @@ func ScoreWorkflow(ctx workflow.Context, in flows.ScoreInput) error {
 			break
 		}
 	}
-	fin := activities.FinishScoreInput{ScorecardRef: ref, Pass: in.Pass, Judges: in.Judges, CreatedBy: in.CreatedBy}
+	fin := flows.FinishScoreInput{ScorecardRef: ref, Pass: in.Pass, Judges: in.Judges, CreatedBy: in.CreatedBy}
 	switch {
 	case ctx.Err() != nil:
 		fin.Aborted, fin.Message = true, "the scoring pass was cancelled"
@@ -72,7 +70,7 @@ func ScoreWorkflow(ctx workflow.Context, in flows.ScoreInput) error {
 	}
 	dctx, _ := workflow.NewDisconnectedContext(ctx)
 	dctx = workflow.WithActivityOptions(dctx, finishOptions)
-	if err := workflow.ExecuteActivity(dctx, a.FinishScore, fin).Get(dctx, nil); err != nil {
+	if err := workflow.ExecuteActivity(dctx, flows.ActivityFinishScore, fin).Get(dctx, nil); err != nil {
 		return err
 	}
 	if fin.Aborted {

@@ -8,7 +8,6 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
-	"svc/activities"
 	"svc/internal/domain/eval"
 	"svc/internal/domain/flows"
 )
@@ -29,12 +28,11 @@ const casePage = 500
 // workflow stops it: no further case starts, running jobs are killed
 // through the driver, and the record ends cancelled.
 func ScorecardWorkflow(ctx workflow.Context, in flows.ScorecardInput) error {
-	var a *activities.Activities
-	ref := activities.ScorecardRef{Workspace: in.Workspace, ScorecardID: in.ScorecardID}
+	ref := flows.ScorecardRef{Workspace: in.Workspace, ScorecardID: in.ScorecardID}
 	short := workflow.WithActivityOptions(ctx, batchRecordOptions)
 	if !in.Started {
-		if err := workflow.ExecuteActivity(short, a.StartScorecard, ref).Get(ctx, nil); err != nil {
-			return finishScorecard(ctx, ref, activities.FinishInput{Phase: eval.PhaseDispatch, Message: failureMessage(err)})
+		if err := workflow.ExecuteActivity(short, flows.ActivityStartScorecard, ref).Get(ctx, nil); err != nil {
+			return finishScorecard(ctx, ref, flows.FinishInput{Phase: eval.PhaseDispatch, Message: failureMessage(err)})
 		}
 		in.Started = true
 	}
@@ -51,7 +49,7 @@ func ScorecardWorkflow(ctx workflow.Context, in flows.ScorecardInput) error {
 
 	caseCtx := workflow.WithActivityOptions(ctx, dispatchOptions)
 
-	var failure *activities.FinishInput
+	var failure *flows.FinishInput
 	window := in.Concurrency
 	if window < 1 {
 		window = 1
@@ -75,14 +73,14 @@ func ScorecardWorkflow(ctx workflow.Context, in flows.ScorecardInput) error {
 				failure = pf
 				break
 			}
-			item := activities.CaseItem{ScorecardRef: ref, CaseID: id, Trial: trial}
-			f := startItem(caseCtx, a, item, in.Judged)
+			item := flows.CaseItem{ScorecardRef: ref, CaseID: id, Trial: trial}
+			f := startItem(caseCtx, item, in.Judged)
 			inFlight++
 			next++
 			sel.AddFuture(f, func(f workflow.Future) {
 				inFlight--
 				if err := f.Get(ctx, nil); err != nil && failure == nil && !isCancel(err) {
-					failure = &activities.FinishInput{Phase: failedPhase(err), Message: "case " + item.CaseID + ": " + failureMessage(err)}
+					failure = &flows.FinishInput{Phase: failedPhase(err), Message: "case " + item.CaseID + ": " + failureMessage(err)}
 					if pf := persistFailure(err); pf != nil {
 						failure = pf
 					}
@@ -100,10 +98,10 @@ func ScorecardWorkflow(ctx workflow.Context, in flows.ScorecardInput) error {
 
 // closeRun ends one run of the chain: the aggregate when the batch is
 // over (cancelled, failed or done), else a continue-as-new from next.
-func closeRun(ctx workflow.Context, ref activities.ScorecardRef, in flows.ScorecardInput, next int, failure *activities.FinishInput) error {
+func closeRun(ctx workflow.Context, ref flows.ScorecardRef, in flows.ScorecardInput, next int, failure *flows.FinishInput) error {
 	switch {
 	case ctx.Err() != nil:
-		return finishScorecard(ctx, ref, activities.FinishInput{Cancelled: true})
+		return finishScorecard(ctx, ref, flows.FinishInput{Cancelled: true})
 	case failure != nil:
 		return finishScorecard(ctx, ref, *failure)
 	case next < in.Total:
@@ -111,7 +109,7 @@ func closeRun(ctx workflow.Context, ref activities.ScorecardRef, in flows.Scorec
 		in.Next = next
 		return workflow.NewContinueAsNewError(ctx, ScorecardWorkflow, in)
 	}
-	return finishScorecard(ctx, ref, activities.FinishInput{})
+	return finishScorecard(ctx, ref, flows.FinishInput{})
 }
 
 // caseChunksChange marks the histories whose cases run in chunks (one
@@ -181,14 +179,13 @@ func guidedChunk(left, lanes, w int) int {
 // time per free lane, until all are done, one failed for good, or the
 // workflow is cancelled. It returns the first item not started and the
 // failure, if any.
-func runChunks(ctx, caseCtx, short workflow.Context, in flows.ScorecardInput, ref activities.ScorecardRef, end int, v workflow.Version) (int, *activities.FinishInput) {
-	var a *activities.Activities
+func runChunks(ctx, caseCtx, short workflow.Context, in flows.ScorecardInput, ref flows.ScorecardRef, end int, v workflow.Version) (int, *flows.FinishInput) {
 	lanes := laneWidths(in.Concurrency)
 	free := make([]int, 0, len(lanes))
 	for i := len(lanes) - 1; i >= 0; i-- {
 		free = append(free, i)
 	}
-	var failure *activities.FinishInput
+	var failure *flows.FinishInput
 	sel := workflow.NewSelector(ctx)
 	pages := &casePager{ref: ref}
 	caseID := func(caseIdx int) (string, bool) {
@@ -202,12 +199,12 @@ func runChunks(ctx, caseCtx, short workflow.Context, in flows.ScorecardInput, re
 	next, inFlight := in.Next, 0
 	// Chunks whose worker died under them, to run again; lost counts them
 	// since a chunk last succeeded.
-	var again [][]activities.ChunkItem
+	var again [][]flows.ChunkItem
 	lost := 0
 	for next < end || len(again) > 0 || inFlight > 0 {
 		for (next < end || len(again) > 0) && len(free) > 0 && failure == nil && ctx.Err() == nil {
 			lane := free[len(free)-1]
-			chunk := activities.CaseChunk{ScorecardRef: ref, Concurrency: lanes[lane], Judged: in.Judged}
+			chunk := flows.CaseChunk{ScorecardRef: ref, Concurrency: lanes[lane], Judged: in.Judged}
 			n := min(end-next, fixedChunkRounds*lanes[lane])
 			if v >= guidedChunks {
 				n = guidedChunk(end-next, len(lanes), lanes[lane])
@@ -222,14 +219,14 @@ func runChunks(ctx, caseCtx, short workflow.Context, in flows.ScorecardInput, re
 				if !ok {
 					break
 				}
-				chunk.Items = append(chunk.Items, activities.ChunkItem{CaseID: id, Trial: i % in.Trials})
+				chunk.Items = append(chunk.Items, flows.ChunkItem{CaseID: id, Trial: i % in.Trials})
 			}
 			if failure != nil {
 				break
 			}
 			free = free[:len(free)-1]
 			first := chunk.Items[0].CaseID
-			f := workflow.ExecuteActivity(caseCtx, a.RunCases, chunk)
+			f := workflow.ExecuteActivity(caseCtx, flows.ActivityRunCases, chunk)
 			inFlight++
 			if fresh {
 				next += len(chunk.Items)
@@ -249,7 +246,7 @@ func runChunks(ctx, caseCtx, short workflow.Context, in flows.ScorecardInput, re
 					return
 				}
 				if err != nil && failure == nil && !isCancel(err) {
-					failure = &activities.FinishInput{Phase: failedPhase(err), Message: fmt.Sprintf("cases from %s (%d items): %s", first, len(chunk.Items), failureMessage(err))}
+					failure = &flows.FinishInput{Phase: failedPhase(err), Message: fmt.Sprintf("cases from %s (%d items): %s", first, len(chunk.Items), failureMessage(err))}
 					if pf := persistFailure(err); pf != nil {
 						failure = pf
 					}
@@ -283,12 +280,12 @@ func workerGone(err error) bool {
 // persistFailure is the batch's failure when a case activity's last
 // attempt ran its case but could not record the result (phase persist,
 // spec §2.3), saying so in the activity's words; nil for any other error.
-func persistFailure(err error) *activities.FinishInput {
+func persistFailure(err error) *flows.FinishInput {
 	var ae *temporal.ApplicationError
 	if !errors.As(err, &ae) || flows.ErrorType(ae.Type()) != flows.PersistPhase {
 		return nil
 	}
-	return &activities.FinishInput{Phase: eval.PhasePersist, Message: ae.Message()}
+	return &flows.FinishInput{Phase: eval.PhasePersist, Message: ae.Message()}
 }
 
 // failedPhase is the phase a case activity's failure fails the batch in:
@@ -303,16 +300,16 @@ func failedPhase(err error) string {
 
 // startItem runs one (case, trial): the case activity, then, when the batch
 // has judges, the judge activity. Its future settles when both are done.
-func startItem(ctx workflow.Context, a *activities.Activities, item activities.CaseItem, judged bool) workflow.Future {
+func startItem(ctx workflow.Context, item flows.CaseItem, judged bool) workflow.Future {
 	f, set := workflow.NewFuture(ctx)
 	workflow.Go(ctx, func(gctx workflow.Context) {
-		var st activities.RunStatus
-		if err := workflow.ExecuteActivity(gctx, a.RunCase, item).Get(gctx, &st); err != nil {
+		var st flows.RunStatus
+		if err := workflow.ExecuteActivity(gctx, flows.ActivityRunCase, item).Get(gctx, &st); err != nil {
 			set.Set(nil, err)
 			return
 		}
 		if judged && st.Status == string(eval.StatusSucceeded) {
-			if err := workflow.ExecuteActivity(gctx, a.JudgeCase, activities.JudgeInput{CaseItem: item}).Get(gctx, nil); err != nil {
+			if err := workflow.ExecuteActivity(gctx, flows.ActivityJudgeCase, flows.JudgeInput{CaseItem: item}).Get(gctx, nil); err != nil {
 				if isCancel(err) {
 					set.Set(nil, err)
 					return
@@ -328,24 +325,23 @@ func startItem(ctx workflow.Context, a *activities.Activities, item activities.C
 
 // casePager reads a batch's case ids a page at a time, as items need them.
 type casePager struct {
-	ref     activities.ScorecardRef
+	ref     flows.ScorecardRef
 	ids     []string // case ids of the current page
 	idsFrom int      // case index of ids[0]; meaningless while ids is nil
 }
 
 // id is the case id at caseIdx, reading its page when it is not the
 // current one; a page that cannot be read is the batch's failure.
-func (p *casePager) id(ctx, short workflow.Context, caseIdx int) (string, *activities.FinishInput) {
+func (p *casePager) id(ctx, short workflow.Context, caseIdx int) (string, *flows.FinishInput) {
 	if p.ids == nil || caseIdx < p.idsFrom || caseIdx >= p.idsFrom+len(p.ids) {
-		var a *activities.Activities
 		var page []string
-		err := workflow.ExecuteActivity(short, a.CasePage, activities.CasePageInput{ScorecardRef: p.ref, From: caseIdx, Limit: casePage}).Get(ctx, &page)
+		err := workflow.ExecuteActivity(short, flows.ActivityCasePage, flows.CasePageInput{ScorecardRef: p.ref, From: caseIdx, Limit: casePage}).Get(ctx, &page)
 		if err != nil || len(page) == 0 {
 			msg := "the batch's case selection could not be read"
 			if err != nil {
 				msg += ": " + failureMessage(err)
 			}
-			return "", &activities.FinishInput{Phase: eval.PhaseDispatch, Message: msg}
+			return "", &flows.FinishInput{Phase: eval.PhaseDispatch, Message: msg}
 		}
 		p.ids, p.idsFrom = page, caseIdx
 	}
@@ -359,10 +355,9 @@ func isCancel(err error) bool {
 
 // finishScorecard runs the aggregate, through a context the cancel does
 // not reach, so that a cancelled batch is still recorded and notified.
-func finishScorecard(ctx workflow.Context, ref activities.ScorecardRef, in activities.FinishInput) error {
+func finishScorecard(ctx workflow.Context, ref flows.ScorecardRef, in flows.FinishInput) error {
 	dctx, _ := workflow.NewDisconnectedContext(ctx)
 	dctx = workflow.WithActivityOptions(dctx, finishOptions)
 	in.ScorecardRef = ref
-	var a *activities.Activities
-	return workflow.ExecuteActivity(dctx, a.FinishScorecard, in).Get(dctx, nil)
+	return workflow.ExecuteActivity(dctx, flows.ActivityFinishScorecard, in).Get(dctx, nil)
 }

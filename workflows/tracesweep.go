@@ -3,7 +3,6 @@ package workflows
 import (
 	"go.temporal.io/sdk/workflow"
 
-	"svc/activities"
 	"svc/internal/domain/flows"
 )
 
@@ -11,9 +10,8 @@ import (
 // schedule (flows.TraceSweepCron), Temporal runs it again on schedule,
 // across restarts of every process.
 func TraceSweepWorkflow(ctx workflow.Context) (flows.TraceSweepOutput, error) {
-	var a *activities.Activities
 	var out flows.TraceSweepOutput
 	ctx = workflow.WithActivityOptions(ctx, traceSweepOptions)
-	err := workflow.ExecuteActivity(ctx, a.SweepTraces).Get(ctx, &out)
+	err := workflow.ExecuteActivity(ctx, flows.ActivitySweepTraces).Get(ctx, &out)
 	return out, err
 }

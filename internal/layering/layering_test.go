@@ -111,10 +111,6 @@ var known = map[string]bool{
 	// through the models service and seal through the trace ingest service (they get small
 	// interfaces of their own).
 	"the worker never calls request-side services: svc/activities -> svc/internal/service": true,
-	"the worker never calls request-side services: svc/workflows -> svc/internal/service":  true,
-	// workflows name their activities through *activities.Activities, which links the drivers and the store (the contract's names and types move apart).
-	"workflows never link the store or drivers: svc/workflows -> svc/drivers": true,
-	"workflows never link the store or drivers: svc/workflows -> svc/store":   true,
 }
 
 // roots are the forbidden roots r checks in reach: its forbidden list,
