@@ -24,6 +24,7 @@ import (
 
 	"svc/activities/judges"
 	"svc/drivers"
+	"svc/drivers/runner"
 	"svc/internal/integrations/webhooks"
 	"svc/internal/platform/secrets"
 	"svc/internal/service/models"
@@ -47,6 +48,10 @@ type Activities struct {
 	// runtime, or a local one. A run on a nomad runtime runs on a
 	// nomad.Driver built from the runtime (see place), kept per runtime.
 	Driver drivers.Driver
+	// RunnerQueue is the lease queue of self-hosted runtimes (kind runner):
+	// a run on one queues its job there for a runner of its workspace
+	// (drivers/runner); internal/app wires the runners service's.
+	RunnerQueue runner.Queue
 	// Judges runs code judges over finished cases.
 	Judges *judges.Runner
 	// Models resolves a model judge's model to the workspace's binding

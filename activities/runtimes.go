@@ -51,10 +51,7 @@ type placement struct {
 // selfHosted is the placement of a run on runner runtime spec: its job
 // waits in the workspace's lease queue for a runner (drivers/runner).
 func (a *Activities) selfHosted(run eval.Run, spec *registry.RuntimeSpec) placement {
-	o := runner.Options{Queue: a.Store, Workspace: run.Tenant, Runtime: spec.ID, ScorecardID: run.ParentScorecardID, Logger: a.logger()}
-	if a.Sealer != nil {
-		o.Sealer = a.Sealer
-	}
+	o := runner.Options{Queue: a.RunnerQueue, Workspace: run.Tenant, Runtime: spec.ID, ScorecardID: run.ParentScorecardID, Logger: a.logger()}
 	return placement{driver: runner.New(o), remote: true, selfReported: true}
 }
 

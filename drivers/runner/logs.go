@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	"svc/drivers"
-	"svc/store"
 )
 
 // logPage is how many chunks one read of the queue's log takes.
@@ -30,7 +29,7 @@ type logStream struct {
 
 // pump hands on the chunks row's lease posted since the last call. A read
 // that fails is retried on the next call: the chunks wait in the queue.
-func (s *logStream) pump(ctx context.Context, row store.RunnerJob) {
+func (s *logStream) pump(ctx context.Context, row Job) {
 	if s.j.Log == nil || row.LeaseID == "" {
 		return
 	}
@@ -41,7 +40,7 @@ func (s *logStream) pump(ctx context.Context, row store.RunnerJob) {
 		s.lease, s.after = row.LeaseID, 0
 	}
 	for {
-		chunks, err := s.d.o.Queue.ListRunnerJobLogs(ctx, s.d.o.Workspace, s.id, s.lease, s.after, logPage)
+		chunks, err := s.d.o.Queue.Logs(ctx, s.d.o.Workspace, s.id, s.lease, s.after, logPage)
 		if err != nil {
 			s.d.o.Logger.Warn("runner driver: reading a job's output failed; trying again", "job", s.id, "err", err)
 			return

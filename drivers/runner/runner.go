@@ -1,21 +1,23 @@
 // Package runner is the driver of self-hosted runtimes (kind runner): it
-// does not run a job itself but queues it in the store's lease queue
-// (store.RunnerJobs), where a runner of the workspace (`svc runner`, on a
-// machine the team owns) leases it over HTTP, runs it with its local
-// driver and posts the result, which Run reads back. The job's name is its
-// run and attempt (runners.JobID), so a retried activity adopts the job
-// its predecessor queued (which may be running on a runner) instead of
-// queueing a second one.
+// does not run a job itself but queues it in the workspace's lease queue
+// (Queue: the runners service's, runners.Queue, wired by internal/app),
+// where a runner of the workspace (`svc runner`, on a machine the team
+// owns) leases it over HTTP, runs it with its local driver and posts the
+// result, which Run reads back. The job's name is its run and attempt, so
+// a retried activity adopts the job its predecessor queued (which may be
+// running on a runner) instead of queueing a second one.
 //
 // A cancel marks the job cancelled: a queued job is then never leased, a
 // leased one is killed by its runner, which learns of it from its next
 // heartbeat's answer. A context ended with a cause made by drivers.Detach
 // (the activity lost its lease) leaves the job for the next attempt.
+//
+// The driver persists nothing itself: what it reads and writes goes
+// through Queue, in the job contract's terms.
 package runner
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -23,30 +25,79 @@ import (
 
 	"svc/drivers"
 	"svc/internal/platform/derrors"
-	"svc/internal/service/runners"
-	"svc/store"
 )
 
-// Queue is what the driver needs of the store.
+// Queue is the lease queue of a workspace's runners, as the driver uses
+// it.
 type Queue interface {
-	EnqueueRunnerJob(ctx context.Context, j store.RunnerJob) (store.RunnerJob, bool, error)
-	GetRunnerJob(ctx context.Context, workspace, id string) (store.RunnerJob, error)
-	CancelRunnerJobs(ctx context.Context, workspace, runID, scorecardID string, now time.Time) (int, error)
-	DeleteRunnerJob(ctx context.Context, workspace, id string) error
-	ListRunnerJobLogs(ctx context.Context, workspace, id, leaseID string, after int64, limit int) ([]store.RunnerLogChunk, error)
-	DeleteRunnerJobOutput(ctx context.Context, workspace, id string) error
+	// Enqueue queues e.Job, its secrets sealed, under the name of its run
+	// and attempt; when that job is queued already (an earlier dispatch
+	// queued it) it returns it as it is, with created false.
+	Enqueue(ctx context.Context, e Enqueue) (_ Job, created bool, err error)
+	// Job reads job id of workspace; ErrNotFound when it is gone.
+	Job(ctx context.Context, workspace, id string) (Job, error)
+	// Cancel marks run runID's jobs of workspace cancelled at now.
+	Cancel(ctx context.Context, workspace, runID string, now time.Time) error
+	// Delete deletes job id; DeleteOutput the output its runners posted.
+	Delete(ctx context.Context, workspace, id string) error
+	DeleteOutput(ctx context.Context, workspace, id string) error
+	// Logs returns up to limit chunks of job id's output posted under
+	// lease leaseID after seq after, in seq order, masked by the runner.
+	Logs(ctx context.Context, workspace, id, leaseID string, after int64, limit int) ([]Chunk, error)
 }
 
-// Sealer seals the job's secrets for the API to open at lease time
-// (secrets.Sealer): they are never stored in plaintext.
-type Sealer interface {
-	Seal(workspace, name string, plaintext []byte) ([]byte, error)
+// Enqueue is a job to queue for Workspace's runners of Runtime;
+// ScorecardID, when set, lets a batch's cancel mark all its jobs at once.
+type Enqueue struct {
+	Workspace, Runtime, ScorecardID string
+	Job                             drivers.Job
+	At                              time.Time
+}
+
+// The states of a queued Job.
+const (
+	Queued = "queued" // no runner has it
+	Leased = "leased" // a runner holds it
+	Done   = "done"   // its runner posted its outcome
+)
+
+// Job is a queued job as the driver follows it.
+type Job struct {
+	ID string
+	// State is Queued, Leased or Done; Cancelled says a cancel marked it.
+	State     string
+	Cancelled bool
+	// Runner and LeaseID name the runner holding (or that last held) the
+	// job, and its lease; LeaseExpires is when that lease ends unless
+	// renewed (zero when never leased); Leases counts its leases.
+	Runner, LeaseID string
+	LeaseExpires    time.Time
+	Leases          int
+	// Outcome is what its runner posted, once Done; nil when it posted
+	// nothing readable.
+	Outcome *Outcome
+}
+
+// Outcome is what a runner posted when its job ended: the job's result,
+// with the runner's host; or, when the runner could not run the job at
+// all, why (Error), and whether no runner ever could (Invalid).
+type Outcome struct {
+	Result  drivers.Result
+	Error   string
+	Invalid bool
+}
+
+// Chunk is a piece of a job's output as its runner posted it: Seq numbers
+// a lease's chunks from 1; Stream is stdout, stderr or system.
+type Chunk struct {
+	Seq    int64
+	Stream string
+	Data   []byte
 }
 
 // Options configure a Driver: one per runtime of a workspace (and batch).
 type Options struct {
-	Queue  Queue
-	Sealer Sealer // nil: a job with secrets is refused
+	Queue Queue
 	// Workspace and Runtime say whose runners may lease the jobs;
 	// ScorecardID, when set, lets a batch's cancel mark them all at once.
 	Workspace, Runtime, ScorecardID string
@@ -83,31 +134,13 @@ func (d *Driver) Run(ctx context.Context, j drivers.Job) (drivers.Result, error)
 	if err := drivers.CheckJob("runner", j); err != nil {
 		return drivers.Result{}, err
 	}
-	id := runners.JobID(j.RunID, j.Attempt)
-	payload, err := json.Marshal(runners.Job{RunID: j.RunID, Attempt: j.Attempt, Command: j.Command, Env: j.Env,
-		Case: json.RawMessage(j.Case), Files: j.Files, WorkDir: j.WorkDir, Image: j.Image, TimeoutMs: j.Timeout.Milliseconds()})
-	if err != nil {
-		return drivers.Result{}, derrors.Invalidf("runner driver: the case is not JSON: %v", err)
+	if d.o.Queue == nil {
+		return drivers.Result{}, errors.New("runner driver: this worker has no lease queue to queue the job in")
 	}
-	var sealed []byte
-	if len(j.Secrets) > 0 {
-		if d.o.Sealer == nil {
-			return drivers.Result{}, derrors.Invalidf("the harness needs workspace secrets, but this worker has no SVC_SECRET_KEY to seal them for a runner")
-		}
-		plain, err := json.Marshal(j.Secrets)
-		if err != nil {
-			return drivers.Result{}, err
-		}
-		if sealed, err = d.o.Sealer.Seal(d.o.Workspace, runners.SecretsName(id), plain); err != nil {
-			return drivers.Result{}, fmt.Errorf("runner driver: sealing the job's secrets: %w", err)
-		}
-	}
-	row, created, err := d.o.Queue.EnqueueRunnerJob(ctx, store.RunnerJob{
-		ID: id, Workspace: d.o.Workspace, Runtime: d.o.Runtime, RunID: j.RunID, Attempt: j.Attempt,
-		ScorecardID: d.o.ScorecardID, Payload: payload, Secrets: sealed, CreatedAt: d.o.Now(),
-	})
+	row, created, err := d.o.Queue.Enqueue(ctx, Enqueue{Workspace: d.o.Workspace, Runtime: d.o.Runtime,
+		ScorecardID: d.o.ScorecardID, Job: j, At: d.o.Now()})
 	if err != nil {
-		return drivers.Result{}, fmt.Errorf("runner driver: queueing job %s: %w", id, err)
+		return drivers.Result{}, err
 	}
 	if !created {
 		d.o.Logger.Info("runner driver: adopting the job an earlier dispatch queued", "job", row.ID, "run", j.RunID, "state", row.State, "leases", row.Leases)
@@ -132,8 +165,8 @@ func (d *Driver) follow(ctx context.Context, j drivers.Job, id string) (drivers.
 	logs := &logStream{d: d, j: j, id: id}
 	for {
 		cctx, cancelCall := context.WithTimeout(bg, queueCallTimeout)
-		row, err := d.o.Queue.GetRunnerJob(cctx, ws, id)
-		if err == nil && row.State != store.RunnerJobQueued {
+		row, err := d.o.Queue.Job(cctx, ws, id)
+		if err == nil && row.State != Queued {
 			logs.pump(cctx, row)
 		}
 		cancelCall()
@@ -149,13 +182,13 @@ func (d *Driver) follow(ctx context.Context, j drivers.Job, id string) (drivers.
 				break
 			}
 			return drivers.Result{}, fmt.Errorf("runner driver: reading job %s: %w", id, err)
-		case row.State == store.RunnerJobDone:
+		case row.State == Done:
 			return d.done(j, row, logs.streamed(row.LeaseID))
-		case row.Cancelled && row.State == store.RunnerJobQueued:
+		case row.Cancelled && row.State == Queued:
 			// No runner ever had it.
 			return d.cancelled(j, id, 0), nil
 		case !cancelAt.IsZero() && (d.o.Now().Sub(cancelAt) > d.o.CancelGrace ||
-			row.LeaseExpires != nil && row.LeaseExpires.Before(d.o.Now())):
+			!row.LeaseExpires.IsZero() && row.LeaseExpires.Before(d.o.Now())):
 			// Its runner did not report in time, or is dead.
 			return d.cancelled(j, id, d.o.Now().Sub(cancelAt)), nil
 		}
@@ -165,7 +198,7 @@ func (d *Driver) follow(ctx context.Context, j drivers.Job, id string) (drivers.
 			}
 			cancelAt = d.o.Now()
 			cctx, cancelCall := context.WithTimeout(bg, queueCallTimeout)
-			_, err := d.o.Queue.CancelRunnerJobs(cctx, ws, j.RunID, "", cancelAt)
+			err := d.o.Queue.Cancel(cctx, ws, j.RunID, cancelAt)
 			cancelCall()
 			if err != nil {
 				d.o.Logger.Warn("runner driver: marking a job cancelled failed; its runner runs it to its end", "job", id, "err", err)
@@ -190,19 +223,20 @@ func (d *Driver) follow(ctx context.Context, j drivers.Job, id string) (drivers.
 // job. Its output went to j.Log as the runner streamed it; when the lease
 // that finished it streamed none (a runner of an earlier version), the
 // result's stdout and stderr tail go to j.Log instead.
-func (d *Driver) done(j drivers.Job, row store.RunnerJob, streamed bool) (drivers.Result, error) {
-	var r runners.Result
-	if len(row.Result) == 0 || json.Unmarshal(row.Result, &r) != nil {
+func (d *Driver) done(j drivers.Job, row Job, streamed bool) (drivers.Result, error) {
+	o := row.Outcome
+	if o == nil {
 		d.forget(row.ID)
 		return drivers.Result{}, fmt.Errorf("runner job %s ended without a readable result; the next attempt runs it again", row.ID)
 	}
-	if r.Error != "" {
+	if o.Error != "" {
 		d.forget(row.ID)
-		if r.Invalid {
-			return drivers.Result{}, derrors.Invalidf("%s", r.Error)
+		if o.Invalid {
+			return drivers.Result{}, derrors.Invalidf("%s", o.Error)
 		}
-		return drivers.Result{}, fmt.Errorf("runner %s could not run job %s: %s", row.Runner, row.ID, r.Error)
+		return drivers.Result{}, fmt.Errorf("runner %s could not run job %s: %s", row.Runner, row.ID, o.Error)
 	}
+	r := o.Result
 	if j.Log != nil && !streamed {
 		if r.Stdout != "" {
 			j.Log("stdout", []byte(r.Stdout))
@@ -212,11 +246,8 @@ func (d *Driver) done(j drivers.Job, row store.RunnerJob, streamed bool) (driver
 		}
 	}
 	d.forget(row.ID)
-	return drivers.Result{
-		ExitCode: r.ExitCode, Duration: time.Duration(r.DurationMs) * time.Millisecond,
-		Stdout: r.Stdout, StdoutTail: r.StdoutTail, StderrTail: r.StderrTail, Trace: []byte(r.Trace),
-		TimedOut: r.TimedOut, Cancelled: r.Cancelled, OS: r.OS, Driver: "local", Image: j.Image, Host: r.Host,
-	}, nil
+	r.Driver, r.Image = "local", j.Image
+	return r, nil
 }
 
 // cancelled is the result of a job cancelled before its runner reported.
@@ -230,10 +261,10 @@ func (d *Driver) cancelled(j drivers.Job, id string, after time.Duration) driver
 func (d *Driver) forget(id string) {
 	ctx, cancel := context.WithTimeout(context.Background(), queueCallTimeout)
 	defer cancel()
-	if err := d.o.Queue.DeleteRunnerJob(ctx, d.o.Workspace, id); err != nil {
+	if err := d.o.Queue.Delete(ctx, d.o.Workspace, id); err != nil {
 		d.o.Logger.Warn("runner driver: deleting a finished job failed", "job", id, "err", err)
 	}
-	if err := d.o.Queue.DeleteRunnerJobOutput(ctx, d.o.Workspace, id); err != nil {
+	if err := d.o.Queue.DeleteOutput(ctx, d.o.Workspace, id); err != nil {
 		d.o.Logger.Warn("runner driver: deleting a finished job's output failed", "job", id, "err", err)
 	}
 }

@@ -9,6 +9,7 @@ import (
 
 	"svc/drivers"
 	"svc/drivers/runner"
+	"svc/internal/app/runnerqueue"
 	"svc/internal/platform/derrors"
 	"svc/internal/platform/secrets"
 	"svc/internal/service/runners"
@@ -41,7 +42,10 @@ func newDriver(t *testing.T, s store.Store) *runner.Driver {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return runner.New(runner.Options{Queue: s, Sealer: sealer, Workspace: "acme", Runtime: "own", ScorecardID: "sc1",
+	// The queue as internal/app wires it: the runners service's, through
+	// runnerqueue.
+	q := runnerqueue.New(runners.NewQueue(s, sealer))
+	return runner.New(runner.Options{Queue: q, Workspace: "acme", Runtime: "own", ScorecardID: "sc1",
 		Poll: 20 * time.Millisecond, CancelGrace: 5 * time.Second})
 }
 

@@ -140,6 +140,8 @@ func Activities(cfg config.Config, d Deps, o WorkerOptions) (*activities.Activit
 	acts.TraceIngest = traces.New(traces.Options{Store: d.Store, Registries: acts.Registries,
 		MaxEventsPerHour: int64(cfg.IngestMaxEventsPerHour), RetentionDays: cfg.TrajectoryRetentionDays,
 		IdleWindow: cfg.IngestIdleWindow, Logger: d.Logger})
+	// Runs on a runner runtime queue their jobs for the workspace's runners.
+	acts.RunnerQueue = RunnerQueue(d.Store, sealer)
 	return acts, nil
 }
 

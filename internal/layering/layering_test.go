@@ -100,13 +100,6 @@ var rules = []rule{
 // not listed here and on an entry that no longer happens, so the list only
 // shrinks. Each is a boundary issue 31 mends.
 var known = map[string]bool{
-	// drivers/runner queues jobs in the store's lease queue itself (the lease queue becomes a service behind an interface).
-	"drivers reach nothing of svc above them: svc/drivers/runner -> svc/auth":                     true,
-	"drivers reach nothing of svc above them: svc/drivers/runner -> svc/internal/service/runners": true,
-	"drivers reach nothing of svc above them: svc/drivers/runner -> svc/store":                    true,
-	// drivers/runner masks the secrets a runner's output carries with the domain's masker
-	// (it moves with the lease queue to the runners service).
-	"drivers reach nothing of svc above them: svc/drivers/runner -> svc/internal/domain/redact": true,
 	// activities resolve harnesses and runtimes through the registry service, mint model tokens
 	// through the models service and seal through the trace ingest service (they get small
 	// interfaces of their own).
