@@ -3,7 +3,8 @@
 // the use cases behind the runner routes: lease a job by long poll, renew
 // its lease by heartbeat (whose answer carries the cancel), post its
 // result. The worker's side, which queues a case's job and reads its
-// result back, is drivers/runner; both meet in the store's lease queue
+// result back, is Queue, which the runner driver (drivers/runner) follows
+// its jobs through; both meet in the store's lease queue
 // (store.RunnerJobs).
 package runners
 
