@@ -16,6 +16,7 @@ import (
 	"syscall"
 
 	"svc/internal/cli"
+	"svc/internal/client"
 	"svc/internal/platform/config"
 )
 
@@ -45,7 +46,7 @@ func commands() []command {
 		{"judge", "register a code judge from its source file; list judges", nil, cli.RunJudge},
 		{"runs", "print a run's logs or its trajectory", nil, cli.RunRuns},
 		{"eval", "run an eval file: push, run, wait and gate in one command (CI)", nil, cli.RunEval},
-		{"runner", "a self-hosted runner: lease a workspace's jobs and run them on this machine (--url, --workers)", nil, cli.RunRunner},
+		{"runner", "a self-hosted runner: lease a workspace's jobs and run them on this machine (--url, --workers)", nil, cli.Runner(openLocalDriver)},
 	}
 }
 
@@ -73,7 +74,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			continue
 		}
 		if c.client != nil {
-			return cli.RunClient(ctx, c.name, c.client, cli.NewCLI(stdout, stderr, config.Environ), args[1:])
+			return cli.Run(ctx, c.name, c.client, args[1:], stdout, stderr, config.Environ)
 		}
 		fs := flag.NewFlagSet("svc "+c.name, flag.ContinueOnError)
 		fs.SetOutput(stderr)
@@ -120,8 +121,8 @@ func printHelp(w io.Writer) {
 			fmt.Fprintf(w, "  %-10s %s\n", c.name, c.short)
 		}
 	}
-	fmt.Fprintf(w, "  Connection: --url or %s (default %s); --workspace or %s;\n", cli.EnvURL, cli.DefaultURL, cli.EnvWorkspace)
-	fmt.Fprintf(w, "  a bearer token from %s (environment only, never printed).\n", cli.EnvToken)
+	fmt.Fprintf(w, "  Connection: --url or %s (default %s); --workspace or %s;\n", client.EnvURL, client.DefaultURL, client.EnvWorkspace)
+	fmt.Fprintf(w, "  a bearer token from %s (environment only, never printed).\n", client.EnvToken)
 	fmt.Fprintln(w, "  Output: a table by default, --json for the service's JSON, --format csv|jsonl|md where there are rows.")
 	fmt.Fprintln(w, "  Exit codes: 0 ok, 1 a verdict against (block, drift, a failed batch), 2 usage or service error.")
 	fmt.Fprintln(w)

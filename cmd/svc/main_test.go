@@ -11,7 +11,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"svc/internal/cli"
+	"svc/internal/client"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
@@ -47,7 +47,7 @@ func TestRunDispatchesClientCommands(t *testing.T) {
 	if code := run(context.Background(), []string{"help"}, &out, &errOut); code != 0 {
 		t.Fatalf("svc help exit %d", code)
 	}
-	for _, want := range []string{"gate ", "verify ", "scorecard ", cli.EnvToken, cli.EnvURL} {
+	for _, want := range []string{"gate ", "verify ", "scorecard ", client.EnvToken, client.EnvURL} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("svc help lacks %q:\n%s", want, out.String())
 		}

@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"svc/internal/client"
+
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -107,7 +109,7 @@ func (in invocation) run(t *testing.T, name string, f Command, args ...string) (
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	code = RunClient(ctx, name, f, x, args)
+	code = runClient(ctx, name, f, x, args)
 	return o.String(), e.String(), code
 }
 
@@ -150,9 +152,9 @@ func TestClientSendsTokenAndWorkspace(t *testing.T) {
 		wantWorkspace string
 		wantHint      bool
 	}{
-		{"token and env workspace", map[string]string{EnvURL: api.srv.URL, EnvToken: token, EnvWorkspace: "acme"}, nil, "Bearer " + token, "acme", false},
-		{"flag workspace wins", map[string]string{EnvURL: api.srv.URL, EnvToken: token, EnvWorkspace: "acme"}, []string{"--workspace", "beta"}, "Bearer " + token, "beta", false},
-		{"no token, no workspace", map[string]string{EnvURL: api.srv.URL}, nil, "", "", true},
+		{"token and env workspace", map[string]string{client.EnvURL: api.srv.URL, client.EnvToken: token, client.EnvWorkspace: "acme"}, nil, "Bearer " + token, "acme", false},
+		{"flag workspace wins", map[string]string{client.EnvURL: api.srv.URL, client.EnvToken: token, client.EnvWorkspace: "acme"}, []string{"--workspace", "beta"}, "Bearer " + token, "beta", false},
+		{"no token, no workspace", map[string]string{client.EnvURL: api.srv.URL}, nil, "", "", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			out, errOut, code := invocation{env: tc.env}.run(t, "verify", RunVerify, append([]string{"sc_1"}, tc.args...)...)
@@ -163,8 +165,8 @@ func TestClientSendsTokenAndWorkspace(t *testing.T) {
 			if got := req.header.Get("Authorization"); got != tc.wantAuth {
 				t.Errorf("Authorization %q, want %q", got, tc.wantAuth)
 			}
-			if got := req.header.Get(workspaceHeader); got != tc.wantWorkspace {
-				t.Errorf("%s %q, want %q", workspaceHeader, got, tc.wantWorkspace)
+			if got := req.header.Get(client.WorkspaceHeader); got != tc.wantWorkspace {
+				t.Errorf("%s %q, want %q", client.WorkspaceHeader, got, tc.wantWorkspace)
 			}
 			want := "svc verify: the bearer token is not valid (request req-42)\n"
 			if tc.wantHint {
@@ -202,7 +204,7 @@ func TestClientProblemsExitTwo(t *testing.T) {
 		{"no error body", api.srv.URL, "svc verify: " + api.srv.URL + " answered HTTP 502 Bad Gateway"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			out, errOut, code := invocation{env: map[string]string{EnvURL: tc.url}}.run(t, "verify", RunVerify, "sc_1")
+			out, errOut, code := invocation{env: map[string]string{client.EnvURL: tc.url}}.run(t, "verify", RunVerify, "sc_1")
 			if code != exitProblem || out != "" || !strings.HasPrefix(errOut, tc.want) {
 				t.Errorf("exit %d stdout %q stderr %q, want exit 2, no stdout, stderr starting %q", code, out, errOut, tc.want)
 			}

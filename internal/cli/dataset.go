@@ -8,12 +8,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 
+	"svc/internal/client"
 	"svc/internal/domain/graders"
 	"svc/internal/domain/registry"
 )
@@ -423,19 +423,8 @@ func graderValue(v string) (any, error) {
 
 // validateSpec is a dry run (POST <collection>/validate): 0 when
 // registering would succeed, 1 when not, with the problems.
-func validateSpec(ctx context.Context, x *cli, c *apiClient, collection string, doc any, asJSON bool) (int, error) {
-	var v struct {
-		Valid     bool               `json:"valid"`
-		Kind      string             `json:"kind"`
-		ID        string             `json:"id"`
-		Version   string             `json:"version"`
-		Digest    string             `json:"digest"`
-		Problems  []registry.Problem `json:"problems"`
-		Identical bool               `json:"identical"`
-		Conflict  bool               `json:"conflict"`
-		Stored    string             `json:"storedDigest"`
-	}
-	raw, err := c.do(ctx, "POST", collection+"/validate", doc, &v)
+func validateSpec(ctx context.Context, x *cli, c *client.Client, collection string, doc any, asJSON bool) (int, error) {
+	v, raw, err := c.Validate(ctx, collection, doc)
 	if err != nil {
 		return 0, err
 	}
@@ -487,19 +476,18 @@ func runDatasetDiff(ctx context.Context, x *cli, args []string) (int, error) {
 		return 0, err
 	}
 	id := pos[0]
-	q := url.Values{"base": {registry.LatestVersion}, "candidate": {registry.LatestVersion}}
+	base, candidate := registry.LatestVersion, registry.LatestVersion
 	if len(pos) > 1 {
-		q.Set("base", pos[1])
+		base = pos[1]
 	}
 	if len(pos) > 2 {
-		q.Set("candidate", pos[2])
+		candidate = pos[2]
 	}
 	c, err := cf.client(x.getenv)
 	if err != nil {
 		return 0, err
 	}
-	var d registry.DatasetDiff
-	raw, err := c.do(ctx, "GET", "/datasets/"+url.PathEscape(id)+"/diff?"+q.Encode(), nil, &d)
+	d, raw, err := c.DatasetDiff(ctx, id, base, candidate)
 	if err != nil {
 		return 0, err
 	}
@@ -565,14 +553,7 @@ func runRegistryList(ctx context.Context, x *cli, name, synopsis, collection str
 	if err != nil {
 		return 0, err
 	}
-	var list []struct {
-		Owner    string   `json:"owner"`
-		ID       string   `json:"id"`
-		TeamID   string   `json:"teamId"`
-		Versions []string `json:"versions"`
-		Latest   string   `json:"latest"`
-	}
-	raw, err := c.do(ctx, "GET", collection, nil, &list)
+	list, raw, err := c.ListRegistry(ctx, collection)
 	if err != nil {
 		return 0, err
 	}

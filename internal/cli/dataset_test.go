@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"svc/internal/client"
+
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -110,7 +112,7 @@ func TestDatasetPush(t *testing.T) {
 			writeJSONBody(w, 201, map[string]any{"kind": "dataset", "id": doc["id"], "version": doc["version"], "digest": "sha256:0123456789abcdef0123", "caseCount": 1, "created": true})
 		},
 	})
-	env := map[string]string{EnvURL: api.srv.URL}
+	env := map[string]string{client.EnvURL: api.srv.URL}
 	out, errOut, code := invocation{env: env}.run(t, "dataset", RunDataset, "push", csvPath, "--version", "1.0.0", "--grader", "exact")
 	if code != 0 || out != "dataset qa@1.0.0 registered (1 case, sha256:0123456789ab…)\n" {
 		t.Errorf("exit %d stdout %q stderr %q", code, out, errOut)

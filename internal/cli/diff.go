@@ -4,10 +4,10 @@ import (
 	"cmp"
 	"context"
 	"fmt"
-	"net/url"
 	"slices"
 	"strings"
 
+	"svc/internal/client"
 	"svc/internal/domain/eval"
 	"svc/internal/domain/gate"
 )
@@ -49,9 +49,7 @@ func RunDiff(ctx context.Context, x *cli, args []string) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	q := url.Values{"baseline": {pos[0]}, "candidate": {pos[1]}}
-	var d gate.ScorecardDiff
-	raw, err := c.do(ctx, "GET", "/scorecards/diff?"+q.Encode(), nil, &d)
+	d, raw, err := c.ScorecardDiff(ctx, pos[0], pos[1])
 	if err != nil {
 		return 0, err
 	}
@@ -220,12 +218,12 @@ func pickTrial(rows []eval.CaseRow, pass bool) (eval.CaseRow, bool) {
 
 // answerOf is a run's final answer (its output when it has no extracted
 // one), or a note saying why there is none.
-func answerOf(ctx context.Context, c *apiClient, runID string) string {
+func answerOf(ctx context.Context, c *client.Client, runID string) string {
 	if runID == "" {
 		return "(no run)"
 	}
-	var run eval.Run
-	if _, err := c.do(ctx, "GET", "/runs/"+url.PathEscape(runID), nil, &run); err != nil {
+	run, _, err := c.Run(ctx, runID)
+	if err != nil {
 		return "(unreadable: " + err.Error() + ")"
 	}
 	r := run.Result

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,6 +13,7 @@ import (
 
 	"sigs.k8s.io/yaml"
 
+	"svc/internal/client"
 	"svc/internal/domain/eval"
 	"svc/internal/domain/gate"
 	"svc/internal/domain/registry"
@@ -217,8 +217,8 @@ func runEvalRun(ctx context.Context, x *cli, args []string) (int, error) {
 		req.Judges = append(req.Judges, scorecards.JudgeSel{ID: r.ID, Version: r.Version})
 	}
 
-	var sc eval.Scorecard
-	if _, err := c.do(ctx, "POST", "/scorecards", req, &sc); err != nil {
+	sc, _, err := c.SubmitScorecard(ctx, req)
+	if err != nil {
 		return 0, err
 	}
 	if sc.ID == "" {
@@ -257,14 +257,12 @@ func runEvalRun(ctx context.Context, x *cli, args []string) (int, error) {
 			policy = *f.Gate
 		}
 		var dec gate.Decision
-		if decRaw, err = c.do(ctx, "POST", "/scorecards/gate", scorecards.GateRequest{Baseline: base, Candidate: sc.ID, Policy: policy}, &dec); err != nil {
+		if dec, decRaw, err = c.Gate(ctx, scorecards.GateRequest{Baseline: base, Candidate: sc.ID, Policy: policy}); err != nil {
 			return 0, err
 		}
 		if !*asJSON {
-			var d gate.ScorecardDiff
 			var diff *gate.ScorecardDiff
-			q := url.Values{"baseline": {base}, "candidate": {sc.ID}}
-			if _, err := c.do(ctx, "GET", "/scorecards/diff?"+q.Encode(), nil, &d); err == nil {
+			if d, _, err := c.ScorecardDiff(ctx, base, sc.ID); err == nil {
 				diff = &d
 			}
 			fmt.Fprintln(x.stdout)
@@ -349,7 +347,7 @@ func graderOf(raw json.RawMessage) (registry.Grader, error) {
 
 // resolve registers the entity when it is a file, and returns the
 // reference the scorecard uses.
-func (e evalEntity) resolve(ctx context.Context, note *cli, c *apiClient, collection, noun string) (registry.Ref, error) {
+func (e evalEntity) resolve(ctx context.Context, note *cli, c *client.Client, collection, noun string) (registry.Ref, error) {
 	if e.Ref != "" {
 		r, err := parseRef(noun, e.Ref)
 		if noun == "judge" && !strings.Contains(e.Ref, "@") {
@@ -400,7 +398,7 @@ func (e evalEntity) resolve(ctx context.Context, note *cli, c *apiClient, collec
 // scorecard id as it is; latest (or latest:harness[@version]) as the
 // newest other succeeded scorecard of the same dataset version and that
 // harness, or "" when there is none.
-func findBaseline(ctx context.Context, c *apiClient, baseline string, cand eval.Scorecard) (string, error) {
+func findBaseline(ctx context.Context, c *client.Client, baseline string, cand eval.Scorecard) (string, error) {
 	rest, isLatest := strings.CutPrefix(baseline, "latest")
 	if !isLatest || (rest != "" && !strings.HasPrefix(rest, ":")) {
 		return baseline, nil
@@ -412,9 +410,8 @@ func findBaseline(ctx context.Context, c *apiClient, baseline string, cand eval.
 			return "", fmt.Errorf("%w: baseline %q: want latest:<harness>[@version]", errUsage, baseline)
 		}
 	}
-	q := url.Values{"datasetId": {cand.Dataset.ID}, "harnessId": {harness}, "status": {string(eval.ScorecardSucceeded)}, "limit": {"100"}}
-	var list []eval.Scorecard
-	if _, err := c.do(ctx, "GET", "/scorecards?"+q.Encode(), nil, &list); err != nil {
+	list, _, _, err := c.ListScorecards(ctx, client.ScorecardFilter{DatasetID: cand.Dataset.ID, HarnessID: harness, Status: string(eval.ScorecardSucceeded), Limit: 100})
+	if err != nil {
 		return "", err
 	}
 	for _, sc := range list { // newest first

@@ -7,7 +7,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net/url"
 	"os"
 	"slices"
 	"strconv"
@@ -70,8 +69,7 @@ func RunGate(ctx context.Context, x *cli, args []string) (int, error) {
 		return 0, err
 	}
 
-	var dec gate.Decision
-	raw, err := c.do(ctx, "POST", "/scorecards/gate", scorecards.GateRequest{Baseline: baseline, Candidate: candidate, Policy: policy}, &dec)
+	dec, raw, err := c.Gate(ctx, scorecards.GateRequest{Baseline: baseline, Candidate: candidate, Policy: policy})
 	if err != nil {
 		return 0, err
 	}
@@ -81,10 +79,8 @@ func RunGate(ctx context.Context, x *cli, args []string) (int, error) {
 		// The diff adds what the decision does not carry: every metric, and
 		// the transitions of cases on one side only. Without it the table
 		// still shows the decision.
-		var d gate.ScorecardDiff
-		q := url.Values{"baseline": {baseline}, "candidate": {candidate}}
 		var diff *gate.ScorecardDiff
-		if _, err := c.do(ctx, "GET", "/scorecards/diff?"+q.Encode(), nil, &d); err != nil {
+		if d, _, err := c.ScorecardDiff(ctx, baseline, candidate); err != nil {
 			fmt.Fprintf(x.stderr, "svc gate: the diff is unavailable (%v); showing the decision alone\n", err)
 		} else {
 			diff = &d

@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"svc/internal/client"
 	"svc/internal/domain/eval"
 	"svc/internal/domain/gate"
 	"svc/internal/domain/registry"
@@ -175,7 +176,7 @@ func TestGatePolicyFlags(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			args := append([]string{"--baseline", "sc_a", "--candidate", "sc_b", "--json"}, tc.args...)
-			_, errOut, code := invocation{env: map[string]string{EnvURL: api.srv.URL}}.run(t, "gate", RunGate, args...)
+			_, errOut, code := invocation{env: map[string]string{client.EnvURL: api.srv.URL}}.run(t, "gate", RunGate, args...)
 			if code != exitOK {
 				t.Fatalf("exit %d, stderr %q", code, errOut)
 			}
@@ -248,7 +249,7 @@ func TestGateExitCodes(t *testing.T) {
 				routes["GET /scorecards/diff"] = answer(200, gate.ScorecardDiff{})
 			}
 			api := newFakeAPI(t, routes)
-			out, errOut, code := invocation{env: map[string]string{EnvURL: api.srv.URL}}.run(t, "gate", RunGate, tc.args...)
+			out, errOut, code := invocation{env: map[string]string{client.EnvURL: api.srv.URL}}.run(t, "gate", RunGate, tc.args...)
 			if code != tc.want {
 				t.Errorf("exit %d, want %d\nstdout: %s\nstderr: %s", code, tc.want, out, errOut)
 			}
@@ -271,7 +272,7 @@ func TestGateWithoutDiff(t *testing.T) {
 	api := newFakeAPI(t, map[string]http.HandlerFunc{
 		"POST /scorecards/gate": answer(200, blockDecision()),
 	})
-	out, errOut, code := invocation{env: map[string]string{EnvURL: api.srv.URL}}.run(t, "gate", RunGate, "--baseline", "sc_old", "--candidate", "sc_new")
+	out, errOut, code := invocation{env: map[string]string{client.EnvURL: api.srv.URL}}.run(t, "gate", RunGate, "--baseline", "sc_old", "--candidate", "sc_new")
 	if code != exitVerdict {
 		t.Errorf("exit %d, want %d", code, exitVerdict)
 	}

@@ -13,6 +13,7 @@ import (
 
 	"sigs.k8s.io/yaml"
 
+	"svc/internal/client"
 	"svc/internal/service/registries"
 )
 
@@ -21,9 +22,8 @@ import (
 // new or was already registered with this content (registration is
 // idempotent), or with asJSON the service's JSON. An invalid spec prints
 // each problem on stderr; a conflict says to register a new version.
-func registerSpec(ctx context.Context, x *cli, c *apiClient, collection, noun string, doc any, asJSON bool) (registries.VersionInfo, error) {
-	var v registries.VersionInfo
-	raw, err := c.do(ctx, "POST", collection, doc, &v)
+func registerSpec(ctx context.Context, x *cli, c *client.Client, collection, noun string, doc any, asJSON bool) (registries.VersionInfo, error) {
+	v, raw, err := c.Register(ctx, collection, doc)
 	if err != nil {
 		return v, refusal(x, noun, err)
 	}
@@ -59,11 +59,11 @@ func registeredLine(v registries.VersionInfo) string {
 // spec, one a line on stderr. (A conflict's message already names both
 // digests and the way out: a new version.)
 func refusal(x *cli, noun string, err error) error {
-	var ae *apiError
+	var ae *client.Error
 	if !errors.As(err, &ae) {
 		return err
 	}
-	ps := problems(err)
+	ps := client.Problems(err)
 	if ae.Status != http.StatusBadRequest || len(ps) == 0 {
 		return err
 	}

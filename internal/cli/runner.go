@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"svc/drivers"
-	"svc/internal/app"
+	"svc/internal/client"
 	"svc/internal/domain/eval"
 	"svc/internal/domain/trace"
 	"svc/internal/platform/config"
@@ -42,9 +42,19 @@ type runnerJobRunner interface {
 	Run(ctx context.Context, j drivers.Job) (drivers.Result, error)
 }
 
+// LocalDriver is the driver a runner runs its jobs with.
+type LocalDriver interface {
+	runnerJobRunner
+	Close() error
+}
+
+// OpenLocalDriver opens the local driver of cfg (the SVC_LOCAL_* settings)
+// whose jobs reach the API at apiURL: cmd/svc wires it (internal/app).
+type OpenLocalDriver func(ctx context.Context, cfg config.Config, log *slog.Logger, apiURL string) (LocalDriver, error)
+
 // runnerLoop is one `svc runner` process.
 type runnerLoop struct {
-	api       *apiClient
+	api       *client.Client
 	run       runnerJobRunner
 	workers   int
 	heartbeat time.Duration
@@ -54,7 +64,14 @@ type runnerLoop struct {
 	log       *slog.Logger
 }
 
-func RunRunner(ctx context.Context, x *cli, args []string) (int, error) {
+// Runner is `svc runner`, running its jobs with the drivers open opens.
+func Runner(open OpenLocalDriver) Command {
+	return func(ctx context.Context, x *cli, args []string) (int, error) {
+		return runRunner(ctx, x, args, open)
+	}
+}
+
+func runRunner(ctx context.Context, x *cli, args []string, open OpenLocalDriver) (int, error) {
 	fs := newFlagSet(x, "runner", runnerSynopsis)
 	var f clientFlags
 	f.register(fs, x.getenv)
@@ -81,9 +98,9 @@ func RunRunner(ctx context.Context, x *cli, args []string) (int, error) {
 	if err != nil {
 		return exitProblem, err
 	}
-	c.token, c.workspace = secret, ""
+	c.Token, c.Workspace = secret, ""
 	// A lease waits up to runners.MaxWait: the client waits longer.
-	c.http = &http.Client{Timeout: runners.MaxWait + 30*time.Second}
+	c.HTTP = &http.Client{Timeout: runners.MaxWait + 30*time.Second}
 
 	log := slog.New(slog.NewTextHandler(x.stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	cfg, err := config.Load(flag.NewFlagSet("svc runner settings", flag.ContinueOnError), nil, x.getenv)
@@ -91,11 +108,9 @@ func RunRunner(ctx context.Context, x *cli, args []string) (int, error) {
 		return exitProblem, fmt.Errorf("%w: %v", errUsage, err)
 	}
 	cfg.LocalMaxConcurrent = *workers
-	// The team's own machine running its own workspace's harnesses: the
-	// local runtime's rules of svc dev (isolate where the host allows).
-	// Its jobs reach the API they are told of (c.base) from the isolated
+	// Its jobs reach the API they are told of (c.Base) from the isolated
 	// network.
-	d, err := app.LocalDriver(ctx, cfg, "dev", cfg.DataDir, log, c.base)
+	d, err := open(ctx, cfg, log, c.Base)
 	if err != nil {
 		return exitProblem, err
 	}
@@ -106,7 +121,7 @@ func RunRunner(ctx context.Context, x *cli, args []string) (int, error) {
 	if l.name == "" {
 		l.name = fmt.Sprintf("%s/%d", host, os.Getpid())
 	}
-	fmt.Fprintf(x.stdout, "svc runner %s: %d workers leasing from %s (heartbeat %s)\n", l.name, l.workers, c.base, l.heartbeat)
+	fmt.Fprintf(x.stdout, "svc runner %s: %d workers leasing from %s (heartbeat %s)\n", l.name, l.workers, c.Base, l.heartbeat)
 	l.serve(ctx)
 	return exitOK, nil
 }
@@ -173,17 +188,9 @@ func (l *runnerLoop) worker(ctx context.Context, n int) {
 
 // lease asks for a job; nil when none came within the long poll.
 func (l *runnerLoop) lease(ctx context.Context) (*runners.Lease, error) {
-	raw, err := l.api.do(ctx, http.MethodPost, "/runner/lease", runners.LeaseRequest{
+	return l.api.Lease(ctx, runners.LeaseRequest{
 		Runner: l.name, Runtime: l.runtime, HeartbeatMs: l.heartbeat.Milliseconds(),
-	}, nil)
-	if err != nil || len(raw) == 0 {
-		return nil, err
-	}
-	var lease runners.Lease
-	if err := json.Unmarshal(raw, &lease); err != nil {
-		return nil, fmt.Errorf("the lease answer is not the expected JSON: %v", err)
-	}
-	return &lease, nil
+	})
 }
 
 // runJob runs a leased job with the local driver while heartbeating it,
@@ -211,10 +218,9 @@ func (l *runnerLoop) runJob(ctx context.Context, n int, lease *runners.Lease) {
 				return
 			case <-t.C:
 			}
-			var reply runners.HeartbeatReply
-			_, err := l.api.do(jctx, http.MethodPost, "/runner/jobs/"+lease.JobID+"/heartbeat",
-				runners.Heartbeat{LeaseID: lease.LeaseID, HeartbeatMs: l.heartbeat.Milliseconds()}, &reply)
-			var ae *apiError
+			reply, err := l.api.Heartbeat(jctx, lease.JobID,
+				runners.Heartbeat{LeaseID: lease.LeaseID, HeartbeatMs: l.heartbeat.Milliseconds()})
+			var ae *client.Error
 			switch {
 			case err == nil && reply.Cancelled:
 				mu.Lock()
@@ -246,7 +252,7 @@ func (l *runnerLoop) runJob(ctx context.Context, n int, lease *runners.Lease) {
 		// The harness's spans go to the control plane's OTLP door with
 		// the job's run-scoped token, which travels in the secrets file
 		// (never the environment or argv) and is masked in the output.
-		job.OTLPEndpoint = l.api.base
+		job.OTLPEndpoint = l.api.Base
 		job.Secrets = maps.Clone(j.Secrets)
 		if job.Secrets == nil {
 			job.Secrets = map[string]string{}
@@ -260,8 +266,8 @@ func (l *runnerLoop) runJob(ctx context.Context, n int, lease *runners.Lease) {
 	ship := runners.NewLogShipper(runners.ShipperOptions{
 		Secrets: masked, Every: min(l.heartbeat, 500*time.Millisecond), Logger: log,
 		Post: func(ctx context.Context, chunks []runners.LogChunk) error {
-			_, err := l.api.do(ctx, http.MethodPost, "/runner/jobs/"+lease.JobID+"/logs", runners.LogBatch{LeaseID: lease.LeaseID, Chunks: chunks}, nil)
-			var ae *apiError
+			err := l.api.PostLogs(ctx, lease.JobID, runners.LogBatch{LeaseID: lease.LeaseID, Chunks: chunks})
+			var ae *client.Error
 			if errors.As(err, &ae) && (ae.Status == http.StatusConflict || ae.Status == http.StatusNotFound) {
 				return fmt.Errorf("%w: %v", derrors.ErrConflict, err)
 			}
@@ -352,12 +358,12 @@ func clipBytes(s string, n int) string {
 func (l *runnerLoop) post(ctx context.Context, log *slog.Logger, lease *runners.Lease, out runners.Result) {
 	pause := 500 * time.Millisecond
 	for attempt := 1; ; attempt++ {
-		_, err := l.api.do(ctx, http.MethodPost, "/runner/jobs/"+lease.JobID+"/result", runners.Completion{LeaseID: lease.LeaseID, Result: out}, nil)
+		err := l.api.PostResult(ctx, lease.JobID, runners.Completion{LeaseID: lease.LeaseID, Result: out})
 		if err == nil {
 			log.Info("runner: posted the result", "exitCode", out.ExitCode, "cancelled", out.Cancelled, "durationMs", out.DurationMs)
 			return
 		}
-		if !transient(err) || attempt >= 5 || ctx.Err() != nil {
+		if !client.Transient(err) || attempt >= 5 || ctx.Err() != nil {
 			log.Warn("runner: posting the result failed; the job's lease runs out and another runner runs it", "err", err)
 			return
 		}

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"svc/drivers"
+	"svc/internal/client"
 	"svc/internal/service/runners"
 )
 
@@ -132,7 +133,7 @@ func TestRunnerKillsACancelledJobAndPostsItsResult(t *testing.T) {
 	defer srv.Close()
 	jobs := &blockingJob{started: make(chan drivers.Job, 1)}
 	l := &runnerLoop{
-		api:     &apiClient{base: srv.URL, token: "rnr_test", http: srv.Client()},
+		api:     &client.Client{Base: srv.URL, Token: "rnr_test", HTTP: srv.Client()},
 		run:     jobs,
 		workers: 1, heartbeat: 50 * time.Millisecond, name: "box", host: "box.example",
 		log: slog.New(slog.NewTextHandler(io.Discard, nil)),

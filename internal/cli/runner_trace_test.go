@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"svc/drivers"
+	"svc/internal/client"
 	"svc/internal/domain/trace"
 	"svc/internal/service/runners"
 )
@@ -33,7 +34,7 @@ func TestRunnerPostsARefusedTrace(t *testing.T) {
 	srv := httptest.NewServer(api)
 	defer srv.Close()
 	l := &runnerLoop{
-		api:     &apiClient{base: srv.URL, token: "rnr_test", http: srv.Client()},
+		api:     &client.Client{Base: srv.URL, Token: "rnr_test", HTTP: srv.Client()},
 		run:     refusingJob{},
 		workers: 1, heartbeat: 50 * time.Millisecond, name: "box", host: "box.example",
 		log: slog.New(slog.NewTextHandler(io.Discard, nil)),

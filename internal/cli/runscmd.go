@@ -6,8 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net/url"
-	"strconv"
 	"strings"
 	"time"
 
@@ -35,19 +33,6 @@ func RunRuns(ctx context.Context, x *cli, args []string) (int, error) {
 	}, args)
 }
 
-// logPage is one answer of GET /runs/:id/logs.
-type logPage struct {
-	RunID  string `json:"runId"`
-	Status string `json:"status"`
-	Live   bool   `json:"live"`
-	Chunks []struct {
-		Seq    int64  `json:"seq"`
-		Stream string `json:"stream"`
-		Data   string `json:"data"`
-	} `json:"chunks"`
-	LastSeq int64 `json:"lastSeq"`
-}
-
 // logPageSize is the chunks one read asks for (the service's maximum).
 const logPageSize = 5000
 
@@ -64,9 +49,7 @@ func runRunsLogs(ctx context.Context, x *cli, args []string) (int, error) {
 	}
 	var after int64
 	for {
-		var p logPage
-		q := url.Values{"after": {strconv.FormatInt(after, 10)}, "limit": {strconv.Itoa(logPageSize)}}
-		raw, err := c.do(ctx, "GET", "/runs/"+url.PathEscape(arg)+"/logs?"+q.Encode(), nil, &p)
+		p, raw, err := c.RunLogs(ctx, arg, after, logPageSize)
 		if err != nil {
 			return 0, err
 		}
@@ -116,16 +99,7 @@ func runRunsTrace(ctx context.Context, x *cli, args []string) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	var t struct {
-		Meta struct {
-			RunID      string     `json:"runId"`
-			Source     string     `json:"source"`
-			EventCount int        `json:"eventCount"`
-			SealedAt   *time.Time `json:"sealedAt"`
-		} `json:"meta"`
-		Events []json.RawMessage `json:"events"`
-	}
-	raw, err := c.do(ctx, "GET", "/runs/"+url.PathEscape(arg)+"/trajectory", nil, &t)
+	t, raw, err := c.Trajectory(ctx, arg)
 	if err != nil {
 		return 0, err
 	}

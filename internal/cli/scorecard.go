@@ -7,11 +7,11 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
 	"slices"
 	"strings"
 	"time"
 
+	"svc/internal/client"
 	"svc/internal/domain/eval"
 	"svc/internal/domain/registry"
 	"svc/internal/service/scorecards"
@@ -149,8 +149,7 @@ func runScorecardRun(ctx context.Context, x *cli, args []string) (int, error) {
 		return 0, err
 	}
 
-	var sc eval.Scorecard
-	raw, err := c.do(ctx, "POST", "/scorecards", req, &sc)
+	sc, raw, err := c.SubmitScorecard(ctx, req)
 	if err != nil {
 		return 0, err
 	}
@@ -254,7 +253,7 @@ func parseRef(flagName, v string) (registry.Ref, error) {
 // over, showing its progress and each failing case, and returns the final
 // reading: with detail, the final detail read (the per-case table that
 // --json prints).
-func waitScorecard(ctx context.Context, x *cli, c *apiClient, id string, timeout time.Duration, detail bool) (eval.Scorecard, []byte, error) {
+func waitScorecard(ctx context.Context, x *cli, c *client.Client, id string, timeout time.Duration, detail bool) (eval.Scorecard, []byte, error) {
 	r := &batchReader{c: c, id: id}
 	pr := &progress{x: x}
 	defer pr.end()
@@ -270,19 +269,16 @@ func waitScorecard(ctx context.Context, x *cli, c *apiClient, id string, timeout
 // whatever the batch's size), falling back for good to the detail read on
 // a service that refuses ?view=summary.
 type batchReader struct {
-	c     *apiClient
+	c     *client.Client
 	id    string
 	plain bool // the service does not know the light read
 }
 
-func (r *batchReader) path() string { return "/scorecards/" + url.PathEscape(r.id) }
-
 // light is GET /scorecards/:id?view=summary.
 func (r *batchReader) light(ctx context.Context) (eval.Scorecard, []byte, error) {
 	if !r.plain {
-		var sc eval.Scorecard
-		raw, err := r.c.do(ctx, "GET", r.path()+"?view=summary", nil, &sc)
-		var ae *apiError
+		sc, raw, err := r.c.ScorecardSummary(ctx, r.id)
+		var ae *client.Error
 		if !errors.As(err, &ae) || ae.Status != http.StatusBadRequest {
 			return sc, raw, err
 		}
@@ -293,9 +289,7 @@ func (r *batchReader) light(ctx context.Context) (eval.Scorecard, []byte, error)
 
 // detail is GET /scorecards/:id: the record with its per-case table.
 func (r *batchReader) detail(ctx context.Context) (eval.Scorecard, []byte, error) {
-	var sc eval.Scorecard // fresh: decoding does not clear absent fields
-	raw, err := r.c.do(ctx, "GET", r.path(), nil, &sc)
-	return sc, raw, err
+	return r.c.Scorecard(ctx, r.id)
 }
 
 // retry calls read until it answers, retrying transient errors every
@@ -305,7 +299,7 @@ func (r *batchReader) retry(ctx context.Context, x *cli, pr *progress, read func
 	for {
 		sc, raw, err := read(ctx)
 		switch {
-		case err == nil || !transient(err) || ctx.Err() != nil:
+		case err == nil || !client.Transient(err) || ctx.Err() != nil:
 			return sc, raw, err
 		case failingSince.IsZero():
 			failingSince = time.Now()
@@ -345,7 +339,7 @@ func poll(ctx context.Context, x *cli, r *batchReader, timeout time.Duration, pr
 			if done(cur) {
 				return cur, raw, nil
 			}
-		case !transient(err):
+		case !client.Transient(err):
 			return none, nil, err
 		case failingSince.IsZero():
 			failingSince = time.Now()

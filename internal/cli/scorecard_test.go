@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"svc/internal/client"
 	"svc/internal/domain/eval"
 	"svc/internal/domain/registry"
 	"svc/internal/service/scorecards"
@@ -96,7 +97,7 @@ func TestScorecardRunWait(t *testing.T) {
 				"GET /scorecards/sc_w": b.get,
 			})
 			args := append([]string{"run", "--dataset", "qa@1.0.0", "--harness", "answerer@1.2.0"}, tc.args...)
-			out, errOut, code := invocation{env: map[string]string{EnvURL: api.srv.URL}, tty: tc.tty}.run(t, "scorecard", RunScorecard, args...)
+			out, errOut, code := invocation{env: map[string]string{client.EnvURL: api.srv.URL}, tty: tc.tty}.run(t, "scorecard", RunScorecard, args...)
 			if code != tc.want {
 				t.Errorf("exit %d, want %d\nstdout: %s\nstderr: %s", code, tc.want, out, errOut)
 			}
@@ -146,7 +147,7 @@ func TestScorecardRunRequest(t *testing.T) {
 			}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, errOut, code := invocation{env: map[string]string{EnvURL: api.srv.URL}}.run(t, "scorecard", RunScorecard, append([]string{"run"}, tc.args...)...)
+			_, errOut, code := invocation{env: map[string]string{client.EnvURL: api.srv.URL}}.run(t, "scorecard", RunScorecard, append([]string{"run"}, tc.args...)...)
 			if code != exitOK {
 				t.Fatalf("exit %d, stderr %q", code, errOut)
 			}
@@ -177,7 +178,7 @@ func TestScorecardUsage(t *testing.T) {
 		{"get without id", []string{"get"}, "want exactly one scorecard id"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, errOut, code := invocation{env: map[string]string{EnvURL: api.srv.URL}}.run(t, "scorecard", RunScorecard, tc.args...)
+			_, errOut, code := invocation{env: map[string]string{client.EnvURL: api.srv.URL}}.run(t, "scorecard", RunScorecard, tc.args...)
 			if code != exitProblem || !strings.Contains(errOut, tc.wantErr) {
 				t.Errorf("exit %d stderr %q, want 2 and %q", code, errOut, tc.wantErr)
 			}
@@ -194,7 +195,7 @@ func TestScorecardGet(t *testing.T) {
 	sc.Dataset, sc.Harness, sc.Trials, sc.Concurrency = registry.Ref{ID: "qa", Version: "1.0.0"}, registry.Ref{ID: "answerer", Version: "1.2.0"}, 2, 4
 	sc.Summary = map[string]eval.MetricSummary{"casePass": {Count: 4, Mean: 0.75, PassRate: ptr(0.75)}, "cost": {Count: 4, Mean: 0.0123}}
 	api := newFakeAPI(t, map[string]http.HandlerFunc{"GET /scorecards/sc_w": answer(200, sc)})
-	out, errOut, code := invocation{env: map[string]string{EnvURL: api.srv.URL}}.run(t, "scorecard", RunScorecard, "get", "sc_w")
+	out, errOut, code := invocation{env: map[string]string{client.EnvURL: api.srv.URL}}.run(t, "scorecard", RunScorecard, "get", "sc_w")
 	if code != exitOK {
 		t.Fatalf("exit %d, stderr %q", code, errOut)
 	}
@@ -223,7 +224,7 @@ func TestScorecardWait(t *testing.T) {
 				routes["GET /scorecards/sc_w"] = b.get
 			}
 			api := newFakeAPI(t, routes)
-			out, errOut, code := invocation{env: map[string]string{EnvURL: api.srv.URL}}.run(t, "scorecard", RunScorecard, "wait", tc.id)
+			out, errOut, code := invocation{env: map[string]string{client.EnvURL: api.srv.URL}}.run(t, "scorecard", RunScorecard, "wait", tc.id)
 			if code != tc.want || out != tc.wantOut || !strings.HasSuffix(errOut, tc.wantErr) {
 				t.Errorf("exit %d stdout %q stderr %q; want %d, %q, stderr ending %q", code, out, errOut, tc.want, tc.wantOut, tc.wantErr)
 			}

@@ -3,11 +3,10 @@ package cli
 import (
 	"context"
 	"fmt"
-	"net/url"
-	"strconv"
 	"strings"
 	"time"
 
+	"svc/internal/client"
 	"svc/internal/domain/eval"
 	"svc/internal/service/scorecards"
 )
@@ -38,14 +37,7 @@ func runScorecardList(ctx context.Context, x *cli, args []string) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	q := url.Values{"limit": {strconv.Itoa(*limit)}}
-	for k, v := range map[string]string{"status": *status, "datasetId": *dataset, "harnessId": *harness, "kind": *kind, "cursor": *cursor} {
-		if v != "" {
-			q.Set(k, v)
-		}
-	}
-	var list []eval.Scorecard
-	raw, h, err := c.doHeader(ctx, "GET", "/scorecards?"+q.Encode(), nil, &list)
+	list, raw, next, err := c.ListScorecards(ctx, client.ScorecardFilter{Status: *status, DatasetID: *dataset, HarnessID: *harness, Kind: *kind, Cursor: *cursor, Limit: *limit})
 	if err != nil {
 		return 0, err
 	}
@@ -81,7 +73,7 @@ func runScorecardList(ctx context.Context, x *cli, args []string) (int, error) {
 	if err := sh.write(x.stdout, *format); err != nil {
 		return 0, err
 	}
-	if next := h.Get("X-Svc-Next-Cursor"); next != "" {
+	if next != "" {
 		fmt.Fprintf(x.stderr, "more: svc scorecard list --cursor %s\n", next)
 	}
 	return exitOK, nil
@@ -132,8 +124,7 @@ func runScorecardScore(ctx context.Context, x *cli, args []string) (int, error) 
 	if err != nil {
 		return 0, err
 	}
-	var sc eval.Scorecard
-	raw, err := c.do(ctx, "POST", r.path()+"/score", req, &sc)
+	sc, raw, err := c.ScoreScorecard(ctx, id, req)
 	if err != nil {
 		return 0, err
 	}
@@ -212,8 +203,7 @@ func runScorecardCancel(ctx context.Context, x *cli, args []string) (int, error)
 	if err != nil {
 		return 0, err
 	}
-	var sc eval.Scorecard
-	raw, err := c.do(ctx, "POST", "/scorecards/"+url.PathEscape(arg)+"/cancel", nil, &sc)
+	sc, raw, err := c.CancelScorecard(ctx, arg)
 	if err != nil {
 		return 0, err
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"svc/internal/client"
 	"svc/internal/domain/eval"
 	"svc/internal/domain/registry"
 )
@@ -68,7 +69,7 @@ func TestScorecardShow(t *testing.T) {
 	sc.Scorecard = showRows()
 	sc.Scorecard[1].Critical = true
 	api := newFakeAPI(t, map[string]http.HandlerFunc{"GET /scorecards/sc_w": answer(200, sc)})
-	env := map[string]string{EnvURL: api.srv.URL}
+	env := map[string]string{client.EnvURL: api.srv.URL}
 	for _, tc := range []struct {
 		args   []string
 		golden string

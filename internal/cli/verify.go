@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net/url"
 	"strings"
 
 	"svc/internal/domain/manifest"
@@ -33,8 +32,7 @@ func RunVerify(ctx context.Context, x *cli, args []string) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	var v manifest.Verification
-	raw, err := c.do(ctx, "POST", "/scorecards/"+url.PathEscape(id)+"/verify-manifest", nil, &v)
+	v, raw, err := c.VerifyManifest(ctx, id)
 	if err != nil {
 		return 0, err
 	}

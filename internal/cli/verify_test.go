@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"svc/internal/client"
 	"svc/internal/domain/manifest"
 )
 
@@ -46,7 +47,7 @@ func TestVerify(t *testing.T) {
 				routes["POST /scorecards/sc_1/verify-manifest"] = answer(tc.status, tc.answer)
 			}
 			api := newFakeAPI(t, routes)
-			out, errOut, code := invocation{env: map[string]string{EnvURL: api.srv.URL}}.run(t, "verify", RunVerify, tc.args...)
+			out, errOut, code := invocation{env: map[string]string{client.EnvURL: api.srv.URL}}.run(t, "verify", RunVerify, tc.args...)
 			if code != tc.want {
 				t.Errorf("exit %d, want %d\nstdout: %s\nstderr: %s", code, tc.want, out, errOut)
 			}

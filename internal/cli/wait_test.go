@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"svc/internal/client"
 	"svc/internal/domain/eval"
 	"svc/internal/domain/gate"
 	"svc/internal/domain/registry"
@@ -103,7 +104,7 @@ func TestWaitPollsTheLightRead(t *testing.T) {
 			if tc.json {
 				args = append(args, "--json")
 			}
-			out, errOut, code := invocation{env: map[string]string{EnvURL: api.srv.URL}, tty: tc.tty}.run(t, "scorecard", RunScorecard, args...)
+			out, errOut, code := invocation{env: map[string]string{client.EnvURL: api.srv.URL}, tty: tc.tty}.run(t, "scorecard", RunScorecard, args...)
 			if code != exitOK {
 				t.Fatalf("exit %d stderr %q", code, errOut)
 			}
@@ -148,12 +149,12 @@ func TestFailOnDispatchErrors(t *testing.T) {
 			"POST /scorecards":     answer(202, state(eval.ScorecardQueued, 0, 0, 0)),
 			"GET /scorecards/sc_w": answer(200, sc),
 		})
-		_, errOut, code := invocation{env: map[string]string{EnvURL: api.srv.URL}}.run(t, "scorecard", RunScorecard, tc.args...)
+		_, errOut, code := invocation{env: map[string]string{client.EnvURL: api.srv.URL}}.run(t, "scorecard", RunScorecard, tc.args...)
 		if code != tc.want || !strings.HasSuffix(errOut, tc.tail) || !strings.Contains(errOut, "2 failed (1 not dispatched)") {
 			t.Errorf("%v: exit %d stderr %q; want %d, the count in the progress line and the tail %q", tc.args, code, errOut, tc.want, tc.tail)
 		}
 	}
-	_, errOut, code := invocation{env: map[string]string{EnvURL: "http://127.0.0.1:1"}}.run(t, "scorecard", RunScorecard, "run", "--dataset", "qa", "--harness", "h", "--fail-on-dispatch-errors")
+	_, errOut, code := invocation{env: map[string]string{client.EnvURL: "http://127.0.0.1:1"}}.run(t, "scorecard", RunScorecard, "run", "--dataset", "qa", "--harness", "h", "--fail-on-dispatch-errors")
 	if code != exitProblem || !strings.Contains(errOut, "--fail-on-dispatch-errors goes with --wait") {
 		t.Errorf("without --wait: exit %d stderr %q", code, errOut)
 	}
@@ -185,7 +186,7 @@ func TestScorecardScoreWait(t *testing.T) {
 				"GET /scorecards/sc_w":        b.get,
 				"POST /scorecards/sc_w/score": answer(202, &inFlight),
 			})
-			out, errOut, code := invocation{env: map[string]string{EnvURL: api.srv.URL}}.run(t, "scorecard", RunScorecard, "score", "sc_w", "--judge", "tone@1.0.0", "--judge", "len", "--wait")
+			out, errOut, code := invocation{env: map[string]string{client.EnvURL: api.srv.URL}}.run(t, "scorecard", RunScorecard, "score", "sc_w", "--judge", "tone@1.0.0", "--judge", "len", "--wait")
 			if code != tc.want || out != "sc_w\n" || !strings.Contains(errOut, tc.wantErr) {
 				t.Errorf("exit %d stdout %q stderr %q; want %d and %q", code, out, errOut, tc.want, tc.wantErr)
 			}
@@ -209,7 +210,7 @@ func TestScorecardList(t *testing.T) {
 		w.Header().Set("X-Svc-Next-Cursor", "c2")
 		writeJSONBody(w, 200, []*eval.Scorecard{b, a})
 	}})
-	out, errOut, code := invocation{env: map[string]string{EnvURL: api.srv.URL}}.run(t, "scorecard", RunScorecard, "list", "--dataset", "qa", "--status", "succeeded,running", "--limit", "2")
+	out, errOut, code := invocation{env: map[string]string{client.EnvURL: api.srv.URL}}.run(t, "scorecard", RunScorecard, "list", "--dataset", "qa", "--status", "succeeded,running", "--limit", "2")
 	if code != 0 || errOut != "more: svc scorecard list --cursor c2\n" {
 		t.Errorf("exit %d stderr %q", code, errOut)
 	}

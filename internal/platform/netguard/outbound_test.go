@@ -43,7 +43,7 @@ var dialSites = map[string]string{
 	"ui/oidc.go":   "OIDC_ISSUER, the operator's",
 	"internal/orchestration/orchestration.go":       "TEMPORAL_ADDRESS, the operator's",
 	"internal/orchestration/devserver/devserver.go": "the embedded Temporal server on loopback",
-	"internal/cli/client.go":                        "the CLI calls the service URL its user gives",
+	"internal/client/client.go":                     "the CLI calls the service URL its user gives",
 	"internal/cli/runner.go":                        "svc runner calls the service URL its operator gives",
 	// The local runtime's isolated network: a job's own traffic leaves
 	// through slirp4netns; this relays a job's connection to a host address
