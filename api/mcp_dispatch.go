@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"net/url"
 	"slices"
 	"strconv"
@@ -73,13 +72,58 @@ func (s *Server) callRoute(ctx context.Context, req *mcp.CallToolRequest, rt *ro
 	}
 	r.Header.Set(echo.HeaderXRequestID, id)
 	r.Header.Set(echo.HeaderAccept, echo.MIMEApplicationJSON)
-	rec := httptest.NewRecorder()
-	s.e.ServeHTTP(rec, r)
-	res := toolResult(rec.Result())
-	if rec.Code >= 500 {
-		s.logToolFailure(ctx, req, id, rec.Code)
+	w := newToolResponse()
+	s.e.ServeHTTP(w, r)
+	res := toolResult(w.status, w.written(), w.body.Bytes())
+	if w.status >= 500 {
+		s.logToolFailure(ctx, req, id, w.status)
 	}
 	return res
+}
+
+// toolResponse is the in-process http.ResponseWriter a tool call's route
+// writes its answer to: the status, the headers as they were when the
+// status was written, and the body, which toolResult reads back.
+type toolResponse struct {
+	header http.Header
+	sent   http.Header // header when the status was written; nil before
+	status int
+	body   bytes.Buffer
+}
+
+func newToolResponse() *toolResponse {
+	return &toolResponse{header: http.Header{}, status: http.StatusOK}
+}
+
+// Header is the header the route sets before writing its status.
+func (w *toolResponse) Header() http.Header { return w.header }
+
+// WriteHeader records the status and the headers sent with it; a second
+// call is ignored, as a server ignores it.
+func (w *toolResponse) WriteHeader(status int) {
+	if w.sent != nil {
+		return
+	}
+	w.status, w.sent = status, w.header.Clone()
+}
+
+// Write appends to the body, writing status 200 first if none was.
+func (w *toolResponse) Write(b []byte) (int, error) {
+	w.WriteHeader(http.StatusOK)
+	return w.body.Write(b)
+}
+
+// Flush does nothing but write the status: the answer is read whole. A
+// route that flushes (Echo's Response.Flush) needs the writer to have it.
+func (w *toolResponse) Flush() { w.WriteHeader(http.StatusOK) }
+
+// written is the answer's header: as sent with the status, or as set when
+// the route wrote nothing.
+func (w *toolResponse) written() http.Header {
+	if w.sent != nil {
+		return w.sent
+	}
+	return w.header
 }
 
 // toolArgs decodes a call's arguments: a JSON object, or nothing.
@@ -276,22 +320,21 @@ func argList(known map[string]bool) string {
 // is {}. The text content is the same JSON. A 4xx or 5xx is a tool error
 // whose content is the route's error body. _meta has the route's status
 // and its X-Svc-* headers (a version read's owner, version and digest).
-func toolResult(res *http.Response) *mcp.CallToolResult {
-	body, _ := io.ReadAll(res.Body) // a recorder's body cannot fail
-	meta := mcp.Meta{metaStatus: res.StatusCode}
+func toolResult(status int, header http.Header, body []byte) *mcp.CallToolResult {
+	meta := mcp.Meta{metaStatus: status}
 	headers := map[string]string{}
-	for k, v := range res.Header {
+	for k, v := range header {
 		if strings.HasPrefix(k, "X-Svc-") && len(v) > 0 {
 			headers[k] = v[0]
 		}
 	}
-	if loc := res.Header.Get(echo.HeaderLocation); loc != "" {
+	if loc := header.Get(echo.HeaderLocation); loc != "" {
 		headers[echo.HeaderLocation] = loc
 	}
 	if len(headers) > 0 {
 		meta[metaHeaders] = headers
 	}
-	out := &mcp.CallToolResult{IsError: res.StatusCode >= 400, Meta: meta}
+	out := &mcp.CallToolResult{IsError: status >= 400, Meta: meta}
 
 	var v any
 	d := json.NewDecoder(bytes.NewReader(body))
@@ -308,7 +351,7 @@ func toolResult(res *http.Response) *mcp.CallToolResult {
 	case map[string]any:
 	case []any:
 		m := map[string]any{"items": x}
-		if next := res.Header.Get(headerNextCursor); next != "" {
+		if next := header.Get(headerNextCursor); next != "" {
 			m["nextCursor"] = next
 		}
 		v = m
