@@ -7,9 +7,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf8"
+	"unsafe"
 
 	"svc/internal/platform/derrors"
 )
@@ -99,7 +101,7 @@ func writeCanonical(b *bytes.Buffer, v any) error {
 		for k := range x {
 			keys = append(keys, k)
 		}
-		sort.Strings(keys)
+		slices.SortFunc(keys, CompareKeys)
 		b.WriteByte('{')
 		for i, k := range keys {
 			if i > 0 {
@@ -123,11 +125,27 @@ func writeString(b *bytes.Buffer, s string) {
 	b.Write(AppendCanonicalString(b.AvailableBuffer(), s))
 }
 
+// The pieces below are the canonical form's one definition: CanonicalJSON
+// writes through them, and so does every writer that writes the same bytes
+// without a generic tree (trace's event writer, which the differential
+// fuzz test FuzzCanonicalEvent and its committed corpus hold to
+// CanonicalJSON).
+
 // AppendCanonicalString appends s to dst as CanonicalJSON writes a string:
-// quoted, with only the escapes JSON requires. s must be valid UTF-8 (as
-// every string of a decoded document is); invalid bytes are copied as
-// they are.
+// quoted, with only the escapes JSON requires (", \ and the control
+// characters; \b \t \n \f \r short, the others \u00xx), nothing else
+// escaped (not <, >, &, U+2028 or U+2029). Each byte of s that is not part
+// of valid UTF-8 is written as U+FFFD, as encoding/json writes it, so that
+// the string is CanonicalJSON(s) whatever s holds.
 func AppendCanonicalString(dst []byte, s string) []byte {
+	if PlainString(s) {
+		dst = append(dst, '"')
+		dst = append(dst, s...)
+		return append(dst, '"')
+	}
+	if !utf8.ValidString(s) {
+		return AppendCanonicalString(dst, validUTF8(s))
+	}
 	const hexDigits = "0123456789abcdef"
 	dst = append(dst, '"')
 	start := 0
@@ -140,31 +158,163 @@ func AppendCanonicalString(dst []byte, s string) []byte {
 		start = i + 1
 		switch c {
 		case '"':
-			dst = append(dst, `\"`...)
+			dst = append(dst, '\\', '"')
 		case '\\':
-			dst = append(dst, `\\`...)
+			dst = append(dst, '\\', '\\')
 		case '\b':
-			dst = append(dst, `\b`...)
+			dst = append(dst, '\\', 'b')
 		case '\t':
-			dst = append(dst, `\t`...)
+			dst = append(dst, '\\', 't')
 		case '\n':
-			dst = append(dst, `\n`...)
+			dst = append(dst, '\\', 'n')
 		case '\f':
-			dst = append(dst, `\f`...)
+			dst = append(dst, '\\', 'f')
 		case '\r':
-			dst = append(dst, `\r`...)
+			dst = append(dst, '\\', 'r')
 		default:
-			dst = append(dst, `\u00`...)
-			dst = append(dst, hexDigits[c>>4], hexDigits[c&0xf])
+			dst = append(dst, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
 		}
 	}
 	dst = append(dst, s[start:]...)
 	return append(dst, '"')
 }
 
+// validUTF8 is s with each byte that is not part of valid UTF-8 replaced
+// by U+FFFD, one for each byte, as encoding/json replaces them (not
+// strings.ToValidUTF8, which replaces a run with one).
+func validUTF8(s string) string {
+	b := make([]byte, 0, len(s)+8)
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			b = utf8.AppendRune(b, utf8.RuneError)
+		} else {
+			b = append(b, s[i:i+size]...)
+		}
+		i += size
+	}
+	return string(b)
+}
+
+// AppendCanonicalBytes is AppendCanonicalString of string(b), without
+// copying b: b is only read, and no reference to it is kept. b and dst
+// must not overlap.
+func AppendCanonicalBytes(dst, b []byte) []byte {
+	if len(b) == 0 {
+		return append(dst, '"', '"')
+	}
+	return AppendCanonicalString(dst, unsafe.String(&b[0], len(b)))
+}
+
+// Bytes repeated in a word, for PlainString.
+const (
+	ones  = 0x0101010101010101
+	highs = 0x8080808080808080
+)
+
+// PlainString reports whether s is ASCII without a byte JSON escapes
+// (control characters, '"' and '\\'): AppendCanonicalString writes such
+// a string as it is, between quotes. It tests eight bytes at a time.
+func PlainString(s string) bool {
+	i := 0
+	for ; i+8 <= len(s); i += 8 {
+		x := uint64(s[i]) | uint64(s[i+1])<<8 | uint64(s[i+2])<<16 | uint64(s[i+3])<<24 |
+			uint64(s[i+4])<<32 | uint64(s[i+5])<<40 | uint64(s[i+6])<<48 | uint64(s[i+7])<<56
+		// With every byte below 0x80, (v - ones*n) & ^v & highs is
+		// nonzero exactly when some byte of v is below n.
+		quote, backslash := x^(ones*'"'), x^(ones*'\\')
+		if x&highs != 0 || (x-ones*0x20)&^x&highs != 0 ||
+			(quote-ones)&^quote&highs != 0 || (backslash-ones)&^backslash&highs != 0 {
+			return false
+		}
+	}
+	for ; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= 0x80 || c == '"' || c == '\\' {
+			return false
+		}
+	}
+	return true
+}
+
+// CompareKeys is the order of an object's members in canonical JSON: by
+// name, byte by byte of their UTF-8 (strings.Compare).
+func CompareKeys(a, b string) int { return strings.Compare(a, b) }
+
+// KeyLess reports whether a member named a comes before one named b in
+// CompareKeys's order, for names held as strings or byte slices.
+func KeyLess[S string | []byte](a, b S) bool { return string(a) < string(b) }
+
 // CanonicalNumber is the JSON number literal s in the exact decimal
 // normal form CanonicalJSON writes (1.50, 15e-1 and 1.5 are all 1.5).
 func CanonicalNumber(s string) (string, error) { return normalizeNumber(s) }
+
+// AppendCanonicalNumber appends the JSON number literal lit in
+// CanonicalNumber's form, or returns CanonicalNumber's error with dst as
+// it was. An integer or a decimal without exponent, short enough to be
+// within a double's range and the normal form's length, is written here,
+// without the string and the checks normalizeNumber makes (FuzzCanonicalNumber
+// holds the two equal).
+func AppendCanonicalNumber(dst, lit []byte) ([]byte, error) {
+	// JSON's grammar: -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?
+	i := 0
+	if i < len(lit) && lit[i] == '-' {
+		i++
+	}
+	intStart := i
+	for i < len(lit) && lit[i] >= '0' && lit[i] <= '9' {
+		i++
+	}
+	intEnd, fracEnd := i, i
+	if i < len(lit) && lit[i] == '.' {
+		i++
+		for i < len(lit) && lit[i] >= '0' && lit[i] <= '9' {
+			i++
+		}
+		fracEnd = i
+	}
+	if i != len(lit) || len(lit) > 300 || intEnd == intStart || (lit[intStart] == '0' && intEnd-intStart > 1) ||
+		fracEnd == intEnd+1 {
+		// An exponent, a long or a malformed literal: the reference says.
+		n, err := normalizeNumber(string(lit))
+		if err != nil {
+			return dst, err
+		}
+		return append(dst, n...), nil
+	}
+	// Trailing fractional zeros go, and the point with them when no
+	// digit is left; zero, whatever its sign, is "0".
+	end := fracEnd
+	for end > intEnd+1 && lit[end-1] == '0' {
+		end--
+	}
+	if end == intEnd+1 {
+		end = intEnd
+	}
+	if lit[intStart] == '0' && end == intEnd {
+		return append(dst, '0'), nil
+	}
+	return append(dst, lit[:end]...), nil
+}
+
+// AppendCanonicalFloat appends f as CanonicalJSON writes a float64: the
+// literal encoding/json writes for it, in CanonicalNumber's form. NaN and
+// the infinities, which encoding/json refuses, are an error.
+func AppendCanonicalFloat(dst []byte, f float64) ([]byte, error) {
+	if math.IsNaN(f) || math.IsInf(f, 0) {
+		return dst, fmt.Errorf("unsupported value: %v", f)
+	}
+	if f == 0 {
+		return append(dst, '0'), nil // "-0" too
+	}
+	if abs := math.Abs(f); abs >= 1e-6 && abs < 1e21 {
+		// encoding/json's 'f' with the shortest digits has no exponent,
+		// no leading zeros and no trailing fractional zeros: already
+		// the normal form.
+		return strconv.AppendFloat(dst, f, 'f', -1, 64), nil
+	}
+	var buf [32]byte
+	return AppendCanonicalNumber(dst, strconv.AppendFloat(buf[:0], f, 'e', -1, 64))
+}
 
 // AppendCanonicalTree appends, as CanonicalJSON would write it, a tree
 // decoded by encoding/json into an interface{} with UseNumber (nil, bool,
@@ -185,17 +335,17 @@ const maxNumberLen = 400
 // normalizeNumber rewrites a JSON number literal in exact decimal normal
 // form (see CanonicalJSON).
 func normalizeNumber(s string) (string, error) {
-	bad := fmt.Errorf("%q is not a JSON number", s)
+	bad := func() error { return fmt.Errorf("%q is not a JSON number", s) }
 	neg := strings.HasPrefix(s, "-")
 	rest := strings.TrimPrefix(s, "-")
 	mant, expPart, hasExp := strings.Cut(strings.ToLower(rest), "e")
 	intPart, frac, hasFrac := strings.Cut(mant, ".")
 	if intPart == "" || !allDigits(intPart) || (hasFrac && (frac == "" || !allDigits(frac))) ||
 		(len(intPart) > 1 && intPart[0] == '0') {
-		return "", bad
+		return "", bad()
 	}
 	if hasExp && !validExponent(expPart) {
-		return "", bad
+		return "", bad()
 	}
 	// Interoperable JSON (RFC 7493) keeps numbers within a double's range;
 	// beyond it most readers see infinity.
