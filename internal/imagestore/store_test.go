@@ -503,6 +503,3 @@ func FuzzParseRoute(f *testing.F) {
 		}
 	})
 }
-
-
-
