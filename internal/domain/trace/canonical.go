@@ -25,9 +25,20 @@ import (
 // of an array is '[' + its elements' canonical forms joined by ',' + ']',
 // so a trajectory can be sealed from each event's canonical bytes, computed
 // once when the span arrives. eventWriter writes those bytes straight from
-// a TraceEvent, byte for byte what the generic path writes for it (a
-// differential fuzz test holds it to that); for anything it does not
-// handle it reports errSlowPath and the caller takes the generic path.
+// a TraceEvent, byte for byte what the generic path writes for it; for
+// anything it does not handle it reports errSlowPath and the caller takes
+// the generic path.
+//
+// The format is registry's alone: every string, member name and number
+// is written by registry's primitives (AppendCanonicalString,
+// AppendCanonicalBytes, AppendCanonicalNumber, AppendCanonicalFloat) and
+// members are sorted in registry.CompareKeys's order. What this file adds
+// is the shape of an event (its members, in order, omitted as
+// encoding/json omits them) and reading raw JSON without a generic tree.
+// The differential fuzz test FuzzCanonicalEvent holds it to
+// registry.CanonicalJSON; its committed corpus
+// (testdata/fuzz/FuzzCanonicalEvent) runs with every go test, and make
+// test fuzzes it for a bounded time (make fuzz-canonical).
 
 // errSlowPath says the fast writer cannot write an event itself.
 var errSlowPath = errors.New("traces: event needs the generic canonical path")
@@ -252,7 +263,7 @@ func (w *eventWriter) fast(dst []byte, e *event) ([]byte, error) {
 	str := func(name, v string) {
 		if v != "" {
 			member(name)
-			dst = appendString(dst, v)
+			dst = registry.AppendCanonicalString(dst, v)
 		}
 	}
 	raw := func(name string, raw json.RawMessage, text string, lazy bool) {
@@ -305,7 +316,7 @@ func (w *eventWriter) fast(dst []byte, e *event) ([]byte, error) {
 		dst = strconv.AppendInt(dst, e.InputTokens, 10)
 	}
 	member("kind")
-	dst = appendString(dst, e.Kind)
+	dst = registry.AppendCanonicalString(dst, e.Kind)
 	str("mediaType", e.MediaType)
 	str("message", e.Message)
 	str("model", e.Model)
@@ -343,7 +354,7 @@ func (w *eventWriter) value(dst []byte, v any, depth int) ([]byte, error) {
 	case nil:
 		return append(dst, "null"...), nil
 	case string:
-		return appendString(dst, x), nil
+		return registry.AppendCanonicalString(dst, x), nil
 	case bool:
 		return strconv.AppendBool(dst, x), nil
 	case int64:
@@ -416,8 +427,8 @@ func (w *eventWriter) object(dst []byte, m map[string]any, depth int) ([]byte, e
 }
 
 // attrList appends a compact span's attributes, sorted already, as
-// object writes them as a map. What FlattenSpansCompact found plain
-// (plainASCII) is written without another look.
+// object writes them as a map. A key FlattenSpansCompact found plain
+// (plainASCII) is known to be UTF-8.
 func (w *eventWriter) attrList(dst []byte, attrs []attr) ([]byte, error) {
 	dst = append(dst, '{')
 	var err error
@@ -427,18 +438,14 @@ func (w *eventWriter) attrList(dst []byte, attrs []attr) ([]byte, error) {
 			dst = append(dst, ',')
 		}
 		if a.val.plainKey {
-			dst = appendQuoted(dst, a.key)
+			dst = registry.AppendCanonicalString(dst, a.key)
 		} else if dst, err = appendKey(dst, a.key); err != nil {
 			return dst, err
 		}
 		dst = append(dst, ':')
 		switch v := &a.val; v.kind {
 		case kindString:
-			if v.plain {
-				dst = appendQuoted(dst, v.s)
-			} else {
-				dst = appendString(dst, v.s)
-			}
+			dst = registry.AppendCanonicalString(dst, v.s)
 		case kindInt:
 			if x := int64(v.n); w.stored && (x > float53 || x < -float53) {
 				dst, err = appendFloat(dst, float64(x)) // as value writes an int64
@@ -463,20 +470,10 @@ func (w *eventWriter) attrList(dst []byte, attrs []attr) ([]byte, error) {
 // not UTF-8: encoding/json would replace the invalid bytes, and two names
 // could then collide.
 func appendKey(dst []byte, k string) ([]byte, error) {
-	if plainASCII(k) {
-		return appendQuoted(dst, k), nil
-	}
-	if !utf8.ValidString(k) {
+	if !plainASCII(k) && !utf8.ValidString(k) {
 		return dst, errSlowPath
 	}
 	return registry.AppendCanonicalString(dst, k), nil
-}
-
-// appendQuoted appends a plainASCII string, which needs no escape.
-func appendQuoted(dst []byte, s string) []byte {
-	dst = append(dst, '"')
-	dst = append(dst, s...)
-	return append(dst, '"')
 }
 
 // appendPairs appends the members of m.
@@ -487,92 +484,34 @@ func appendPairs(pairs []attrPair, m map[string]any) []attrPair {
 	return pairs
 }
 
-// sortPairs sorts an object's members by name: by insertion for the few
-// members of a span's usual attributes, which beats the general sort.
+// sortPairs sorts an object's members in canonical order
+// (registry.CompareKeys): by insertion for the few members of a span's
+// usual attributes, which beats the general sort.
 func sortPairs(p []attrPair) {
 	if len(p) > 12 {
-		slices.SortFunc(p, func(a, b attrPair) int { return strings.Compare(a.k, b.k) })
+		slices.SortFunc(p, func(a, b attrPair) int { return registry.CompareKeys(a.k, b.k) })
 		return
 	}
 	for i := 1; i < len(p); i++ {
-		for j := i; j > 0 && p[j].k < p[j-1].k; j-- {
+		for j := i; j > 0 && registry.CompareKeys(p[j].k, p[j-1].k) < 0; j-- {
 			p[j], p[j-1] = p[j-1], p[j]
 		}
 	}
 }
 
-// appendString writes s as encoding/json then the canonical writer do:
-// each byte of invalid UTF-8 becomes U+FFFD.
-func appendString(dst []byte, s string) []byte {
-	if plainASCII(s) {
-		return appendQuoted(dst, s)
-	}
-	if !utf8.ValidString(s) {
-		var b []byte
-		for i := 0; i < len(s); {
-			r, size := utf8.DecodeRuneInString(s[i:])
-			if r == utf8.RuneError && size == 1 {
-				b = utf8.AppendRune(b, utf8.RuneError)
-			} else {
-				b = append(b, s[i:i+size]...)
-			}
-			i += size
-		}
-		s = string(b)
-	}
-	return registry.AppendCanonicalString(dst, s)
-}
+// plainASCII reports whether s is ASCII without a byte JSON escapes:
+// registry.PlainString, which AppendCanonicalString writes as it is.
+func plainASCII(s string) bool { return registry.PlainString(s) }
 
-// Bytes repeated in a word, for plainASCII.
-const (
-	ones  = 0x0101010101010101
-	highs = 0x8080808080808080
-)
-
-// plainASCII reports whether s is ASCII without a byte JSON escapes
-// (control characters, '"' and '\\'): such a string is written as it is,
-// between quotes. It tests eight bytes at a time.
-func plainASCII(s string) bool {
-	i := 0
-	for ; i+8 <= len(s); i += 8 {
-		x := uint64(s[i]) | uint64(s[i+1])<<8 | uint64(s[i+2])<<16 | uint64(s[i+3])<<24 |
-			uint64(s[i+4])<<32 | uint64(s[i+5])<<40 | uint64(s[i+6])<<48 | uint64(s[i+7])<<56
-		// With every byte below 0x80, (v - ones*n) & ^v & highs is
-		// nonzero exactly when some byte of v is below n.
-		quote, backslash := x^(ones*'"'), x^(ones*'\\')
-		if x&highs != 0 || (x-ones*0x20)&^x&highs != 0 ||
-			(quote-ones)&^quote&highs != 0 || (backslash-ones)&^backslash&highs != 0 {
-			return false
-		}
-	}
-	for ; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c >= 0x80 || c == '"' || c == '\\' {
-			return false
-		}
-	}
-	return true
-}
-
-// appendFloat writes f as encoding/json writes a float64, normalised.
+// appendFloat writes f as the generic path writes a float64
+// (registry.AppendCanonicalFloat), or reports errSlowPath for NaN and the
+// infinities, so that the generic path says what is wrong.
 func appendFloat(dst []byte, f float64) ([]byte, error) {
-	if math.IsNaN(f) || math.IsInf(f, 0) {
-		return dst, errSlowPath // encoding/json refuses them; let it say so
-	}
-	if f == 0 {
-		return append(dst, '0'), nil // "-0" too
-	}
-	if abs := math.Abs(f); abs >= 1e-6 && abs < 1e21 {
-		// 'f' with the shortest digits has no exponent, no leading
-		// zeros and no trailing fractional zeros: already normal.
-		return strconv.AppendFloat(dst, f, 'f', -1, 64), nil
-	}
-	var buf [32]byte
-	lit := strconv.AppendFloat(buf[:0], f, 'e', -1, 64)
-	n, err := registry.CanonicalNumber(string(lit))
+	out, err := registry.AppendCanonicalFloat(dst, f)
 	if err != nil {
 		return dst, errSlowPath
 	}
-	return append(dst, n...), nil
+	return out, nil
 }
 
 // appendTime writes t as time.Time's MarshalJSON does.
@@ -673,7 +612,7 @@ func appendRawTree(dst []byte, raw []byte) ([]byte, error) {
 // rawText writes rawValue(s) as appendRaw would, without computing it: a
 // string holding a JSON object or array is that JSON (rawParser accepts
 // only valid JSON, so what it reads needs no json.Valid first), any other
-// string is a JSON string, which canonically is appendString's.
+// string is a JSON string, written by registry.AppendCanonicalString.
 func (w *eventWriter) rawText(dst []byte, s string) ([]byte, error) {
 	if t := strings.TrimSpace(s); t != "" && (t[0] == '{' || t[0] == '[') {
 		if out, ok := w.parseRaw(dst, []byte(t)); ok {
@@ -683,7 +622,7 @@ func (w *eventWriter) rawText(dst []byte, s string) ([]byte, error) {
 			return appendRawTree(dst, []byte(t))
 		}
 	}
-	return appendString(dst, s), nil
+	return registry.AppendCanonicalString(dst, s), nil
 }
 
 // SealCanonical is the sealed trajectory of events given as their
@@ -799,9 +738,7 @@ func (p *rawParser) strValue(dst []byte, s *rawScratch) ([]byte, bool) {
 			return dst, false
 		}
 		s.i = j + 1
-		dst = append(dst, '"')
-		dst = append(dst, p.b[start:j]...)
-		return append(dst, '"'), true
+		return registry.AppendCanonicalBytes(dst, p.b[start:j]), true
 	}
 	t := append(s.text[:0], p.b[start:j]...)
 	for j < len(p.b) {
@@ -811,7 +748,7 @@ func (p *rawParser) strValue(dst []byte, s *rawScratch) ([]byte, bool) {
 				return dst, false
 			}
 			s.i, s.text = j+1, t[:0]
-			return appendCanonicalBytes(dst, t), true
+			return registry.AppendCanonicalBytes(dst, t), true
 		case c == '\\':
 			if j+1 >= len(p.b) {
 				return dst, false
@@ -885,41 +822,6 @@ func getu4(b []byte) rune {
 	return r
 }
 
-// appendCanonicalBytes is registry.AppendCanonicalString of b, without
-// making b a string: quoted, with only the escapes JSON requires.
-func appendCanonicalBytes(dst, b []byte) []byte {
-	const hexDigits = "0123456789abcdef"
-	dst = append(dst, '"')
-	start := 0
-	for i, c := range b {
-		if c >= 0x20 && c != '"' && c != '\\' {
-			continue
-		}
-		dst = append(dst, b[start:i]...)
-		start = i + 1
-		switch c {
-		case '"':
-			dst = append(dst, '\\', '"')
-		case '\\':
-			dst = append(dst, '\\', '\\')
-		case '\b':
-			dst = append(dst, '\\', 'b')
-		case '\t':
-			dst = append(dst, '\\', 't')
-		case '\n':
-			dst = append(dst, '\\', 'n')
-		case '\f':
-			dst = append(dst, '\\', 'f')
-		case '\r':
-			dst = append(dst, '\\', 'r')
-		default:
-			dst = append(dst, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
-		}
-	}
-	dst = append(dst, b[start:]...)
-	return append(dst, '"')
-}
-
 // literal consumes word at s.i.
 func (p *rawParser) literal(dst []byte, word string, s *rawScratch) ([]byte, bool) {
 	if !bytes.HasPrefix(p.b[s.i:], []byte(word)) {
@@ -942,78 +844,11 @@ func (p *rawParser) number(dst []byte, s *rawScratch) ([]byte, bool) {
 	return appendNumber(dst, p.b[start:s.i])
 }
 
-// appendNumber appends the JSON number lit in registry.CanonicalNumber's
-// form, false when lit is no JSON number or the form is an error. An
-// integer or a decimal without exponent, short enough to be within a
-// double's range and the normal form's length, is written here, without
-// the conversion to string and the error CanonicalNumber builds for
-// every number.
+// appendNumber appends the JSON number lit as
+// registry.AppendCanonicalNumber does, false when that is an error.
 func appendNumber(dst []byte, lit []byte) ([]byte, bool) {
-	// JSON's grammar: -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?
-	i := 0
-	if i < len(lit) && lit[i] == '-' {
-		i++
-	}
-	intStart := i
-	for i < len(lit) && lit[i] >= '0' && lit[i] <= '9' {
-		i++
-	}
-	if i == intStart || (lit[intStart] == '0' && i-intStart > 1) {
-		return dst, false
-	}
-	intEnd, fracEnd := i, i
-	if i < len(lit) && lit[i] == '.' {
-		i++
-		fracStart := i
-		for i < len(lit) && lit[i] >= '0' && lit[i] <= '9' {
-			i++
-		}
-		if i == fracStart {
-			return dst, false
-		}
-		fracEnd = i
-	}
-	if i < len(lit) && (lit[i] == 'e' || lit[i] == 'E') {
-		i++
-		if i < len(lit) && (lit[i] == '+' || lit[i] == '-') {
-			i++
-		}
-		expStart := i
-		for i < len(lit) && lit[i] >= '0' && lit[i] <= '9' {
-			i++
-		}
-		if i == expStart || i != len(lit) {
-			return dst, false
-		}
-		n, err := registry.CanonicalNumber(string(lit))
-		if err != nil {
-			return dst, false
-		}
-		return append(dst, n...), true
-	}
-	if i != len(lit) {
-		return dst, false
-	}
-	if len(lit) > 300 {
-		n, err := registry.CanonicalNumber(string(lit))
-		if err != nil {
-			return dst, false
-		}
-		return append(dst, n...), true
-	}
-	// Trailing fractional zeros go, and the point with them when no
-	// digit is left; zero, whatever its sign, is "0".
-	end := fracEnd
-	for end > intEnd+1 && lit[end-1] == '0' {
-		end--
-	}
-	if end == intEnd+1 {
-		end = intEnd
-	}
-	if lit[intStart] == '0' && end == intEnd {
-		return append(dst, '0'), true
-	}
-	return append(dst, lit[:end]...), true
+	out, err := registry.AppendCanonicalNumber(dst, lit)
+	return out, err == nil
 }
 
 func (p *rawParser) value(dst []byte, depth int, s *rawScratch) ([]byte, bool) {
@@ -1128,9 +963,8 @@ func (p *rawParser) object(dst []byte, depth int, s *rawScratch) ([]byte, bool) 
 			}
 			dst = append(dst, ',')
 		}
-		dst = append(dst, '"')
-		dst = append(dst, b[m.nameStart:m.nameEnd]...)
-		dst = append(dst, '"', ':')
+		dst = registry.AppendCanonicalBytes(dst, b[m.nameStart:m.nameEnd])
+		dst = append(dst, ':')
 		dst = append(dst, buf[m.start:m.end]...)
 	}
 	return append(dst, '}'), true
@@ -1159,10 +993,10 @@ func sortMembers(b []byte, ms []rawMember) {
 	}
 }
 
-// memberLess compares as strings: bytes.Compare, in assembly, is taken
-// to write to its arguments.
+// memberLess is registry.KeyLess of the names (not bytes.Compare,
+// which, in assembly, is taken to write to its arguments).
 func memberLess(b []byte, x, y rawMember) bool {
-	return string(b[x.nameStart:x.nameEnd]) < string(b[y.nameStart:y.nameEnd])
+	return registry.KeyLess(b[x.nameStart:x.nameEnd], b[y.nameStart:y.nameEnd])
 }
 
 // siftDown restores the max-heap ms[:n] below root.
