@@ -27,9 +27,6 @@ import (
 	"svc/drivers/runner"
 	"svc/internal/integrations/webhooks"
 	"svc/internal/platform/secrets"
-	"svc/internal/service/models"
-	"svc/internal/service/registries"
-	"svc/internal/service/traces"
 	"svc/store"
 	"svc/store/records"
 )
@@ -38,11 +35,11 @@ import (
 type Activities struct {
 	Store store.Store // the records activities read and write
 	// Registries resolves harnesses and runtimes as a run's creator sees
-	// them, and a nomad runtime's connection (its authSecret, and the probe
-	// guard the service was built with: service.WithProbeGuard).
-	Registries *registries.Service
-	// Sealer opens workspace secrets (harness secretEnv) and the webhook
-	// signing secrets; nil when SVC_SECRET_KEY is unset.
+	// them, and a remote runtime's connection (its secrets, and the probe
+	// guard the registry service was built with).
+	Registries Registry
+	// Sealer opens workspace secrets (harness secretEnv); nil when
+	// SVC_SECRET_KEY is unset.
 	Sealer *secrets.Sealer
 	// Driver runs process harnesses on the local runtime: a run naming no
 	// runtime, or a local one. A run on a nomad runtime runs on a
@@ -55,8 +52,11 @@ type Activities struct {
 	// Judges runs code judges over finished cases.
 	Judges *judges.Runner
 	// Models resolves a model judge's model to the workspace's binding
-	// and its key; nil skips model judges with a reason.
-	Models *models.Service
+	// and its key, and mints the model proxy's tokens; nil skips model
+	// judges with a reason.
+	Models ModelAccess
+	// WebhookSecrets gives a delivery its workspace's signing secret.
+	WebhookSecrets WebhookSecrets
 	// Guard re-checks webhook destinations at delivery time; HTTP sends
 	// them (Guard.Client when nil).
 	Guard *webhooks.Guard
@@ -67,13 +67,12 @@ type Activities struct {
 	// proxy as a judge process reaches it ("http://host:port/judge-proxy/v1");
 	// empty means below OTLPEndpoint (see modelProxyURL).
 	ModelProxyURL string
-	// TraceIngest seals the OTLP door's external trajectories and applies
-	// trajectory retention (SweepTraces); nil sweeps with the defaults
-	// (no retention, a 5-minute idle window).
-	TraceIngest *traces.Service
-	// TraceSources opens the trace sources pulled batches read (pull.go);
-	// nil opens them with Store, Sealer and Guard.
-	TraceSources *traces.Sources
+	// TraceIngest lands the thresholds a sealed trajectory crosses, seals
+	// the OTLP door's external trajectories and applies trajectory
+	// retention (SweepTraces).
+	TraceIngest TraceSealer
+	// TraceSources opens the trace sources pulled batches read (pull.go).
+	TraceSources TraceSourceClients
 	// Host names the worker in provenance.
 	Host   string
 	Logger *slog.Logger

@@ -19,7 +19,6 @@ import (
 	"svc/internal/domain/scoring"
 	"svc/internal/domain/trace"
 	"svc/internal/platform/derrors"
-	"svc/internal/service/models"
 	"svc/store"
 	"svc/store/records"
 )
@@ -256,7 +255,13 @@ func (a *Activities) FinishScore(ctx context.Context, in FinishScoreInput) (err 
 		return err
 	}
 	who := auth.Principal{Subject: cur.CreatedBy, Workspace: cur.Tenant, Roles: []auth.Role{auth.RoleMember}}
-	resolver := models.JudgeResolver(ctx, &models.Service{Store: a.Store}, a.Registries, who)
+	var modelVersion func(string) (string, error)
+	if a.Models != nil {
+		modelVersion = func(name string) (string, error) { return a.Models.Version(ctx, who.Workspace, name) }
+	}
+	resolver := manifest.LiveResolver(modelVersion, func(kind registry.Kind, id, v string) (registry.Resolved, error) {
+		return a.Registries.Resolve(ctx, who, kind, id, v)
+	})
 	var sealed []eval.SealedJudge
 	for _, j := range in.Judges {
 		sj := eval.SealedJudge{ID: j.ID, Version: j.Version, Digest: manifest.Unresolved}

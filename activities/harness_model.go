@@ -10,7 +10,7 @@ import (
 
 	"svc/drivers"
 	"svc/internal/domain/eval"
-	"svc/internal/service/models"
+	"svc/internal/domain/modelproxy"
 	"svc/store"
 )
 
@@ -90,7 +90,7 @@ func (a *Activities) harnessModelAccess(ctx context.Context, run eval.Run, plan 
 		timeout = DefaultCaseTimeout
 	}
 	expires := a.now().Add(timeout + harnessTokenSlack)
-	token, err := a.Models.MintProxyToken(ctx, models.ProxyGrant{Workspace: run.Tenant, Model: binding, Harness: plan.Harness.String(),
+	token, err := a.Models.MintProxyToken(ctx, modelproxy.Grant{Workspace: run.Tenant, Model: binding, Harness: plan.Harness.String(),
 		Attempt: run.Attempts, RunID: run.ID, ExpiresAt: expires})
 	if err != nil {
 		return job, harnessModel{}, err
@@ -104,21 +104,21 @@ func (a *Activities) harnessModelAccess(ctx context.Context, run eval.Run, plan 
 	if job.Env == nil {
 		job.Env = map[string]string{}
 	}
-	job.Env[models.EnvHarnessModelBaseURL] = a.harnessModelURL()
-	job.Env[models.EnvHarnessModel] = binding
+	job.Env[modelproxy.EnvBaseURL] = a.harnessModelURL()
+	job.Env[modelproxy.EnvModel] = binding
 	job.Secrets = maps.Clone(job.Secrets)
 	if job.Secrets == nil {
 		job.Secrets = map[string]string{}
 	}
-	job.Secrets[models.SecretModelToken] = token
+	job.Secrets[modelproxy.SecretToken] = token
 	return job, access, nil
 }
 
 // end revokes the attempt's token and returns what its calls cost. A
 // revoke that fails is logged: the token expires by itself.
-func (h harnessModel) end(ctx context.Context, a *Activities) models.ProxyUsage {
+func (h harnessModel) end(ctx context.Context, a *Activities) modelproxy.Usage {
 	if h.token == "" {
-		return models.ProxyUsage{}
+		return modelproxy.Usage{}
 	}
 	ctx, cancel := detached(ctx, tokenCallTimeout)
 	defer cancel()
@@ -146,7 +146,7 @@ func (a *Activities) recordModelAccess(ctx context.Context, run eval.Run, plan P
 	if err != nil {
 		return err
 	}
-	_, err = a.Store.AppendEvent(ctx, store.Event{ID: fmt.Sprintf("%s:%s:%d", models.EventHarnessModelAccess, run.ID, run.Attempts),
-		Workspace: run.Tenant, Type: models.EventHarnessModelAccess, Subject: "run:" + run.ID, Actor: run.CreatedBy, Data: raw, CreatedAt: a.now()})
+	_, err = a.Store.AppendEvent(ctx, store.Event{ID: fmt.Sprintf("%s:%s:%d", modelproxy.EventHarnessModelAccess, run.ID, run.Attempts),
+		Workspace: run.Tenant, Type: modelproxy.EventHarnessModelAccess, Subject: "run:" + run.ID, Actor: run.CreatedBy, Data: raw, CreatedAt: a.now()})
 	return err
 }

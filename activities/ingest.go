@@ -13,7 +13,6 @@ import (
 	"svc/internal/domain/registry"
 	"svc/internal/domain/trace"
 	"svc/internal/platform/derrors"
-	"svc/internal/service/traces"
 )
 
 // gradeImported finishes a child run made from an ingested trace (POST
@@ -55,7 +54,7 @@ func (a *Activities) gradeImported(ctx context.Context, run eval.Run, g grading)
 		}
 		lctx, cancel := detached(ctx, afterSealTimeout)
 		defer cancel()
-		if _, err := traces.LandCrossings(lctx, a.Store, run.Tenant, run.ID, trace.SourceImport, result.Trace, ms); err != nil {
+		if err := a.landCrossings(lctx, run, trace.SourceImport, result.Trace, ms); err != nil {
 			a.logger().WarnContext(ctx, "evaluating trace thresholds", append(activityAttrs(ctx), "run", run.ID, "error", err)...)
 		}
 	}

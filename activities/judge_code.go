@@ -10,8 +10,8 @@ import (
 	"svc/activities/judges"
 	"svc/auth"
 	"svc/internal/domain/eval"
+	"svc/internal/domain/modelproxy"
 	"svc/internal/domain/registry"
-	"svc/internal/service/models"
 	"svc/store"
 )
 
@@ -59,7 +59,7 @@ func (a *Activities) runCodeJudge(ctx context.Context, r judges.Runner, who auth
 	if url == "" {
 		return judges.Skip(j.ID, fmt.Sprintf("judge %s calls model %q through the control plane's model proxy, and this worker does not know the control plane's address for jobs; an operator sets SVC_PUBLIC_URL (or SVC_HARNESS_OTLP_ENDPOINT)", j.ID, ref)), nil
 	}
-	_, missing, err := a.Models.Resolve(ctx, who.Workspace, ref)
+	_, missing, err := a.Models.JudgeEndpoint(ctx, who.Workspace, ref)
 	if err != nil {
 		return nil, err
 	}
@@ -69,7 +69,7 @@ func (a *Activities) runCodeJudge(ctx context.Context, r judges.Runner, who auth
 	// The token outlives the judge's timeout by a margin for the driver's
 	// own start and stop; it is revoked as soon as the judge ends.
 	expires := a.now().Add(r.Timeout(j.Code) + time.Minute)
-	token, err := a.Models.MintProxyToken(ctx, models.ProxyGrant{Workspace: who.Workspace, Model: ref, JudgeID: j.ID, RunID: runID, ExpiresAt: expires})
+	token, err := a.Models.MintProxyToken(ctx, modelproxy.Grant{Workspace: who.Workspace, Model: ref, JudgeID: j.ID, RunID: runID, ExpiresAt: expires})
 	if err != nil {
 		return nil, err
 	}

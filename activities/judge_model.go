@@ -27,22 +27,19 @@ func (a *Activities) runModelJudge(ctx context.Context, who auth.Principal, j *r
 	if reason != "" {
 		return judges.Skip(j.ID, reason), nil
 	}
-	access, missing, err := a.Models.Resolve(ctx, who.Workspace, j.Model.Model)
+	ep, missing, err := a.Models.JudgeEndpoint(ctx, who.Workspace, j.Model.Model)
 	if err != nil {
 		return nil, err
 	}
 	if missing != "" {
 		return judges.Skip(j.ID, missing), nil
 	}
-	b := access.Binding
-	ep := judges.Endpoint{Name: b.Name, Provider: b.Provider, BaseURL: b.BaseURL, Model: b.Model, Key: access.Key(),
-		Client: access.Client, Timeout: b.Timeout(), Price: b.Cost}
 	ev, _ := a.judgeEvidence(ctx, eff, in)
 	scores, usage, err := judges.ModelVerdict(ctx, j.ID, eff, ev, ep)
 	if err != nil {
 		return nil, err
 	}
-	attrs := append([]any{"judge", j.ID, "model", b.Name}, activityAttrs(ctx)...)
+	attrs := append([]any{"judge", j.ID, "model", ep.Name}, activityAttrs(ctx)...)
 	if usage != nil {
 		attrs = append(attrs, "inputTokens", usage.InputTokens, "outputTokens", usage.OutputTokens)
 		if usage.Priced {

@@ -15,7 +15,6 @@ import (
 	"svc/internal/domain/trace"
 	"svc/internal/integrations/pull"
 	"svc/internal/platform/derrors"
-	"svc/internal/service/traces"
 	"svc/store"
 	"svc/store/records"
 )
@@ -43,14 +42,13 @@ func pulled(run eval.Run) bool {
 	return run.Origin != nil && run.Origin.Source == pull.OriginSource
 }
 
-// traceSources is the service that opens trace sources: Activities'
-// TraceSources, else one on the activity's store and secrets dialling
-// through the webhook guard (the same SVC_WEBHOOK_ALLOW list).
-func (a *Activities) traceSources() *traces.Sources {
-	if a.TraceSources != nil {
-		return a.TraceSources
+// traceSources is Activities' TraceSources, or an error saying this
+// worker was wired without them.
+func (a *Activities) traceSources() (TraceSourceClients, error) {
+	if a.TraceSources == nil {
+		return nil, errors.New("this worker opens no trace sources: Activities.TraceSources is not wired (internal/app wires the trace service's)")
 	}
-	return &traces.Sources{Store: a.Store, Sealer: a.Sealer, Guard: a.Guard, Now: a.Now}
+	return a.TraceSources, nil
 }
 
 // gradePulled fetches, seals and grades a pulled batch's child run; see
@@ -121,7 +119,11 @@ func (a *Activities) gradePulled(ctx context.Context, run eval.Run, g grading) (
 // fetchPulled reads the plan's trace, asking again while the platform
 // fails transiently, at most pullTries times.
 func (a *Activities) fetchPulled(ctx context.Context, workspace string, plan pull.Plan) (pull.Trace, error) {
-	c, err := a.traceSources().Client(ctx, workspace, plan.Source)
+	sources, err := a.traceSources()
+	if err != nil {
+		return pull.Trace{}, err
+	}
+	c, err := sources.Client(ctx, workspace, plan.Source)
 	if err != nil {
 		return pull.Trace{}, err
 	}
@@ -165,7 +167,10 @@ const ledgerPoll = 10 * time.Second
 // for the sweep; the batch's timeline says what it waits for and until
 // when. problem, when not empty, is why the case fails.
 func (a *Activities) ledgerEvents(ctx context.Context, run eval.Run, plan pull.Plan) (events []eval.TraceEvent, problem string, err error) {
-	ingest := a.traceIngest()
+	ingest, err := a.traceIngest()
+	if err != nil {
+		return nil, "", err
+	}
 	deadline := a.now().Add(ledgerMaxWait)
 	noted := false
 	for {
@@ -247,11 +252,11 @@ func (a *Activities) recordedAnswer(ctx context.Context, workspace string, plan 
 	return src.Result.Evidence.FinalAnswer, nil
 }
 
-// traceIngest is Activities' TraceIngest, else one on the activity's
-// store with the default idle window.
-func (a *Activities) traceIngest() *traces.Service {
-	if a.TraceIngest != nil {
-		return a.TraceIngest
+// traceIngest is Activities' TraceIngest, or an error saying this worker
+// was wired without it.
+func (a *Activities) traceIngest() (TraceSealer, error) {
+	if a.TraceIngest == nil {
+		return nil, errors.New("this worker seals no trajectories: Activities.TraceIngest is not wired (internal/app wires the trace service)")
 	}
-	return traces.New(traces.Options{Store: a.Store, Registries: a.Registries, Now: a.Now, Logger: a.Logger})
+	return a.TraceIngest, nil
 }

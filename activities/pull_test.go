@@ -204,7 +204,8 @@ func TestPulledFromTheLedger(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	a := &Activities{Store: st, Host: "w1", Logger: slog.New(slog.DiscardHandler)}
+	a := &Activities{Store: st, Host: "w1", Logger: slog.New(slog.DiscardHandler),
+		TraceIngest: traces.New(traces.Options{Store: st, Logger: slog.New(slog.DiscardHandler)})}
 	ok := pulledRun(t, st, ws, "a", pull.Plan{Name: pull.NameSVC, RunID: "nightly-1", Viewer: "user:alice"})
 	if s, err := a.DispatchRun(t.Context(), RunRef{Workspace: ws, RunID: ok.ID}); err != nil || s.Status != string(eval.StatusSucceeded) {
 		t.Fatalf("ledger pull: %v, %v", s, err)

@@ -22,7 +22,6 @@ import (
 	"svc/internal/domain/registry"
 	"svc/internal/domain/trace"
 	"svc/internal/platform/derrors"
-	"svc/internal/service/registries"
 	"svc/store"
 	"svc/store/records"
 )
@@ -90,13 +89,13 @@ type harnessMemo struct {
 }
 
 type memoHarness struct {
-	h  registries.Resolved
+	h  registry.Resolved
 	at time.Time
 }
 
 // resolveHarness resolves the harness ref as who sees it, at most once
 // per harnessTTL with a memo.
-func (a *Activities) resolveHarness(ctx context.Context, memo *harnessMemo, who auth.Principal, ref registry.Ref) (registries.Resolved, error) {
+func (a *Activities) resolveHarness(ctx context.Context, memo *harnessMemo, who auth.Principal, ref registry.Ref) (registry.Resolved, error) {
 	if memo == nil {
 		return a.Registries.Resolve(ctx, who, registry.Harness, ref.ID, ref.Version)
 	}
@@ -132,7 +131,7 @@ func (a *Activities) resolveHarness(ctx context.Context, memo *harnessMemo, who 
 		memo.mu.Unlock()
 		return h, nil
 	})
-	h, _ := v.(registries.Resolved)
+	h, _ := v.(registry.Resolved)
 	return h, err
 }
 

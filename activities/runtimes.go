@@ -20,8 +20,6 @@ import (
 	"svc/internal/domain/eval"
 	"svc/internal/domain/registry"
 	"svc/internal/platform/derrors"
-	"svc/internal/probers"
-	"svc/internal/service/registries"
 	"svc/internal/service/runners"
 )
 
@@ -209,7 +207,7 @@ func (a *Activities) nomadDriver(ctx context.Context, workspace, owner, digest s
 	key := strings.Join([]string{workspace, owner, spec.ID}, "\x00")
 	r, err := a.remote(key, fp, func() (remoteDriver, error) {
 		d, err := nomad.New(nomad.Options{
-			Config:       probers.NomadConfig(conn),
+			Config:       nomadConfig(conn),
 			Runtime:      runtimeOptions(spec),
 			OTLPEndpoint: a.OTLPEndpoint,
 			Logger:       a.logger(),
@@ -268,9 +266,15 @@ func (a *Activities) k8sDriver(ctx context.Context, workspace, owner, digest str
 	return r.k8s, nil
 }
 
+// nomadConfig is the driver's connection for what the registry service
+// resolved, as internal/probers builds it for a probe.
+func nomadConfig(c registry.NomadConnection) nomad.Config {
+	return nomad.Config{Addr: c.Addr, Namespace: c.Namespace, Token: c.Token, AllowedHosts: c.AllowedHosts, Guard: c.Guard}
+}
+
 // k8sConfig is the driver's connection for what the registry service
 // resolved: the same for a probe and for the worker's jobs.
-func k8sConfig(c registries.K8sProbe) k8s.Config {
+func k8sConfig(c registry.K8sConnection) k8s.Config {
 	return k8s.Config{Server: c.Server, Context: c.Context, Namespace: c.Namespace, Token: c.Token,
 		Kubeconfig: c.Kubeconfig, AllowedHosts: c.AllowedHosts, Guard: c.Guard, OperatorNamespaces: c.OperatorNamespaces}
 }

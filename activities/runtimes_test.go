@@ -183,7 +183,7 @@ func TestNomadPlacementRefusals(t *testing.T) {
 		{"id": "cpuless", "version": "1", "kind": "nomad", "addr": f.cluster.URL, "image": "x", "authSecret": "nomad-token"},
 	} {
 		raw, _ := json.Marshal(spec)
-		if _, err := f.a.Registries.Register(ctx, admin, registry.Runtime, raw, nil); err != nil {
+		if _, err := f.a.Registries.(*registries.Service).Register(ctx, admin, registry.Runtime, raw, nil); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -11,10 +11,10 @@ import (
 
 	"svc/internal/platform/derrors"
 	"svc/store"
+	"svc/store/records"
 
 	"svc/internal/domain/eval"
 	"svc/internal/domain/redact"
-	"svc/internal/service/traces"
 )
 
 // Where a run's trajectory meets the OTLP door (issue 16): the spans an
@@ -35,7 +35,7 @@ func (a *Activities) withRunSpans(ctx context.Context, run eval.Run, trace []byt
 	if err != nil || len(spans) == 0 {
 		return trace, false, err
 	}
-	events := traces.SpanEvents(spans)
+	events := records.SpanEvents(spans)
 	mask := redact.New(secretValues(secrets))
 	var b bytes.Buffer
 	b.Grow(len(trace) + 256*len(events))
@@ -72,7 +72,7 @@ func (a *Activities) afterSeal(ctx context.Context, run eval.Run, result *eval.C
 		if result.Usage != nil {
 			processMs = result.Usage.DurationMs
 		}
-		if _, err := traces.LandCrossings(ctx, a.Store, run.Tenant, run.ID, "svc", result.Trace, processMs); err != nil {
+		if err := a.landCrossings(ctx, run, "svc", result.Trace, processMs); err != nil {
 			a.logger().WarnContext(ctx, "evaluating trace thresholds", append(activityAttrs(ctx), "run", run.ID, "error", err)...)
 		}
 	}
@@ -82,6 +82,17 @@ func (a *Activities) afterSeal(ctx context.Context, run eval.Run, result *eval.C
 	if err := a.Store.DeletePendingSpans(ctx, run.Tenant, run.ID); err != nil {
 		a.logger().WarnContext(ctx, "dropping the sealed spans of a run", append(activityAttrs(ctx), "run", run.ID, "error", err)...)
 	}
+}
+
+// landCrossings lands the threshold crossings of run's trajectory just
+// sealed from source (TraceSealer.LandCrossings).
+func (a *Activities) landCrossings(ctx context.Context, run eval.Run, source string, events []eval.TraceEvent, processMs int64) error {
+	ingest, err := a.traceIngest()
+	if err != nil {
+		return err
+	}
+	_, err = ingest.LandCrossings(ctx, run.Tenant, run.ID, source, events, processMs)
+	return err
 }
 
 // thresholdTTL is how long a worker trusts what it read of a workspace's

@@ -87,7 +87,7 @@ func TestInstrumentedHarnessSpansSealedWithItsRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	a := &Activities{Store: st, Registries: regs, Host: "w1", Now: clock, OTLPEndpoint: door.URL,
-		Driver: local.New(local.Options{Root: t.TempDir()})}
+		Driver: local.New(local.Options{Root: t.TempDir()}), TraceIngest: traces.New(traces.Options{Store: st, Registries: regs, Now: clock})}
 	env := (&testsuite.WorkflowTestSuite{}).NewTestActivityEnvironment()
 	env.RegisterActivity(a)
 	val, err := env.ExecuteActivity(a.DispatchRun, RunRef{Workspace: ws, RunID: run.ID})

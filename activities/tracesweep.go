@@ -11,7 +11,11 @@ import (
 // been idle for the idle window, drops the pending spans of ended runs
 // and deletes trajectories past their retention.
 func (a *Activities) SweepTraces(ctx context.Context) (flows.TraceSweepOutput, error) {
-	rep, err := a.traceIngest().Sweep(ctx)
+	ingest, err := a.traceIngest()
+	if err != nil {
+		return flows.TraceSweepOutput{}, err
+	}
+	rep, err := ingest.Sweep(ctx)
 	if err != nil {
 		return flows.TraceSweepOutput{}, err
 	}

@@ -3,6 +3,7 @@ package activities
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
@@ -13,7 +14,6 @@ import (
 	"svc/internal/integrations/webhooks"
 	"svc/internal/platform/derrors"
 	"svc/store"
-	"svc/store/records"
 )
 
 // WebhookMessageID is the webhook-id of a run's final-record webhook: one
@@ -51,11 +51,11 @@ func (a *Activities) DeliverWebhook(ctx context.Context, ref RunRef) error {
 		}
 		return temporal.NewNonRetryableApplicationError("webhook destination refused: "+derrors.Message(err), string(flows.WebhookRefused), nil)
 	}
-	var secret records.WebhookSecret
-	if err := a.Store.Transact(ctx, func(tx store.Tx) (err error) {
-		secret, err = records.EnsureWebhookSecret(ctx, tx, a.Sealer, run.Tenant, run.CreatedBy, a.now)
-		return err
-	}); err != nil {
+	if a.WebhookSecrets == nil {
+		return errors.New("this worker signs no webhooks: Activities.WebhookSecrets is not wired (internal/app wires the runs service)")
+	}
+	secret, err := a.WebhookSecrets.SigningSecret(ctx, run.Tenant, run.CreatedBy)
+	if err != nil {
 		return err
 	}
 	body, err := json.Marshal(run)
@@ -66,7 +66,7 @@ func (a *Activities) DeliverWebhook(ctx context.Context, ref RunRef) error {
 	if client == nil {
 		client = a.Guard.Client(webhookClientTimeout)
 	}
-	status, derr := webhooks.Deliver(ctx, client, run.WebhookURL, secret.Secret, webhooks.Message{ID: msgID, Timestamp: a.now(), Body: body})
+	status, derr := webhooks.Deliver(ctx, client, run.WebhookURL, secret, webhooks.Message{ID: msgID, Timestamp: a.now(), Body: body})
 	if err := record(status, derr); err != nil {
 		return err
 	}

@@ -403,15 +403,15 @@ func TestNotifications(t *testing.T) {
 func TestWebhookSecret(t *testing.T) {
 	e := newEnv(t, withOIDC())
 	a := e.tenant(t, "hooks")
-	first := decode[records.WebhookSecret](t, e.do(t, http.MethodGet, "/workspace/webhook-secret", "", bearer(a.key)))
+	first := decode[runs.WebhookSecret](t, e.do(t, http.MethodGet, "/workspace/webhook-secret", "", bearer(a.key)))
 	if !strings.HasPrefix(first.Secret, "whsec_") {
 		t.Fatalf("secret %q lacks the whsec_ prefix", first.Secret)
 	}
-	again := decode[records.WebhookSecret](t, e.do(t, http.MethodGet, "/workspace/webhook-secret", "", bearer(a.key)))
+	again := decode[runs.WebhookSecret](t, e.do(t, http.MethodGet, "/workspace/webhook-secret", "", bearer(a.key)))
 	if again.Secret != first.Secret {
 		t.Errorf("a second read minted a new secret")
 	}
-	rotated := decode[records.WebhookSecret](t, e.do(t, http.MethodPost, "/workspace/webhook-secret/rotate", "", bearer(a.key)))
+	rotated := decode[runs.WebhookSecret](t, e.do(t, http.MethodPost, "/workspace/webhook-secret/rotate", "", bearer(a.key)))
 	if rotated.Secret == first.Secret || !strings.HasPrefix(rotated.Secret, "whsec_") {
 		t.Errorf("rotate kept the secret or lost its prefix: %q", rotated.Secret)
 	}

@@ -20,7 +20,6 @@ import (
 	"svc/internal/service/runs"
 	"svc/internal/testing/testwait"
 	"svc/store"
-	"svc/store/records"
 )
 
 // TestRunSurvivesDevKill: a run whose harness is running when `svc dev` is
@@ -156,7 +155,7 @@ func runSurvivesKill(t *testing.T, waitForHarness bool) {
 		}
 		return len(attempts) > 0
 	})
-	var secret records.WebhookSecret
+	var secret runs.WebhookSecret
 	if code := call(t, "GET", second.URL+"/workspace/webhook-secret", nil, &secret); code != 200 || secret.Secret == "" {
 		t.Fatalf("GET /workspace/webhook-secret = %d", code)
 	}

@@ -30,7 +30,6 @@ import (
 	"svc/internal/testing/testwait"
 	"svc/store"
 	"svc/store/pgtest"
-	"svc/store/records"
 )
 
 // End to end through Temporal's real server (embedded), the real API on
@@ -270,7 +269,7 @@ func TestRunEndToEnd(t *testing.T) {
 
 			// The webhook: one delivery, signed with the workspace secret.
 			testwait.Until(t, time.Minute, "the webhook delivery", func() bool { return len(s.hooks.deliveries()) == 1 })
-			var secret records.WebhookSecret
+			var secret runs.WebhookSecret
 			s.call(t, "GET", "/workspace/webhook-secret", "", 200, &secret)
 			d := s.hooks.deliveries()[0]
 			if err := webhooks.Verify(secret.Secret, d.header, d.body, time.Now(), 0); err != nil {

@@ -32,6 +32,7 @@ import (
 	"svc/internal/probers"
 	"svc/internal/service/models"
 	"svc/internal/service/registries"
+	"svc/internal/service/runs"
 	"svc/internal/service/traces"
 	"svc/store"
 	"svc/workflows"
@@ -120,16 +121,21 @@ func Activities(cfg config.Config, d Deps, o WorkerOptions) (*activities.Activit
 	if proxy == "" {
 		proxy = ModelProxyURL(cfg, o.Role)
 	}
+	regs := registries.New(d.Store, sealer, time.Now, registries.WithProbeGuard(probeGuard),
+		registries.WithK8sOperatorNamespaces(cfg.K8sOperatorNamespaceList()))
 	acts := &activities.Activities{
-		Store: d.Store,
-		Registries: registries.New(d.Store, sealer, time.Now, registries.WithProbeGuard(probeGuard),
-			registries.WithK8sOperatorNamespaces(cfg.K8sOperatorNamespaceList())),
-		Sealer: sealer,
-		Driver: driver,
-		Judges: &judges.Runner{Driver: driver},
-		Models: &models.Service{Store: d.Store, Sealer: sealer, Guard: modelGuard},
-		Guard:  guard,
-		Host:   host,
+		Store:      d.Store,
+		Registries: regs,
+		Sealer:     sealer,
+		Driver:     driver,
+		Judges:     &judges.Runner{Driver: driver},
+		Models:     &models.Service{Store: d.Store, Sealer: sealer, Guard: modelGuard},
+		// A delivery signs with the workspace's secret, minted on first
+		// use as the runs service's routes mint it.
+		WebhookSecrets: runs.New(runs.Options{Store: d.Store, Sealer: sealer, Logger: d.Logger,
+			Now: func() time.Time { return time.Now().UTC() }}),
+		Guard: guard,
+		Host:  host,
 		// An instrumented harness exports its spans here.
 		OTLPEndpoint: cfg.HarnessOTLPEndpoint,
 		// A code judge with a model binding calls its model here.
@@ -137,7 +143,7 @@ func Activities(cfg config.Config, d Deps, o WorkerOptions) (*activities.Activit
 		Logger:        d.Logger,
 		TraceSources:  &traces.Sources{Store: d.Store, Sealer: sealer, Guard: pullGuard},
 	}
-	acts.TraceIngest = traces.New(traces.Options{Store: d.Store, Registries: acts.Registries,
+	acts.TraceIngest = traces.New(traces.Options{Store: d.Store, Registries: regs,
 		MaxEventsPerHour: int64(cfg.IngestMaxEventsPerHour), RetentionDays: cfg.TrajectoryRetentionDays,
 		IdleWindow: cfg.IngestIdleWindow, Logger: d.Logger})
 	// Runs on a runner runtime queue their jobs for the workspace's runners.

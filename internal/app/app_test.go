@@ -10,6 +10,8 @@ import (
 	"svc/drivers"
 	"svc/drivers/local"
 	"svc/internal/platform/config"
+	"svc/internal/service/models"
+	"svc/internal/service/traces"
 )
 
 // TestActivitiesWiresEveryService: the worker the binary and the test
@@ -25,10 +27,13 @@ func TestActivitiesWiresEveryService(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The worker holds the services behind its own interfaces.
+	ms, _ := acts.Models.(*models.Service)
+	sources, _ := acts.TraceSources.(*traces.Sources)
 	switch {
-	case acts.Registries == nil, acts.Sealer == nil, acts.Models == nil, acts.Models.Sealer == nil, acts.Models.Guard == nil,
-		acts.Guard == nil, acts.TraceIngest == nil, acts.TraceSources == nil, acts.TraceSources.Sealer == nil,
-		acts.TraceSources.Guard == nil, acts.Judges == nil:
+	case acts.Registries == nil, acts.Sealer == nil, ms == nil, ms.Sealer == nil, ms.Guard == nil,
+		acts.Guard == nil, acts.TraceIngest == nil, sources == nil, sources.Sealer == nil,
+		sources.Guard == nil, acts.Judges == nil, acts.WebhookSecrets == nil:
 		t.Fatalf("a service is missing: %+v", acts)
 	}
 	if acts.Driver != drivers.Driver(d) || acts.Judges.Driver != drivers.Driver(d) {

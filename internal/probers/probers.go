@@ -2,7 +2,8 @@
 // service (service.Probers): the one place, with cmd/svc, that joins the
 // API's side and the drivers, so that package api never links them. The
 // worker's activities build a nomad runtime's driver from the same
-// connection (NomadConfig), so probing and running agree.
+// connection (registry.NomadConnection, which the registry service
+// returns to both), so probing and running agree.
 package probers
 
 import (

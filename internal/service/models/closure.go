@@ -10,36 +10,20 @@ import (
 )
 
 // JudgeResolver resolves a judge's closure (manifest.JudgeClosure) as who
-// sees it now: a model binding of who's workspace to "name@version", a
-// rubric or a delegated harness to "id@version" (latest resolved). A
-// reference that cannot be resolved, for whatever reason, is "" and seals
-// as unresolved. The batch submit, a re-score's revision and
-// verify-manifest all resolve through it, so one judge seals alike in all.
+// sees it now (manifest.LiveResolver): a model binding of who's workspace
+// through s, a rubric or a delegated harness through reg; either may be
+// nil, resolving nothing. The batch submit and verify-manifest resolve
+// through it, the worker's re-score through the same LiveResolver.
 func JudgeResolver(ctx context.Context, s *Service, reg *registries.Service, who auth.Principal) manifest.Resolver {
-	ref := func(kind registry.Kind) func(registry.Ref) string {
-		return func(r registry.Ref) string {
-			if reg == nil || r.ID == "" || r.Version == "" {
-				return ""
-			}
-			res, err := reg.Resolve(ctx, who, kind, r.ID, r.Version)
-			if err != nil {
-				return ""
-			}
-			return res.Ref().String()
+	var version func(string) (string, error)
+	if s != nil {
+		version = func(name string) (string, error) { return s.Version(ctx, who.Workspace, name) }
+	}
+	var resolve func(registry.Kind, string, string) (registry.Resolved, error)
+	if reg != nil {
+		resolve = func(kind registry.Kind, id, v string) (registry.Resolved, error) {
+			return reg.Resolve(ctx, who, kind, id, v)
 		}
 	}
-	return manifest.Resolver{
-		Model: func(name string) string {
-			if s == nil || name == "" {
-				return ""
-			}
-			v, err := s.Version(ctx, who.Workspace, name)
-			if err != nil {
-				return ""
-			}
-			return name + "@" + v
-		},
-		Rubric: ref(registry.Rubric),
-		Agent:  ref(registry.Harness),
-	}
+	return manifest.LiveResolver(version, resolve)
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"svc/internal/domain/modelproxy"
 	"svc/internal/domain/registry"
 	"svc/internal/platform/derrors"
 	"svc/internal/platform/netguard"
@@ -19,23 +20,15 @@ import (
 // its key cannot be resolved; a self-hosted runner target ships the job
 // without a token, and the run records that (EventHarnessModelAccess).
 
-// Environment of a harness job that calls a model binding. The token is
-// not among them: it is the secrets file's entry SecretModelToken (the
-// file SVC_SECRETS_FILE names), never in the environment or argv.
+// Environment of a harness job that calls a model binding, and the event
+// recording what it was given: the domain's (package modelproxy), which
+// the worker sets.
 const (
-	// EnvHarnessModelBaseURL is the proxy's API root (OpenAI wire
-	// format: post to it + "/chat/completions"); not a secret.
-	EnvHarnessModelBaseURL = "SVC_MODEL_BASE_URL"
-	// EnvHarnessModel is the binding's name.
-	EnvHarnessModel = "SVC_MODEL"
-	// SecretModelToken is the secrets-file entry holding the run-scoped
-	// proxy token, sent as "Authorization: Bearer <token>".
-	SecretModelToken = "SVC_MODEL_TOKEN"
+	EnvHarnessModelBaseURL  = modelproxy.EnvBaseURL
+	EnvHarnessModel         = modelproxy.EnvModel
+	SecretModelToken        = modelproxy.SecretToken
+	EventHarnessModelAccess = modelproxy.EventHarnessModelAccess
 )
-
-// EventHarnessModelAccess records, per attempt, whether a harness job was
-// given model access: the binding, granted or not, and why not.
-const EventHarnessModelAccess = "harness.model_access"
 
 // SelfHosted reports whether runtime rt is a self-hosted target (a runner
 // runtime), where a job ships without a model key it cannot be given; nil

@@ -11,8 +11,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"time"
 
+	"svc/internal/domain/modelproxy"
 	"svc/internal/platform/derrors"
 	"svc/store"
 )
@@ -33,22 +33,9 @@ const ProxyTokenKind = "judge-proxy-token"
 // proxyTokenPrefix begins every proxy token.
 const proxyTokenPrefix = "jpt_"
 
-// ProxyGrant is what a proxy token allows: calls to one binding for one
-// judge execution of one run (JudgeID), or for one attempt of a run's
-// harness job (Harness), until ExpiresAt.
-type ProxyGrant struct {
-	Workspace string `json:"workspace"`
-	Model     string `json:"model"` // the binding's name
-	JudgeID   string `json:"judgeId,omitempty"`
-	// Harness is the harness (id@version) of a harness grant, and Attempt
-	// the run's attempt it was minted for.
-	Harness   string    `json:"harness,omitempty"`
-	Attempt   int       `json:"attempt,omitempty"`
-	RunID     string    `json:"runId"`
-	ExpiresAt time.Time `json:"expiresAt"`
-	// Hash is the hex SHA-256 of the token.
-	Hash string `json:"hash"`
-}
+// ProxyGrant is what a proxy token allows (the domain's modelproxy.Grant,
+// which the worker names too).
+type ProxyGrant = modelproxy.Grant
 
 // MintProxyToken stores a grant and returns its token. The token goes to
 // the judge only (as its API key); never log or record it.
@@ -117,14 +104,6 @@ func (s *Service) OpenProxyToken(ctx context.Context, token string) (ProxyGrant,
 		return ProxyGrant{}, errProxyToken
 	}
 	return g, nil
-}
-
-// Actor names who holds the grant: "judge:<id>" or "harness:<id@version>".
-func (g ProxyGrant) Actor() string {
-	if g.Harness != "" {
-		return "harness:" + g.Harness
-	}
-	return "judge:" + g.JudgeID
 }
 
 // tokenHash is the hex SHA-256 of a token.

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 
+	"svc/internal/domain/modelproxy"
 	"svc/internal/platform/derrors"
 	"svc/store"
 )
@@ -27,13 +28,8 @@ type ProxyCall struct {
 	CostUSD      *float64 `json:"costUsd,omitempty"` // nil: the binding has no prices
 }
 
-// ProxyUsage sums the calls made with one token.
-type ProxyUsage struct {
-	Calls        int     `json:"calls"`
-	InputTokens  int64   `json:"inputTokens"`
-	OutputTokens int64   `json:"outputTokens"`
-	CostUSD      float64 `json:"costUsd"`
-}
+// ProxyUsage sums the calls made with one token (modelproxy.Usage).
+type ProxyUsage = modelproxy.Usage
 
 // RecordProxyCall keeps call under the grant g (opened by the proxy), for
 // ProxyUsage.

@@ -4,7 +4,6 @@ import (
 	"context"
 
 	"svc/internal/domain/registry"
-	"svc/internal/platform/netguard"
 )
 
 // Probers reach a remote runtime's cluster: Probe (POST /runtimes/probe)
@@ -20,25 +19,11 @@ type Probers struct {
 	KubeconfigServer func(kubeconfig []byte, context string) (string, error)
 }
 
-// NomadProbe is what a Nomad probe dials: the agent, the namespace, the
-// ACL token and the hosts its secret is bound to, through the probe guard.
-type NomadProbe struct {
-	Addr, Namespace, Token string
-	AllowedHosts           []string
-	Guard                  *netguard.Guard
-}
+// NomadProbe is what a Nomad probe dials (registry.NomadConnection).
+type NomadProbe = registry.NomadConnection
 
-// K8sProbe is what a Kubernetes probe dials: a kubeconfig (with its
-// context), or a server and a bearer token, and the namespace.
-type K8sProbe struct {
-	Server, Context, Namespace, Token string
-	Kubeconfig                        []byte
-	AllowedHosts                      []string
-	Guard                             *netguard.Guard
-	// OperatorNamespaces are where a runtime without credentials of its
-	// own may use the control plane's (SVC_K8S_OPERATOR_NAMESPACES).
-	OperatorNamespaces []string
-}
+// K8sProbe is what a Kubernetes probe dials (registry.K8sConnection).
+type K8sProbe = registry.K8sConnection
 
 // WithK8sOperatorNamespaces offers the control plane's own cluster
 // credentials to k8s runtimes without credentials of their own, in these

@@ -364,21 +364,8 @@ func (s *Service) Move(ctx context.Context, p auth.Principal, kind registry.Kind
 }
 
 // Resolved is a version found by Resolve: where it was found and its typed
-// spec.
-type Resolved struct {
-	Owner   string
-	Version string // `latest` resolved
-	Digest  string // of the registered spec
-	// Spec is the typed spec; a harness instance is already resolved
-	// against its template into the self-contained harness it stands for.
-	Spec registry.Spec
-	// PrivateTeam is the entity's team when that team is private: what is
-	// made from the entity (a batch, its runs) is that team's to read.
-	PrivateTeam string
-}
-
-// Ref is the resolved reference id@version.
-func (r Resolved) Ref() registry.Ref { return registry.Ref{ID: r.Spec.ID(), Version: r.Version} }
+// spec (the domain's registry.Resolved, which the worker names too).
+type Resolved = registry.Resolved
 
 // Resolve finds id@version of kind (version may be `latest`) as p sees it,
 // owner-first with `_shared` fallback, and parses its spec. Dispatch uses

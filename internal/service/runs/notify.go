@@ -7,7 +7,6 @@ import (
 	"svc/internal/domain/eval"
 	"svc/internal/platform/derrors"
 	"svc/store"
-	"svc/store/records"
 )
 
 // MaxNotificationPage bounds ?limit= of GET /notifications.
@@ -71,10 +70,10 @@ func (s *Service) MarkRead(ctx context.Context, p auth.Principal, req ReadReques
 
 // GetWebhookSecret returns the workspace's signing secret, creating it on
 // first use.
-func (s *Service) GetWebhookSecret(ctx context.Context, p auth.Principal) (records.WebhookSecret, error) {
-	var out records.WebhookSecret
+func (s *Service) GetWebhookSecret(ctx context.Context, p auth.Principal) (WebhookSecret, error) {
+	var out WebhookSecret
 	err := s.transact(ctx, func(tx store.Tx) (err error) {
-		out, err = records.EnsureWebhookSecret(ctx, tx, s.o.Sealer, p.Workspace, p.Subject, s.o.Now)
+		out, err = ensureWebhookSecret(ctx, tx, s.o.Sealer, p.Workspace, p.Subject, s.o.Now)
 		return err
 	})
 	return out, err
@@ -82,6 +81,6 @@ func (s *Service) GetWebhookSecret(ctx context.Context, p auth.Principal) (recor
 
 // RotateWebhookSecret replaces the workspace's signing secret; deliveries
 // from then on are signed with the new one.
-func (s *Service) RotateWebhookSecret(ctx context.Context, p auth.Principal) (records.WebhookSecret, error) {
-	return records.PutWebhookSecret(ctx, s.o.Store, s.o.Sealer, p.Workspace, p.Subject, s.o.Now())
+func (s *Service) RotateWebhookSecret(ctx context.Context, p auth.Principal) (WebhookSecret, error) {
+	return putWebhookSecret(ctx, s.o.Store, s.o.Sealer, p.Workspace, p.Subject, s.o.Now())
 }

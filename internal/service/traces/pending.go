@@ -3,10 +3,10 @@ package traces
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
 
 	"svc/internal/domain/eval"
+	"svc/internal/domain/trace"
 	"svc/internal/platform/derrors"
 )
 
@@ -21,45 +21,9 @@ import (
 const SweepInterval = time.Minute
 
 // PendingError is the answer for a trajectory id whose spans are
-// received but not sealed yet: a NOT_FOUND (there is no trajectory yet)
-// saying how many spans wait and when they are sealed.
-type PendingError struct {
-	RunID string
-	// Spans received so far, and when the last one was.
-	Spans        int
-	LastReceived time.Time
-	// External: no run of the workspace; the trajectory is sealed at
-	// SealsAt, the end of the idle window (IdleWindow after the last
-	// span), by the next sweep. A run's spans are sealed when the run
-	// ends (RunStatus is its status now).
-	External   bool
-	IdleWindow time.Duration
-	SealsAt    time.Time
-	RunStatus  string
-}
-
-func (e *PendingError) Error() string {
-	if !e.External {
-		return fmt.Sprintf("run %s is %s: its trajectory is sealed when it ends, with the %d span(s) received so far (the last at %s); read GET /runs/%s/trajectory then",
-			e.RunID, e.RunStatus, e.Spans, e.LastReceived.Format(time.RFC3339), e.RunID)
-	}
-	return fmt.Sprintf("trajectory %s is not sealed yet: %d span(s) received, the last at %s; it is sealed once no span arrives for %s (SVC_INGEST_IDLE_WINDOW), at %s or within a minute after (the trace sweep runs every minute); a pull from the svc source waits for it",
-		e.RunID, e.Spans, e.LastReceived.Format(time.RFC3339), e.IdleWindow, e.SealsAt.Format(time.RFC3339))
-}
-
-// Unwrap makes a PendingError a derrors.ErrNotFound: no trajectory yet.
-func (e *PendingError) Unwrap() error { return derrors.ErrNotFound }
-
-// ErrorDetails are the facts of e for the error body's details (derrors.Details).
-func (e *PendingError) ErrorDetails() map[string]any {
-	d := map[string]any{"pending": true, "runId": e.RunID, "spans": e.Spans, "lastReceivedAt": e.LastReceived}
-	if e.External {
-		d["sealsAt"], d["idleWindowSeconds"] = e.SealsAt, e.IdleWindow.Seconds()
-	} else {
-		d["runStatus"] = e.RunStatus
-	}
-	return d
-}
+// received but not sealed yet (the domain's trace.PendingError, which the
+// worker names too).
+type PendingError = trace.PendingError
 
 // Pending returns a *PendingError when spans of the trajectory id wait
 // unsealed in workspace and viewer, who reads the team audiences teams

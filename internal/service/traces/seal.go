@@ -12,6 +12,7 @@ import (
 	"svc/internal/domain/trace"
 	"svc/internal/platform/derrors"
 	"svc/store"
+	"svc/store/records"
 )
 
 // SourceOTel is the source of a trajectory sealed from OTLP spans that
@@ -30,30 +31,7 @@ func RunSpanEvents(ctx context.Context, st store.TraceIngest, workspace, runID s
 	if err != nil {
 		return nil, err
 	}
-	return spanEvents(spans), nil
-}
-
-// SpanEvents is RunSpanEvents of spans already read (a run's, as
-// store.ListPendingSpansOf returns them).
-func SpanEvents(spans []store.PendingSpan) []eval.TraceEvent { return spanEvents(spans) }
-
-func spanEvents(spans []store.PendingSpan) []eval.TraceEvent {
-	events := make([]eval.TraceEvent, 0, len(spans))
-	for _, sp := range spans {
-		events = append(events, spanEvent(sp))
-	}
-	trace.SortEvents(events)
-	return events
-}
-
-// spanEvent is a pending span's event read back; one that no longer
-// decodes becomes an error event saying so.
-func spanEvent(sp store.PendingSpan) eval.TraceEvent {
-	var e eval.TraceEvent
-	if err := json.Unmarshal(sp.Event, &e); err != nil {
-		e = eval.TraceEvent{Kind: eval.EventError, Code: "BAD_SPAN", Message: fmt.Sprintf("span %s could not be read back: %v", sp.Key, err)}
-	}
-	return e
+	return records.SpanEvents(spans), nil
 }
 
 // formerEventPrefix starts every event encoding/json wrote for a pending
@@ -71,7 +49,7 @@ var formerEventPrefix = []byte(`{"kind":`)
 // anything that is not an object, are read back as sealing always read
 // them (a canonical event that happens to start like a former one reads
 // back to the same bytes). The result is the
-// elements of what traces.SealEvents(spanEvents(spans)) seals.
+// elements of what traces.SealEvents(records.SpanEvents(spans)) seals.
 func canonicalSpanEvents(spans []store.PendingSpan) ([][]byte, error) {
 	out := make([][]byte, 0, len(spans))
 	var untimed [][]byte
@@ -84,7 +62,7 @@ func canonicalSpanEvents(spans []store.PendingSpan) ([][]byte, error) {
 			}
 			continue
 		}
-		e := spanEvent(sp)
+		e := records.SpanEvent(sp)
 		c, err := trace.AppendCanonicalEvent(nil, &e)
 		if err != nil {
 			return nil, fmt.Errorf("sealing the trace: %w", err)
@@ -118,6 +96,12 @@ func LandCrossings(ctx context.Context, tx store.Tx, workspace, runID, source st
 	return landCrossings(ctx, tx, workspace, runID, source, func() ([]eval.TraceEvent, error) { return events, nil }, processMs)
 }
 
+// LandCrossings is the package's LandCrossings in the service's store:
+// what the worker calls when it seals a run's trajectory.
+func (s *Service) LandCrossings(ctx context.Context, workspace, runID, source string, events []eval.TraceEvent, processMs int64) ([]trace.Crossing, error) {
+	return LandCrossings(ctx, s.o.Store, workspace, runID, source, events, processMs)
+}
+
 // landCrossings is LandCrossings with the events read only when the
 // workspace has thresholds to measure them against.
 func landCrossings(ctx context.Context, tx store.Tx, workspace, runID, source string, events func() ([]eval.TraceEvent, error), processMs int64) ([]trace.Crossing, error) {
@@ -149,16 +133,8 @@ func landCrossings(ctx context.Context, tx store.Tx, workspace, runID, source st
 	return crossed, nil
 }
 
-// SweepReport says what one trace sweep did.
-type SweepReport struct {
-	Sealed      int `json:"sealed"`      // external trajectories sealed
-	Dropped     int `json:"dropped"`     // groups of spans dropped (late for a sealed trajectory, or of a run that ended)
-	Expired     int `json:"expired"`     // trajectories deleted past their retention
-	Workspaces  int `json:"workspaces"`  // workspaces whose retention was applied
-	Remaining   int `json:"remaining"`   // idle groups left for the next sweep
-	Crossings   int `json:"crossings"`   // thresholds crossed by the sealed ones
-	RunsPending int `json:"runsPending"` // idle groups of runs still running (sealed when they end)
-}
+// SweepReport says what one trace sweep did (trace.SweepReport).
+type SweepReport = trace.SweepReport
 
 // sweepGroups is the page of idle groups a sweep lists at a time.
 const sweepGroups = 500

@@ -1,4 +1,4 @@
-package records
+package runs
 
 import (
 	"context"
@@ -12,6 +12,12 @@ import (
 	"svc/store"
 )
 
+// The webhook signing secret's lifecycle: a workspace's secret is minted
+// on first use (the secret's route, or the first delivery), stored sealed,
+// and replaced by a rotation. The routes call GetWebhookSecret and
+// RotateWebhookSecret; the worker signs a delivery with SigningSecret,
+// through an interface of its own (activities.WebhookSecrets).
+
 // WebhookSecret is a workspace's webhook signing secret, opened: the
 // answer of the webhook-secret routes and what a delivery signs with.
 type WebhookSecret struct {
@@ -23,17 +29,30 @@ type WebhookSecret struct {
 // of a workspace secret cannot be replayed as the signing secret.
 const webhookSecretName = "svc.webhook-signing"
 
-// EnsureWebhookSecret returns workspace's signing secret, creating one when
-// there is none. The run service and the delivery activity both call it.
-// Call it inside a transaction so that two first uses cannot mint two
-// secrets.
-func EnsureWebhookSecret(ctx context.Context, st store.Tx, sealer *secrets.Sealer, workspace, subject string, now func() time.Time) (WebhookSecret, error) {
+// SigningSecret is workspace's signing secret, minted (by subject) when
+// there is none, in its own transaction so that two first uses cannot
+// mint two secrets: what a webhook delivery signs with.
+func (s *Service) SigningSecret(ctx context.Context, workspace, subject string) (string, error) {
+	var secret WebhookSecret
+	if err := s.o.Store.Transact(ctx, func(tx store.Tx) (err error) {
+		secret, err = ensureWebhookSecret(ctx, tx, s.o.Sealer, workspace, subject, s.o.Now)
+		return err
+	}); err != nil {
+		return "", err
+	}
+	return secret.Secret, nil
+}
+
+// ensureWebhookSecret returns workspace's signing secret, creating one
+// when there is none. Call it inside a transaction so that two first uses
+// cannot mint two secrets.
+func ensureWebhookSecret(ctx context.Context, st store.Tx, sealer *secrets.Sealer, workspace, subject string, now func() time.Time) (WebhookSecret, error) {
 	if sealer == nil {
 		return WebhookSecret{}, fmt.Errorf("records: the webhook signing secret of %q: %w", workspace, derrors.ErrNoSecretKey)
 	}
 	ws, err := st.GetWebhookSecret(ctx, workspace)
 	if errors.Is(err, derrors.ErrNotFound) {
-		return PutWebhookSecret(ctx, st, sealer, workspace, subject, now())
+		return putWebhookSecret(ctx, st, sealer, workspace, subject, now())
 	}
 	if err != nil {
 		return WebhookSecret{}, err
@@ -45,9 +64,9 @@ func EnsureWebhookSecret(ctx context.Context, st store.Tx, sealer *secrets.Seale
 	return WebhookSecret{Secret: string(plain), RotatedAt: ws.RotatedAt}, nil
 }
 
-// PutWebhookSecret mints a new signing secret for workspace and stores it
+// putWebhookSecret mints a new signing secret for workspace and stores it
 // sealed, replacing the one before.
-func PutWebhookSecret(ctx context.Context, st store.Tx, sealer *secrets.Sealer, workspace, subject string, now time.Time) (WebhookSecret, error) {
+func putWebhookSecret(ctx context.Context, st store.Tx, sealer *secrets.Sealer, workspace, subject string, now time.Time) (WebhookSecret, error) {
 	if sealer == nil {
 		return WebhookSecret{}, fmt.Errorf("records: the webhook signing secret of %q: %w", workspace, derrors.ErrNoSecretKey)
 	}
