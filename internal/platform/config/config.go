@@ -115,6 +115,17 @@ type Config struct {
 	// PGStatementTimeout is PostgreSQL's statement_timeout for svc's
 	// sessions (serve, worker); 0 turns it off. Migrations run without it.
 	PGStatementTimeout time.Duration
+
+	// ImageStore is the OCI registry worlds and imported images are kept
+	// in ([http://|https://]host[:port][/prefix]); empty in svc dev means
+	// the managed store the binary serves on loopback.
+	ImageStore string
+	// WorldKeepVersions is how many versions of a world retention keeps
+	// after a publish; below 1 prunes nothing.
+	WorldKeepVersions int
+	// WorldMaxCaptureBytes bounds the compressed size of a world
+	// snapshot's change set.
+	WorldMaxCaptureBytes int64
 }
 
 // Setting is one row of the settings table.
@@ -290,6 +301,19 @@ var Settings = []Setting{
 				return fmt.Errorf("want a positive duration such as 5m, got %q", v)
 			}
 			c.IngestIdleWindow = d
+			return nil
+		}},
+	{Flag: "image-store", Env: "SVC_IMAGE_STORE", Default: "", Usage: "OCI registry of worlds and imported images, [http://|https://]host[:port][/prefix] (https unless http:// is written; its address must pass SVC_WEBHOOK_ALLOW when private); empty: svc dev serves its own managed store on loopback under the data dir, serve and worker refuse world sessions",
+		set: str(func(c *Config) *string { return &c.ImageStore })},
+	{Flag: "world-keep-versions", Env: "SVC_WORLD_KEEP_VERSIONS", Default: "10", Usage: "versions of a world kept after each publish: older ones are pruned oldest first with their image bytes, skipping versions another member published; below 1 prunes nothing",
+		set: integer(func(c *Config) *int { return &c.WorldKeepVersions })},
+	{Flag: "world-max-capture-bytes", Env: "SVC_WORLD_MAX_CAPTURE_BYTES", Default: "2147483648", Usage: "largest compressed change set a world snapshot publishes (default 2 GiB); a larger one is refused",
+		set: func(c *Config, v string) error {
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil || n <= 0 {
+				return fmt.Errorf("want a positive number of bytes, got %q", v)
+			}
+			c.WorldMaxCaptureBytes = n
 			return nil
 		}},
 	{Env: "OTEL_EXPORTER_OTLP_ENDPOINT", Default: "", Usage: "OTLP endpoint for our own traces; tracing is off when unset",

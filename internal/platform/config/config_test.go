@@ -40,6 +40,15 @@ func TestLoadPrecedence(t *testing.T) {
 			want: func(c Config) bool { return c.PGStatementTimeout == 0 }},
 		{name: "negative statement timeout", env: map[string]string{"SVC_PG_STATEMENT_TIMEOUT": "-1s"}, wantErr: "SVC_PG_STATEMENT_TIMEOUT"},
 		{name: "statement timeout under a millisecond", args: []string{"-pg-statement-timeout", "10us"}, wantErr: "at least 1ms"},
+		{name: "world settings default", want: func(c Config) bool {
+			return c.ImageStore == "" && c.WorldKeepVersions == 10 && c.WorldMaxCaptureBytes == 2<<30
+		}},
+		{name: "world settings from env", env: map[string]string{"SVC_IMAGE_STORE": "registry.example.com/svc", "SVC_WORLD_KEEP_VERSIONS": "0", "SVC_WORLD_MAX_CAPTURE_BYTES": "1048576"},
+			want: func(c Config) bool {
+				return c.ImageStore == "registry.example.com/svc" && c.WorldKeepVersions == 0 && c.WorldMaxCaptureBytes == 1<<20
+			}},
+		{name: "capture limit must be positive", env: map[string]string{"SVC_WORLD_MAX_CAPTURE_BYTES": "0"}, wantErr: "SVC_WORLD_MAX_CAPTURE_BYTES"},
+		{name: "keep versions is a number", args: []string{"-world-keep-versions", "all"}, wantErr: "world-keep-versions"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
