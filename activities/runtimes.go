@@ -20,7 +20,6 @@ import (
 	"svc/internal/domain/eval"
 	"svc/internal/domain/registry"
 	"svc/internal/platform/derrors"
-	"svc/internal/service/runners"
 )
 
 // jobAttempt is the Job.Attempt of every dispatch of a run. A remote
@@ -369,7 +368,7 @@ func (a *Activities) stopRemoteJob(ctx context.Context, run eval.Run) {
 		// never leased.
 		// Deleted: a queued job is never leased, and the runner running
 		// it learns on its next heartbeat (404) and kills it.
-		job = runners.JobID(run.ID, jobAttempt)
+		job = eval.RunnerJobID(run.ID, jobAttempt)
 		err = a.Store.DeleteRunnerJob(sctx, run.Tenant, job)
 	case registry.RuntimeNomad:
 		job = nomad.JobID(run.ID, jobAttempt)

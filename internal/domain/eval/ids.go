@@ -24,3 +24,13 @@ func ChildRunID(workspace, scorecardID, caseID string, trial int) string {
 	sum := sha256.Sum256([]byte(workspace + "\x00" + scorecardID + "\x00" + caseID + "\x00" + strconv.Itoa(trial)))
 	return "run_" + hex.EncodeToString(sum[:12])
 }
+
+// RunnerJobID is the id of the self-hosted runner job of attempt of run:
+// the same for every dispatch of that attempt, so a retried activity
+// finds its job (the runners service queues it under this id, the worker
+// deletes it by it); it is a digest, so it is a safe path segment
+// whatever the run id holds.
+func RunnerJobID(runID string, attempt int) string {
+	sum := sha256.Sum256(fmt.Appendf(nil, "%s\x00%d", runID, attempt))
+	return "rj_" + hex.EncodeToString(sum[:16])
+}

@@ -9,11 +9,10 @@
 package runners
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
-	"fmt"
 	"time"
+
+	"svc/internal/domain/eval"
 )
 
 // Job is what a runner runs: one attempt of a case of a process harness,
@@ -171,13 +170,10 @@ func LeaseDuration(hb time.Duration) time.Duration {
 	return max(LeaseFor*hb, MinLease)
 }
 
-// JobID is the id of the job of attempt of run: the same for every
-// dispatch of that attempt, so a retried activity finds its job; it is a
-// digest, so it is a safe path segment whatever the run id holds.
-func JobID(runID string, attempt int) string {
-	sum := sha256.Sum256(fmt.Appendf(nil, "%s\x00%d", runID, attempt))
-	return "rj_" + hex.EncodeToString(sum[:16])
-}
+// JobID is the id of the job of attempt of run (eval.RunnerJobID): the
+// same for every dispatch of that attempt, so a retried activity finds
+// its job.
+func JobID(runID string, attempt int) string { return eval.RunnerJobID(runID, attempt) }
 
 // SecretsName is the name the job's secrets are sealed under (the sealer
 // binds it with the workspace into the ciphertext), so a sealed copy
