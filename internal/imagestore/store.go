@@ -33,6 +33,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -308,17 +309,25 @@ func (s *Store) gc(grace time.Duration) (GCStats, error) {
 	cutoff := time.Now().Add(-grace)
 
 	// Abandoned uploads: those no live upload holds, past the grace.
+	// An upload busy with a request is live whatever its age; upMu is
+	// never held while taking an upload's lock (requests take them the
+	// other way round).
 	s.upMu.Lock()
-	live := make(map[string]bool, len(s.uploads))
+	all := make(map[string]*upload, len(s.uploads))
 	for id, u := range s.uploads {
-		if u.last().Before(cutoff) {
-			u.abort()
-			delete(s.uploads, id)
+		all[id] = u
+	}
+	s.upMu.Unlock()
+	live := make(map[string]bool, len(all))
+	for id, u := range all {
+		if u.last().Before(cutoff) && u.mu.TryLock() {
+			u.abortLocked()
+			u.mu.Unlock()
+			s.dropUpload(id)
 		} else {
 			live[id] = true
 		}
 	}
-	s.upMu.Unlock()
 	ups, err := os.ReadDir(filepath.Join(s.dir, "uploads"))
 	if err != nil {
 		return st, err
@@ -468,22 +477,13 @@ type upload struct {
 	f       *os.File
 	h       hash.Hash
 	size    int64
-	touched time.Time
+	touched atomic.Int64 // unix nanoseconds of the last append's start or end
 	done    bool
 }
 
-func (u *upload) last() time.Time {
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	return u.touched
-}
+func (u *upload) last() time.Time { return time.Unix(0, u.touched.Load()) }
 
-// abort ends the upload and removes its file.
-func (u *upload) abort() {
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	u.abortLocked()
-}
+func (u *upload) touch() { u.touched.Store(time.Now().UnixNano()) }
 
 func (u *upload) abortLocked() {
 	if !u.done {
@@ -496,9 +496,10 @@ func (u *upload) abortLocked() {
 // appendLocked appends r to the upload. A failed append aborts it: the
 // file and the digest may hold different prefixes. u.mu is held.
 func (u *upload) appendLocked(r io.Reader) error {
+	u.touch()
 	n, err := io.Copy(io.MultiWriter(u.f, u.h), r)
 	u.size += n
-	u.touched = time.Now()
+	u.touch()
 	if err != nil {
 		u.abortLocked()
 	}
@@ -511,7 +512,8 @@ func (s *Store) newUpload() (string, *upload, error) {
 	if err != nil {
 		return "", nil, err
 	}
-	u := &upload{f: f, h: sha256.New(), touched: time.Now()}
+	u := &upload{f: f, h: sha256.New()}
+	u.touch()
 	s.upMu.Lock()
 	s.uploads[id] = u
 	s.upMu.Unlock()

@@ -13,16 +13,20 @@ import (
 	"net/http/httptest"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/random"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
+
+	"svc/internal/testing/testwait"
 )
 
 // serve opens a store under dir and serves it on a loopback port.
@@ -502,4 +506,57 @@ func FuzzParseRoute(f *testing.F) {
 			t.Fatalf("%q decodes to %+v, whose path %q decodes to %+v, %v", p, r, r.path(), again, err)
 		}
 	})
+}
+
+// TestGCDuringUpload: GC neither waits for nor removes an upload whose
+// chunk is still arriving, even with no grace; the upload then finishes.
+func TestGCDuringUpload(t *testing.T) {
+	s, host := serve(t, t.TempDir(), Options{Grace: -1})
+	resp, err := http.Post("http://"+host+"/v2/w/blobs/uploads/", "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	loc := "http://" + host + resp.Header.Get("Location")
+	pr, pw := io.Pipe()
+	done := make(chan *http.Response, 1)
+	go func() {
+		req, _ := http.NewRequest(http.MethodPatch, loc, pr)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Error(err)
+		}
+		done <- resp
+	}()
+	first := bytes.Repeat([]byte("a"), 1000)
+	if _, err := pw.Write(first); err != nil {
+		t.Fatal(err)
+	}
+	id := path.Base(loc)
+	testwait.Until(t, 10*time.Second, "the chunk's first half in the upload file", func() bool {
+		fi, err := os.Stat(filepath.Join(s.Dir(), "uploads", id))
+		return err == nil && fi.Size() == 1000 // the handler is inside the chunk
+	})
+	if _, err := s.GC(); err != nil {
+		t.Fatal(err)
+	}
+	pw.Write(first)
+	pw.Close()
+	if r := <-done; r == nil || r.StatusCode != http.StatusAccepted {
+		t.Fatalf("PATCH after GC: %v", r)
+	}
+	sum := sha256.Sum256(append(first, first...))
+	digest := "sha256:" + hex.EncodeToString(sum[:])
+	req, _ := http.NewRequest(http.MethodPut, loc+"?digest="+digest, nil)
+	resp, err = http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusCreated {
+		t.Fatalf("finishing the upload: %s", resp.Status)
+	}
+	if size, err := s.blobSize(digest); err != nil || size != 2000 {
+		t.Fatalf("blob: %d, %v", size, err)
+	}
 }
