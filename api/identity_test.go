@@ -18,7 +18,7 @@ import (
 	"svc/auth"
 	"svc/auth/authtest"
 	"svc/internal/platform/config"
-	"svc/internal/probers"
+	"svc/internal/app/probers"
 	"svc/store/sqlite"
 )
 

@@ -29,7 +29,7 @@ import (
 	"svc/internal/platform/config"
 	"svc/internal/platform/netguard"
 	"svc/internal/platform/secrets"
-	"svc/internal/probers"
+	"svc/internal/app/probers"
 	"svc/internal/service/models"
 	"svc/internal/service/registries"
 	"svc/internal/service/runs"

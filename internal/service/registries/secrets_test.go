@@ -17,7 +17,7 @@ import (
 	"svc/internal/platform/derrors"
 	"svc/internal/platform/netguard"
 	"svc/internal/platform/secrets"
-	"svc/internal/probers"
+	"svc/internal/app/probers"
 	"svc/internal/service/registries"
 )
 
