@@ -17,8 +17,8 @@ import (
 	"svc/api/apitest"
 	"svc/auth"
 	"svc/auth/authtest"
-	"svc/internal/platform/config"
 	"svc/internal/app/probers"
+	"svc/internal/platform/config"
 	"svc/store/sqlite"
 )
 

@@ -13,11 +13,11 @@ import (
 
 	"svc/auth"
 	"svc/drivers/probe"
+	"svc/internal/app/probers"
 	"svc/internal/domain/registry"
 	"svc/internal/platform/derrors"
 	"svc/internal/platform/netguard"
 	"svc/internal/platform/secrets"
-	"svc/internal/app/probers"
 	"svc/internal/service/registries"
 )
 
