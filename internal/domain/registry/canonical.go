@@ -158,21 +158,22 @@ func AppendCanonicalString(dst []byte, s string) []byte {
 		start = i + 1
 		switch c {
 		case '"':
-			dst = append(dst, '\\', '"')
+			dst = append(dst, `\"`...)
 		case '\\':
-			dst = append(dst, '\\', '\\')
+			dst = append(dst, `\\`...)
 		case '\b':
-			dst = append(dst, '\\', 'b')
+			dst = append(dst, `\b`...)
 		case '\t':
-			dst = append(dst, '\\', 't')
+			dst = append(dst, `\t`...)
 		case '\n':
-			dst = append(dst, '\\', 'n')
+			dst = append(dst, `\n`...)
 		case '\f':
-			dst = append(dst, '\\', 'f')
+			dst = append(dst, `\f`...)
 		case '\r':
-			dst = append(dst, '\\', 'r')
+			dst = append(dst, `\r`...)
 		default:
-			dst = append(dst, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
+			dst = append(dst, `\u00`...)
+			dst = append(dst, hexDigits[c>>4], hexDigits[c&0xf])
 		}
 	}
 	dst = append(dst, s[start:]...)
