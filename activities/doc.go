@@ -73,6 +73,9 @@ type Activities struct {
 	TraceIngest TraceSealer
 	// TraceSources opens the trace sources pulled batches read (pull.go).
 	TraceSources TraceSourceClients
+	// Worlds publishes sandbox sessions' changes as world versions
+	// (sandbox_world.go).
+	Worlds Worlds
 	// Host names the worker in provenance.
 	Host   string
 	Logger *slog.Logger

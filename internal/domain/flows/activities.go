@@ -42,6 +42,7 @@ var ActivityNames = []string{
 	ActivityStartScorecard, ActivityCasePage, ActivityRunCase, ActivityRunCases, ActivityJudgeCase, ActivityFinishScorecard,
 	ActivityChildRunPage, ActivityFinishScore,
 	ActivitySweepTraces,
+	ActivitySnapshotSession,
 }
 
 // The inputs and results of the activities. Their JSON is recorded in
