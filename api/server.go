@@ -166,10 +166,6 @@ func NewServer(o Options) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("api: SVC_WEBHOOK_ALLOW: %w", err)
 	}
-	s.runs = runs.New(runs.Options{
-		Store: o.Store, Registries: s.registries, Starter: o.Starter, Sealer: sealer,
-		Guard: guard, TenantRuns: o.Config.TenantRuns, QueueMax: o.Config.SchedulerQueueMax, Now: s.now, Logger: s.logger,
-	})
 	s.identity = identity.New(identity.Options{Store: o.Store, Now: s.now})
 	s.traceIngest = traces.New(traces.Options{Store: o.Store, Registries: s.registries,
 		MaxEventsPerHour: int64(o.Config.IngestMaxEventsPerHour), RetentionDays: o.Config.TrajectoryRetentionDays,
@@ -179,6 +175,10 @@ func NewServer(o Options) (*Server, error) {
 		return nil, fmt.Errorf("api: SVC_WEBHOOK_ALLOW: %w", err)
 	}
 	s.models = &models.Service{Store: o.Store, Sealer: sealer, Guard: modelGuard, Now: s.now}
+	s.runs = runs.New(runs.Options{
+		Store: o.Store, Registries: s.registries, Models: s.models, Starter: o.Starter, Sealer: sealer,
+		Guard: guard, TenantRuns: o.Config.TenantRuns, QueueMax: o.Config.SchedulerQueueMax, Now: s.now, Logger: s.logger,
+	})
 	s.scorecards = scorecards.New(scorecards.Options{Store: o.Store, Registries: s.registries, Models: s.models, Orchestrator: o.Orchestrator, TenantRuns: o.Config.TenantRuns, QueueMax: o.Config.SchedulerQueueMax, Now: s.now, Logger: s.logger})
 	pullGuard, err := pull.NewGuard(o.Config.WebhookAllow)
 	if err != nil {

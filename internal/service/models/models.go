@@ -115,9 +115,17 @@ func NewGuard(allow string) (*netguard.Guard, error) {
 		UserinfoHint: "put the API key in the workspace secret named by keySecret"})
 }
 
+// Store is what the models service uses of the store: model bindings and
+// proxy tokens (registry rows) and the secrets that hold keys.
+type Store interface {
+	store.Registry
+	store.Secrets
+	Transact(ctx context.Context, fn func(tx store.Tx) error) error
+}
+
 // Service reads and writes bindings and opens their keys.
 type Service struct {
-	Store  store.Store
+	Store  Store
 	Sealer *secrets.Sealer // nil: no SVC_SECRET_KEY, every key is missing
 	Guard  *netguard.Guard // nil: no check (tests only)
 	Now    func() time.Time

@@ -25,7 +25,7 @@ const BudgetWindow = 24 * time.Hour
 // ones would pass limit; limit 0 admits everything. Call it in the
 // transaction that creates the runs or the batch, so that two concurrent
 // submits cannot both pass a limit that only one of them fits under.
-func AdmitRuns(ctx context.Context, tx store.Tx, workspace string, now time.Time, limit, n int) error {
+func AdmitRuns(ctx context.Context, tx store.Runs, workspace string, now time.Time, limit, n int) error {
 	if limit <= 0 {
 		return nil
 	}
@@ -58,7 +58,7 @@ const QueueRetryAfter = 30 * time.Second
 // waiting (limit 0 admits everything) it is ErrRateLimited, with
 // QueueRetryAfter, and nothing is created. Call it in the transaction that
 // creates the runs or the batch.
-func AdmitQueue(ctx context.Context, tx store.Tx, workspace string, max, n int) error {
+func AdmitQueue(ctx context.Context, tx store.Runs, workspace string, max, n int) error {
 	if max <= 0 {
 		return nil
 	}

@@ -26,9 +26,20 @@ import (
 	"svc/store/records"
 )
 
+// Store is what the registry service uses of the store: the versioned
+// registries, secrets, teams (a spec's team and the caller's membership)
+// and the event log (moves and tag changes), written in transactions.
+type Store interface {
+	store.Registry
+	store.Secrets
+	store.Identity
+	store.Events
+	Transact(ctx context.Context, fn func(tx store.Tx) error) error
+}
+
 // Service performs registry operations on behalf of a caller.
 type Service struct {
-	store      store.Store
+	store      Store
 	sealer     *secrets.Sealer
 	now        func() time.Time
 	probeGuard *netguard.Guard // nil: the drivers' closed default
@@ -50,7 +61,7 @@ func WithProbeGuard(g *netguard.Guard) Option {
 // New returns a Service over st. sealer may be nil (no SVC_SECRET_KEY): the
 // secret routes then refuse to store values and probes cannot open secrets.
 // now is the clock; time.Now when nil.
-func New(st store.Store, sealer *secrets.Sealer, now func() time.Time, opts ...Option) *Service {
+func New(st Store, sealer *secrets.Sealer, now func() time.Time, opts ...Option) *Service {
 	if now == nil {
 		now = time.Now
 	}

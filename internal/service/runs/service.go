@@ -13,6 +13,7 @@ import (
 
 	"svc/internal/integrations/webhooks"
 	"svc/internal/platform/secrets"
+	"svc/internal/service/models"
 	"svc/internal/service/registries"
 	"svc/store"
 )
@@ -24,10 +25,27 @@ type Starter interface {
 	StartRun(ctx context.Context, workspace, runID string) error
 }
 
+// Store is what the runs service uses of the store: runs, their logs and
+// trajectories, notifications, webhook deliveries and the sealed signing
+// secret (a registry row), written in transactions.
+type Store interface {
+	store.Runs
+	store.RunLogs
+	store.Trajectories
+	store.Notifications
+	store.Webhooks
+	store.Registry
+	store.Identity
+	Transact(ctx context.Context, fn func(tx store.Tx) error) error
+}
+
 // Options are the dependencies of a Service.
 type Options struct {
-	Store      store.Store
+	Store      Store
 	Registries *registries.Service
+	// Models resolves the model binding a harness calls (the model-key
+	// rule at submit).
+	Models *models.Service
 	// Starter starts run workflows; nil means no orchestrator is
 	// configured, and submits answer 503.
 	Starter Starter

@@ -14,7 +14,6 @@ import (
 	"svc/internal/domain/registry"
 	"svc/internal/platform/derrors"
 	"svc/internal/platform/reqid"
-	"svc/internal/service/models"
 	"svc/internal/service/quota"
 	"svc/store"
 	"svc/store/records"
@@ -101,8 +100,7 @@ func (s *Service) Submit(ctx context.Context, p auth.Principal, req SubmitReques
 	if hs := h.Spec.Harness(); hs != nil {
 		// The model-key rule (spec §7): a managed target needs the key of
 		// the binding the harness calls; a self-hosted one ships without.
-		ms := &models.Service{Store: s.o.Store, Sealer: s.o.Sealer}
-		if err := ms.CheckHarness(ctx, p.Workspace, h.Ref(), &hs.HarnessConfig, req.Runtime, rtSpec); err != nil {
+		if err := s.o.Models.CheckHarness(ctx, p.Workspace, h.Ref(), &hs.HarnessConfig, req.Runtime, rtSpec); err != nil {
 			return eval.Run{}, err
 		}
 	}

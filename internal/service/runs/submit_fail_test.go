@@ -15,6 +15,7 @@ import (
 	"svc/internal/domain/registry"
 	"svc/internal/platform/derrors"
 	"svc/internal/platform/reqid"
+	"svc/internal/service/models"
 	"svc/internal/service/registries"
 	"svc/internal/service/runs"
 	"svc/store/sqlite/sqlitetest"
@@ -70,7 +71,7 @@ func TestSubmitStartFails(t *testing.T) {
 				t.Fatal(err)
 			}
 			var logs bytes.Buffer
-			svc := runs.New(runs.Options{Store: st, Registries: reg, Starter: failingStarter{startErr},
+			svc := runs.New(runs.Options{Store: st, Registries: reg, Models: &models.Service{Store: st}, Starter: failingStarter{startErr},
 				Now: func() time.Time { return now }, Logger: slog.New(slog.NewJSONHandler(&logs, nil))})
 			st.Fail("PutRun", tt.markErr)
 

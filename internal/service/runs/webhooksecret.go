@@ -46,7 +46,7 @@ func (s *Service) SigningSecret(ctx context.Context, workspace, subject string) 
 // ensureWebhookSecret returns workspace's signing secret, creating one
 // when there is none. Call it inside a transaction so that two first uses
 // cannot mint two secrets.
-func ensureWebhookSecret(ctx context.Context, st store.Tx, sealer *secrets.Sealer, workspace, subject string, now func() time.Time) (WebhookSecret, error) {
+func ensureWebhookSecret(ctx context.Context, st store.Webhooks, sealer *secrets.Sealer, workspace, subject string, now func() time.Time) (WebhookSecret, error) {
 	if sealer == nil {
 		return WebhookSecret{}, fmt.Errorf("records: the webhook signing secret of %q: %w", workspace, derrors.ErrNoSecretKey)
 	}
@@ -66,7 +66,7 @@ func ensureWebhookSecret(ctx context.Context, st store.Tx, sealer *secrets.Seale
 
 // putWebhookSecret mints a new signing secret for workspace and stores it
 // sealed, replacing the one before.
-func putWebhookSecret(ctx context.Context, st store.Tx, sealer *secrets.Sealer, workspace, subject string, now time.Time) (WebhookSecret, error) {
+func putWebhookSecret(ctx context.Context, st store.Webhooks, sealer *secrets.Sealer, workspace, subject string, now time.Time) (WebhookSecret, error) {
 	if sealer == nil {
 		return WebhookSecret{}, fmt.Errorf("records: the webhook signing secret of %q: %w", workspace, derrors.ErrNoSecretKey)
 	}

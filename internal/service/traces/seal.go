@@ -92,8 +92,15 @@ func decodeEvents(elems [][]byte) ([]eval.TraceEvent, error) {
 // the run (or external trajectory) and the bound. Event ids are
 // deterministic, so a retried seal lands nothing twice. processMs is a
 // managed run's process time (0 for an external trajectory).
-func LandCrossings(ctx context.Context, tx store.Tx, workspace, runID, source string, events []eval.TraceEvent, processMs int64) ([]trace.Crossing, error) {
+func LandCrossings(ctx context.Context, tx crossingStore, workspace, runID, source string, events []eval.TraceEvent, processMs int64) ([]trace.Crossing, error) {
 	return landCrossings(ctx, tx, workspace, runID, source, func() ([]eval.TraceEvent, error) { return events, nil }, processMs)
+}
+
+// crossingStore is what landing a run's threshold crossings touches: the
+// workspace's trace settings and the event log.
+type crossingStore interface {
+	store.TraceIngest
+	store.Events
 }
 
 // LandCrossings is the package's LandCrossings in the service's store:
@@ -104,7 +111,7 @@ func (s *Service) LandCrossings(ctx context.Context, workspace, runID, source st
 
 // landCrossings is LandCrossings with the events read only when the
 // workspace has thresholds to measure them against.
-func landCrossings(ctx context.Context, tx store.Tx, workspace, runID, source string, events func() ([]eval.TraceEvent, error), processMs int64) ([]trace.Crossing, error) {
+func landCrossings(ctx context.Context, tx crossingStore, workspace, runID, source string, events func() ([]eval.TraceEvent, error), processMs int64) ([]trace.Crossing, error) {
 	st, err := settings(ctx, tx, workspace)
 	if err != nil {
 		return nil, err

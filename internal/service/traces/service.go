@@ -25,9 +25,25 @@ import (
 	"svc/store"
 )
 
+// Store is what the trace service uses of the store: the door's pending
+// spans and settings, trajectories, the runs they seal onto, trace
+// sources and the secrets their credentials name, workspaces and teams
+// (audiences) and the event log, written in transactions.
+type Store interface {
+	store.TraceIngest
+	store.TraceSources
+	store.Trajectories
+	store.Runs
+	store.Secrets
+	store.Workspaces
+	store.Identity
+	store.Events
+	Transact(ctx context.Context, fn func(tx store.Tx) error) error
+}
+
 // Options are the dependencies and settings of a Service.
 type Options struct {
-	Store store.Store
+	Store Store
 	// Registries resolves a run's harness for its span attribute mapping;
 	// nil maps with the conventions and overlays only.
 	Registries *registries.Service
@@ -65,7 +81,7 @@ func New(o Options) *Service {
 func (s *Service) now() time.Time { return s.o.Now().UTC() }
 
 // settings returns the workspace's stored settings, zero when none.
-func settings(ctx context.Context, tx store.Tx, workspace string) (store.TraceSettings, error) {
+func settings(ctx context.Context, tx store.TraceIngest, workspace string) (store.TraceSettings, error) {
 	st, err := tx.GetTraceSettings(ctx, workspace)
 	if errors.Is(err, derrors.ErrNotFound) {
 		return store.TraceSettings{Workspace: workspace}, nil

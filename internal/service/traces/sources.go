@@ -33,7 +33,7 @@ import (
 //
 // Sources reads and writes trace sources and opens them.
 type Sources struct {
-	Store  store.Store
+	Store  Store
 	Sealer *secrets.Sealer  // nil: no SVC_SECRET_KEY; a source with authSecret cannot be opened
 	Guard  *netguard.Guard  // nil: no address check (tests only)
 	Now    func() time.Time // time.Now when nil
