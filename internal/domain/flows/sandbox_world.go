@@ -47,7 +47,8 @@ type SnapshotResult struct {
 	Version int    `json:"version,omitempty"`
 	Tag     string `json:"tag,omitempty"`
 	Digest  string `json:"digest,omitempty"`
-	// Ref is the version pinned by digest: host/repo:v<n>@sha256:...
+	// Ref is the version pinned by digest, relative to the workspace's
+	// namespace of the image store: world:v<n>@sha256:...
 	Ref string `json:"ref,omitempty"`
 	// Bytes is the compressed size of the change set's layer.
 	Bytes int64 `json:"bytes,omitempty"`

@@ -1,11 +1,17 @@
 package images
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"regexp"
+	"sort"
 	"strings"
 	"sync"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
 )
 
 // Workspaces is the image store as each workspace sees it: the worlds of
@@ -66,4 +72,72 @@ func Namespace(ws string) string {
 		return "ws/" + hex.EncodeToString(sum[:5])
 	}
 	return "ws/" + s + "-" + hex.EncodeToString(sum[:5])
+}
+
+// Worlds lists the worlds of the client's prefix (a workspace's
+// namespace): the single-segment repositories right under it, from the
+// registry's catalog, sorted. A registry without a catalog answers
+// unavailable.
+func (c *Client) Worlds(ctx context.Context) ([]string, error) {
+	reg, err := name.NewRegistry(c.host, c.nameOptions()...)
+	if err != nil {
+		return nil, err
+	}
+	repos, err := remote.Catalog(ctx, reg, c.options(ctx)...)
+	if err != nil {
+		return nil, c.storeError("listing the worlds", err)
+	}
+	prefix := ""
+	if c.prefix != "" {
+		prefix = c.prefix + "/"
+	}
+	var out []string
+	for _, r := range repos {
+		rest, ok := strings.CutPrefix(r, prefix)
+		if !ok || strings.Contains(rest, "/") || ValidWorld(rest) != nil {
+			continue
+		}
+		out = append(out, rest)
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
+// Relative is ref (a reference into c's store, with or without the
+// store's address and prefix) relative to c's prefix: "repo:tag@sha256:..."
+// as rows and answers keep it, so that a change of the store's address
+// (svc dev's loopback port) keeps every reference good.
+func (c *Client) Relative(ref string) string {
+	full := c.host + "/"
+	if c.prefix != "" {
+		full += c.prefix + "/"
+	}
+	if rest, ok := strings.CutPrefix(ref, full); ok {
+		return rest
+	}
+	return ref
+}
+
+// Image reads the image ref names in workspace ws's namespace: ref is
+// relative to it (repo:tag, repo@sha256:..., repo:tag@sha256:...), as
+// ResolveWorld, snapshots and imports answer it.
+func (w *Workspaces) Image(ctx context.Context, ws, ref string) (v1.Image, error) {
+	c, err := w.For(ws)
+	if err != nil {
+		return nil, err
+	}
+	return c.Image(ctx, c.absolute(ref))
+}
+
+// absolute is a relative reference under c's host and prefix.
+func (c *Client) absolute(ref string) string {
+	rel := c.Relative(ref)
+	if strings.HasPrefix(rel, c.host+"/") {
+		return rel
+	}
+	full := c.host + "/"
+	if c.prefix != "" {
+		full += c.prefix + "/"
+	}
+	return full + rel
 }
