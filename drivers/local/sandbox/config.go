@@ -112,9 +112,9 @@ type ociCPU struct {
 	Period uint64 `json:"period"`
 }
 
-// runtimeConfig is the OCI runtime config of session id: the image's
+// runtimeConfig is the OCI runtime config of a session in cgroup: the image's
 // environment and working directory, the init, the namespaces and limits.
-func runtimeConfig(id string, ic v1.Config, o CreateOptions, uidBase int) ociConfig {
+func runtimeConfig(cgroup string, ic v1.Config, o CreateOptions, uidBase int) ociConfig {
 	env := append([]string(nil), ic.Env...)
 	hasPath := false
 	for _, e := range env {
@@ -155,7 +155,7 @@ func runtimeConfig(id string, ic v1.Config, o CreateOptions, uidBase int) ociCon
 			Namespaces: []ociNamespace{
 				{Type: "pid"}, {Type: "network"}, {Type: "ipc"}, {Type: "uts"}, {Type: "mount"}, {Type: "user"}, {Type: "cgroup"},
 			},
-			CgroupsPath: "/svc-sandbox/" + id,
+			CgroupsPath: cgroup,
 			Resources: ociResources{
 				Memory: ociMemory{Limit: cmp.Or(o.MemoryBytes, DefaultMemoryBytes)},
 				Pids:   ociPids{Limit: cmp.Or(o.PIDs, DefaultPIDs)},

@@ -7,8 +7,8 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -23,12 +23,23 @@ import (
 // processes it left in the background to close its stdout and stderr.
 const outputGrace = 250 * time.Millisecond
 
+// execWrapper runs the command ($1) in a shell of its own that does not
+// hold fd 3, then writes its exit status to fd 3: the status arrives when
+// the command ends even while processes it left in the background hold
+// its stdout.
+const execWrapper = `/bin/sh -c "$1" 3>&-; echo $? >&3`
+
 // Exec runs command with /bin/sh -c in session id's container, as its
 // root, in the image's working directory, and answers its exit code and
 // output (each stream bounded by MaxOutput). When timeout (0: none) passes
 // or ctx ends, the command's process tree is killed: the result then says
 // TimedOut (for ctx, the error is ctx's). A process it put in the
-// background and that left its tree (a daemon) lives on in the container.
+// background and that left its tree (a daemon) lives on in the container;
+// its output after the command ended (and outputGrace) is not read.
+//
+// runc exec runs detached: the command gets the pipes of this process
+// directly (runc's own copying would wait for every holder of the pipe to
+// close it), and its exit status comes back on a pipe of its own.
 func (r *Runtime) Exec(ctx context.Context, id, command string, timeout time.Duration) (ExecResult, error) {
 	p := r.paths(id)
 	if _, err := r.readMeta(id); err != nil {
@@ -41,82 +52,116 @@ func (r *Runtime) Exec(ctx context.Context, id, command string, timeout time.Dur
 	_, _ = rand.Read(nonce[:])
 	pidFile := filepath.Join(p.bundle, "exec-"+hex.EncodeToString(nonce[:])+".pid")
 	defer os.Remove(pidFile)
-	cmd := exec.Command(r.runc, "--root", r.stateRoot(), "exec", "--pid-file", pidFile, id, "/bin/sh", "-c", command)
-	stdout, stderr := &capped{max: MaxOutput}, &capped{max: MaxOutput}
-	cmd.Stdout, cmd.Stderr = stdout, stderr
-	cmd.WaitDelay = outputGrace
-	start := time.Now()
-	if err := cmd.Start(); err != nil {
-		return ExecResult{}, fmt.Errorf("sandbox %s: exec: %w", id, err)
-	}
-	var (
-		killOnce sync.Once
-		timedOut bool
-	)
-	kill := func(why bool) {
-		killOnce.Do(func() {
-			timedOut = why
-			killExec(cmd, pidFile)
-		})
-	}
-	done := make(chan struct{})
-	go func() {
-		var timer <-chan time.Time
-		if timeout > 0 {
-			t := time.NewTimer(timeout)
-			defer t.Stop()
-			timer = t.C
-		}
-		select {
-		case <-done:
-		case <-timer:
-			kill(true)
-		case <-ctx.Done():
-			kill(false)
+
+	var pipes [3][2]*os.File // stdout, stderr, status: read and write ends
+	defer func() {
+		for _, pp := range pipes {
+			for _, f := range pp {
+				if f != nil {
+					f.Close()
+				}
+			}
 		}
 	}()
-	werr := cmd.Wait()
-	close(done)
-	res := ExecResult{
-		ExitCode:        cmd.ProcessState.ExitCode(),
-		Stdout:          stdout.buf.Bytes(),
-		Stderr:          stderr.buf.Bytes(),
-		StdoutTruncated: stdout.dropped,
-		StderrTruncated: stderr.dropped,
-		Duration:        time.Since(start),
+	for i := range pipes {
+		rd, wr, err := os.Pipe()
+		if err != nil {
+			return ExecResult{}, err
+		}
+		pipes[i] = [2]*os.File{rd, wr}
 	}
-	killOnce.Do(func() {}) // no kill after this point
-	if timedOut {
+	stdout, stderr := &capped{max: MaxOutput}, &capped{max: MaxOutput}
+	var wg sync.WaitGroup
+	for i, c := range []*capped{stdout, stderr} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, _ = io.Copy(c, pipes[i][0])
+		}()
+	}
+	statusCh := make(chan []byte, 1)
+	go func() {
+		b, _ := io.ReadAll(io.LimitReader(pipes[2][0], 64))
+		statusCh <- b
+	}()
+
+	start := time.Now()
+	cmd := exec.CommandContext(ctx, r.runc, "--root", r.stateRoot(), "exec", "--detach", "--pid-file", pidFile,
+		"--preserve-fds", "1", id, "/bin/sh", "-c", execWrapper, "sh", command)
+	cmd.Stdout, cmd.Stderr = pipes[0][1], pipes[1][1]
+	cmd.ExtraFiles = []*os.File{pipes[2][1]}
+	cmd.WaitDelay = time.Second
+	err := cmd.Run()
+	// Only the command holds the write ends now.
+	for i := range pipes {
+		pipes[i][1].Close()
+		pipes[i][1] = nil
+	}
+	if err != nil {
+		wg.Wait() // runc wrote its error and exited: the pipes are closed
+		msg := strings.TrimSpace(string(stderr.buf.Bytes()))
+		if strings.Contains(msg, "stopped") || strings.Contains(msg, "not running") || strings.Contains(msg, "does not exist") {
+			return ExecResult{}, fmt.Errorf("%w: %s: %s", ErrNotRunning, id, msg)
+		}
+		if ctx.Err() != nil {
+			return ExecResult{}, ctx.Err()
+		}
+		return ExecResult{}, fmt.Errorf("sandbox %s: exec: runc: %v: %s", id, err, msg)
+	}
+
+	res := ExecResult{ExitCode: -1}
+	var timer <-chan time.Time
+	if timeout > 0 {
+		t := time.NewTimer(timeout - time.Since(start))
+		defer t.Stop()
+		timer = t.C
+	}
+	var status []byte
+	select {
+	case status = <-statusCh:
+	case <-timer:
 		res.TimedOut = true
+	case <-ctx.Done():
+	}
+	if status == nil {
+		killTree(pidFile)
+		select {
+		case status = <-statusCh:
+		case <-time.After(5 * time.Second):
+		}
+	}
+	// What the command's background processes still write is not waited
+	// for past the grace.
+	for i := 0; i < 2; i++ {
+		_ = pipes[i][0].SetReadDeadline(time.Now().Add(outputGrace))
+	}
+	wg.Wait()
+	res.Stdout, res.Stderr = stdout.buf.Bytes(), stderr.buf.Bytes()
+	res.StdoutTruncated, res.StderrTruncated = stdout.dropped, stderr.dropped
+	res.Duration = time.Since(start)
+	if res.TimedOut {
 		res.ExitCode = 137
 		return res, nil
 	}
 	if err := ctx.Err(); err != nil {
 		return res, err
 	}
-	var exit *exec.ExitError
-	if werr != nil && !errors.As(werr, &exit) && !errors.Is(werr, exec.ErrWaitDelay) {
-		return res, fmt.Errorf("sandbox %s: exec: %w", id, werr)
+	code, err := strconv.Atoi(strings.TrimSpace(string(status)))
+	if err != nil {
+		// The wrapper died before it wrote (killed from inside).
+		res.ExitCode = 137
+		return res, nil
 	}
-	if _, err := os.Stat(pidFile); err != nil && res.ExitCode != 0 {
-		// runc never started the command: its own failure, not the
-		// command's (a stopped container, say).
-		msg := strings.TrimSpace(string(res.Stderr))
-		if strings.Contains(msg, "stopped") || strings.Contains(msg, "not running") || strings.Contains(msg, "does not exist") {
-			return res, fmt.Errorf("%w: %s: %s", ErrNotRunning, id, msg)
-		}
-		return res, fmt.Errorf("sandbox %s: exec: runc: %s", id, msg)
-	}
+	res.ExitCode = code
 	return res, nil
 }
 
-// killExec kills the exec'd command's process tree (its host pid is in
-// pidFile), then runc itself if the command never started.
-func killExec(cmd *exec.Cmd, pidFile string) {
+// killTree kills the exec'd command's process tree, whose host pid is in
+// pidFile.
+func killTree(pidFile string) {
 	data, err := os.ReadFile(pidFile)
 	pid, perr := strconv.Atoi(strings.TrimSpace(string(data)))
 	if err != nil || perr != nil || pid <= 1 {
-		_ = cmd.Process.Kill()
 		return
 	}
 	// Twice: a process forked while the tree was listed is killed on the

@@ -193,7 +193,8 @@ func (r *Runtime) Create(ctx context.Context, id string, img v1.Image, o CreateO
 	if err := unix.Chmod(p.upper, st.Mode&0o7777); err != nil {
 		return Info{}, err
 	}
-	cfg := runtimeConfig(id, b.config, o, r.uidBase)
+	// The cgroup is the runtime's own: two roots may hold one id.
+	cfg := runtimeConfig("/svc-sandbox/"+filepath.Base(r.mounts)+"/"+id, b.config, o, r.uidBase)
 	cfg.Root.Path = p.rootfs
 	data, err := json.MarshalIndent(cfg, "", "\t")
 	if err != nil {
@@ -458,6 +459,7 @@ func (r *Runtime) Remove(ctx context.Context, id string) error {
 	if err := os.Remove(p.rootfs); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return err
 	}
+	_ = os.Remove(r.mounts) // when it was the last
 	return nil
 }
 
