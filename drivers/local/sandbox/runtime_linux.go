@@ -459,8 +459,23 @@ func (r *Runtime) Remove(ctx context.Context, id string) error {
 	if err := os.Remove(p.rootfs); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return err
 	}
-	_ = os.Remove(r.mounts) // when it was the last
+	if os.Remove(r.mounts) == nil {
+		// It was the last session: the runtime's parent cgroups go too
+		// (runc removes only each container's own).
+		r.removeCgroups()
+	}
 	return nil
+}
+
+// removeCgroups removes the runtime's empty parent cgroup, in every
+// hierarchy (cgroup v1's controllers, or v2's one).
+func (r *Runtime) removeCgroups() {
+	key := filepath.Base(r.mounts)
+	dirs, _ := filepath.Glob("/sys/fs/cgroup/*/svc-sandbox/" + key)
+	dirs = append(dirs, "/sys/fs/cgroup/svc-sandbox/"+key)
+	for _, d := range dirs {
+		_ = unix.Rmdir(d) // an error is a cgroup still in use, or none
+	}
 }
 
 // Pause freezes session id's processes (the freezer cgroup); Resume thaws

@@ -505,4 +505,7 @@ func TestRestartFindsContainers(t *testing.T) {
 	if _, err := os.Lstat(r2.paths("keep").rootfs); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("the mount point outlived Remove: %v", err)
 	}
+	if left, _ := filepath.Glob("/sys/fs/cgroup/*/svc-sandbox/" + filepath.Base(r2.mounts)); len(left) != 0 {
+		t.Fatalf("cgroups outlived the last Remove: %v", left)
+	}
 }
