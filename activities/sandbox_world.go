@@ -183,7 +183,7 @@ func (a *Activities) recordSnapshot(ctx context.Context, in SnapshotInput, ws wo
 		if err != nil {
 			return err
 		}
-		doc, changed, err := addSnapshot(row.Doc, ref)
+		doc, changed, err := addSnapshot(row.Doc, map[string]any{"version": res.Version, "ref": ref, "at": a.now(), "reason": reasonOf(in)})
 		if err != nil {
 			return err
 		}
@@ -279,9 +279,10 @@ func stringOrID(raw json.RawMessage) string {
 	return ""
 }
 
-// addSnapshot appends ref to doc's session.snapshots[] unless it is
+// addSnapshot appends the version to doc's session.snapshots[] (objects
+// {version, ref, at, reason}, eval.SessionSnapshot) unless its ref is
 // there, keeping every other field as stored.
-func addSnapshot(doc []byte, ref string) ([]byte, bool, error) {
+func addSnapshot(doc []byte, snap map[string]any) ([]byte, bool, error) {
 	var top map[string]json.RawMessage
 	if err := json.Unmarshal(doc, &top); err != nil {
 		return nil, false, err
@@ -290,18 +291,25 @@ func addSnapshot(doc []byte, ref string) ([]byte, bool, error) {
 	if err := json.Unmarshal(top["session"], &sess); err != nil || sess == nil {
 		return nil, false, fmt.Errorf("the session's record has no session object")
 	}
-	var snaps []string
+	var snaps []json.RawMessage
 	if raw, ok := sess["snapshots"]; ok && string(raw) != "null" {
 		if err := json.Unmarshal(raw, &snaps); err != nil {
 			return nil, false, fmt.Errorf("session.snapshots: %w", err)
 		}
 	}
-	for _, s := range snaps {
-		if s == ref {
+	for _, raw := range snaps {
+		var s struct {
+			Ref string `json:"ref"`
+		}
+		if json.Unmarshal(raw, &s) == nil && s.Ref == snap["ref"] {
 			return doc, false, nil
 		}
 	}
-	snaps = append(snaps, ref)
+	b, err := json.Marshal(snap)
+	if err != nil {
+		return nil, false, err
+	}
+	snaps = append(snaps, b)
 	sess["snapshots"], _ = json.Marshal(snaps)
 	top["session"], _ = json.Marshal(sess)
 	out, err := json.Marshal(top)

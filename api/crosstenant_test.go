@@ -73,8 +73,12 @@ func resourceFile(path string) string {
 	return "api/" + first + "_test.go"
 }
 
+// crossTenantEnv are options of TestCrossTenant's env that a resource's
+// fixtures need (the world store of api/worlds_test.go).
+var crossTenantEnv []envOption
+
 func TestCrossTenant(t *testing.T) {
-	e := newEnv(t, withOIDC())
+	e := newEnv(t, append([]envOption{withOIDC()}, crossTenantEnv...)...)
 	routes := 0
 	for _, r := range e.srv.Routes() {
 		// Public routes have no tenant; internal ones are the operator's,

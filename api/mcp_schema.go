@@ -65,6 +65,9 @@ func parseOperations(doc []byte) (map[string]openapiOperation, error) {
 			if !ok {
 				continue
 			}
+			if _, excluded := toolExclusions[strings.ToUpper(m)+" "+echoPath(path)]; excluded {
+				continue // no tool: its body may be other than JSON (POST /images)
+			}
 			var op map[string]any
 			if err := json.Unmarshal(raw, &op); err != nil {
 				return nil, fmt.Errorf("api: openapi.json %s %s: %w", m, path, err)

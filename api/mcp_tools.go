@@ -85,6 +85,8 @@ var toolExclusions = map[string]string{
 	"POST /runner/jobs/:id/heartbeat": "a runner's lease renewal; runner keys only",
 	"POST /runner/jobs/:id/result":    "a runner's result post; runner keys only",
 	"POST /runner/jobs/:id/logs":      "a runner's output post; runner keys only",
+	// An image import's body is the image's tar (api/worlds.go).
+	"POST /images": "its body is an image's tar, not JSON a tool can send",
 }
 
 // isToolRoute reports whether a route becomes a tool: it is authenticated

@@ -135,13 +135,17 @@ func recoverPanic(next echo.HandlerFunc) echo.HandlerFunc {
 func (s *Server) limitBody(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		req := c.Request()
-		if req.ContentLength > s.maxBody {
-			return tooLarge(s.maxBody)
+		limit := s.maxBody
+		if n, ok := routeBodyLimits[c.Path()]; ok {
+			limit = n // an image import's tar (worlds.go)
+		}
+		if req.ContentLength > limit {
+			return tooLarge(limit)
 		}
 		if req.Body != nil && req.Body != http.NoBody {
 			// The server's own writer, so that net/http also closes the
 			// connection instead of reading the rest of an oversized body.
-			req.Body = http.MaxBytesReader(c.Response().Writer, req.Body, s.maxBody)
+			req.Body = http.MaxBytesReader(c.Response().Writer, req.Body, limit)
 		}
 		return next(c)
 	}

@@ -30,6 +30,7 @@ import (
 	"svc/internal/service/registries"
 	"svc/internal/service/runners"
 	"svc/internal/service/runs"
+	"svc/internal/service/sandboxes"
 	"svc/internal/service/scorecards"
 	"svc/internal/service/traces"
 	"svc/store"
@@ -72,6 +73,10 @@ type Options struct {
 	// Orchestrator starts, cancels and describes batch workflows; nil
 	// means batch submits answer 503 and the driver-ops routes 404.
 	Orchestrator scorecards.Orchestrator
+	// Worlds is the image store's request side (world listing, image
+	// import, whether a world session can snapshot); nil or without a
+	// store, world sessions are refused and no world is listed.
+	Worlds *sandboxes.Worlds
 }
 
 // Server is the HTTP API. Build it with New; serve Handler.
@@ -102,7 +107,8 @@ type Server struct {
 	traceSources *traces.Sources // trace sources, through the pull guard (SVC_WEBHOOK_ALLOW)
 	sealer       *secrets.Sealer // opens model keys for inline judge tries; nil without SVC_SECRET_KEY
 	runners      *runners.Service
-	judges       *judges.Service // judge preview and try, the run-scoped model proxy
+	judges       *judges.Service   // judge preview and try, the run-scoped model proxy
+	worlds       *sandboxes.Worlds // worlds and image imports (worlds.go)
 }
 
 // probeRoutes are hit every few seconds by orchestrators and scrapers:
@@ -194,6 +200,10 @@ func NewServer(o Options) (*Server, error) {
 		ro.Sealer = sealer
 	}
 	s.runners = runners.New(ro)
+	s.worlds = o.Worlds
+	if s.worlds == nil {
+		s.worlds = &sandboxes.Worlds{}
+	}
 	if s.maxBody <= 0 {
 		// A zero Config (tests, embedders) still gets the documented limit.
 		s.maxBody = config.Defaults().MaxBodyBytes
@@ -274,6 +284,7 @@ func (s *Server) table() []Route {
 		s.runnerRoutes(),
 		s.ingestPullRoutes(),
 		s.traceSourceRoutes(),
+		s.worldRoutes(),
 		s.traceRoutes(),
 		s.mcpRoutes(),
 	)

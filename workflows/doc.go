@@ -22,4 +22,5 @@ func Register(r worker.WorkflowRegistry) {
 	r.RegisterWorkflowWithOptions(ScorecardWorkflow, workflow.RegisterOptions{Name: flows.ScorecardWorkflow})
 	r.RegisterWorkflowWithOptions(ScoreWorkflow, workflow.RegisterOptions{Name: flows.ScoreWorkflow})
 	r.RegisterWorkflowWithOptions(TraceSweepWorkflow, workflow.RegisterOptions{Name: flows.TraceSweepWorkflow})
+	r.RegisterWorkflowWithOptions(SandboxSnapshotWorkflow, workflow.RegisterOptions{Name: flows.SandboxSnapshotWorkflow})
 }

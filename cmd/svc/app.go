@@ -108,9 +108,10 @@ func dialTemporal(ctx context.Context, cfg config.Config, hostPort, setting stri
 
 // startWorker starts the Temporal worker with every workflow and activity,
 // as internal/app wires it, on the local runtime of role (app.LocalDriver).
-// Harness work areas live under dataDir/work.
-func startWorker(ctx context.Context, c client.Client, cfg config.Config, role string, st store.Store, dataDir string, log *slog.Logger) (worker.Worker, error) {
-	return app.StartWorker(ctx, cfg, app.Deps{Store: st, Temporal: c, Logger: log, Version: version}, app.WorkerOptions{
+// Harness work areas live under dataDir/work. imgs is svc dev's managed
+// image store (nil for the worker role).
+func startWorker(ctx context.Context, c client.Client, cfg config.Config, role string, st store.Store, dataDir string, log *slog.Logger, imgs *app.ManagedImages) (worker.Worker, error) {
+	return app.StartWorker(ctx, cfg, app.Deps{Store: st, Temporal: c, Logger: log, Version: version, Images: imgs}, app.WorkerOptions{
 		Role: role,
 		OpenDriver: func() (drivers.Driver, error) {
 			d, err := app.LocalDriver(ctx, cfg, role, dataDir, log)

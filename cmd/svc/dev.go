@@ -90,13 +90,23 @@ func runDev(ctx context.Context, cfg config.Config, args []string, stdout, stder
 	if err := startPprof(cfg, log); err != nil {
 		return err
 	}
-	w, err := startWorker(ctx, tc, cfg, "dev", st, dataDir, log)
+	// The managed image store of worlds and imported images, on loopback,
+	// on disk under the data dir, unless SVC_IMAGE_STORE names a registry.
+	var imgs *app.ManagedImages
+	if cfg.ImageStore == "" {
+		var stop func(context.Context) error
+		if imgs, stop, err = app.ServeManagedImages(ctx, dataDir, log); err != nil {
+			return err
+		}
+		sd.add(stop)
+	}
+	w, err := startWorker(ctx, tc, cfg, "dev", st, dataDir, log, imgs)
 	if err != nil {
 		return err
 	}
 	sd.add(func(context.Context) error { w.Stop(); return nil })
 
-	srv, err := app.API(cfg, app.Deps{Store: st, Temporal: tc, Logger: log, Version: version})
+	srv, err := app.API(cfg, app.Deps{Store: st, Temporal: tc, Logger: log, Version: version, Images: imgs})
 	if err != nil {
 		return err
 	}

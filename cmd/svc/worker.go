@@ -30,7 +30,7 @@ func runWorker(ctx context.Context, cfg config.Config, args []string, stdout, st
 	if err := startPprof(cfg, log); err != nil {
 		return err
 	}
-	w, err := startWorker(ctx, tc, cfg, "worker", st, dataDir, log)
+	w, err := startWorker(ctx, tc, cfg, "worker", st, dataDir, log, nil)
 	if err != nil {
 		return err
 	}

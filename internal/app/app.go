@@ -33,6 +33,7 @@ import (
 	"svc/internal/service/models"
 	"svc/internal/service/registries"
 	"svc/internal/service/runs"
+	"svc/internal/service/sandboxes"
 	"svc/internal/service/traces"
 	"svc/store"
 	"svc/workflows"
@@ -51,6 +52,9 @@ type Deps struct {
 	// Version is the build's version, which the API reports (/healthz,
 	// the metrics' build info).
 	Version string
+	// Images is the managed image store svc dev serves (ServeManagedImages);
+	// nil elsewhere, where worlds live in SVC_IMAGE_STORE's registry.
+	Images *ManagedImages
 }
 
 // WorkerOptions are the worker's settings that are not config.Config's.
@@ -148,6 +152,13 @@ func Activities(cfg config.Config, d Deps, o WorkerOptions) (*activities.Activit
 		IdleWindow: cfg.IngestIdleWindow, Logger: d.Logger})
 	// Runs on a runner runtime queue their jobs for the workspace's runners.
 	acts.RunnerQueue = RunnerQueue(d.Store, sealer)
+	// World snapshots publish into the image store (worlds.go).
+	if acts.Worlds.Store, err = Worlds(cfg, d.Images); err != nil {
+		return nil, err
+	}
+	if d.Images != nil {
+		acts.Worlds.GC = func() { d.Images.GC(d.Logger) }
+	}
 	return acts, nil
 }
 
@@ -184,7 +195,12 @@ func StartWorker(ctx context.Context, cfg config.Config, d Deps, o WorkerOptions
 // Temporal, and runtime probes reach the drivers (internal/probers).
 func API(cfg config.Config, d Deps) (*api.Server, error) {
 	starter := &orchestration.Starter{Client: d.Temporal, TaskQueue: cfg.TaskQueue, WebhookAttempts: cfg.WebhookAttempts}
+	worlds, err := Worlds(cfg, d.Images)
+	if err != nil {
+		return nil, err
+	}
 	return api.NewServer(api.Options{
+		Worlds:       &sandboxes.Worlds{Store: worlds},
 		Store:        d.Store,
 		Logger:       d.Logger,
 		Config:       cfg,

@@ -63,3 +63,16 @@ type SnapshotResult struct {
 	// trajectory as session.snapshot_failed).
 	Failed string `json:"failed,omitempty"`
 }
+
+// SandboxSnapshotWorkflow runs one requested snapshot (POST
+// /sandboxes/:id/snapshot): SnapshotSession on the session's host queue,
+// its result the workflow's. The API waits for it.
+const SandboxSnapshotWorkflow = "SandboxSnapshotWorkflow"
+
+// SnapshotRequest starts SandboxSnapshotWorkflow.
+type SnapshotRequest struct {
+	SnapshotInput
+	// HostQueue is the task queue of the session's host
+	// (Session.HostQueue).
+	HostQueue string `json:"hostQueue"`
+}

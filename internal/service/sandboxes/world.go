@@ -49,21 +49,17 @@ func ParseVersion(s string) (int, error) {
 	return n, nil
 }
 
-// ResolveWorld is where a session of world id in workspace ws starts:
-// version (ParseVersion's syntax; "" is the latest) pinned by digest, as
-// a reference relative to the workspace's namespace of the image store
-// (world:v<n>@sha256:...), which images.Workspaces.Image reads. A world
-// with no version yet is not found (the session then starts from its
-// image, whose snapshot publishes v1: see StartImage).
-func (w *Worlds) ResolveWorld(ctx context.Context, ws, id, version string) (string, error) {
+// ResolveWorld is version n (n < 1: the latest) of workspace ws's world
+// id, pinned by digest, as a reference relative to the workspace's
+// namespace of the image store (world:v<n>@sha256:...), which
+// images.Workspaces.Image reads. A world with no such version is not
+// found (a world with none yet starts from its session's image: see
+// StartImage).
+func (w *Worlds) ResolveWorld(ctx context.Context, ws, id string, n int) (string, error) {
 	if err := w.CanSnapshot(); err != nil {
 		return "", err
 	}
 	if err := images.ValidWorld(id); err != nil {
-		return "", err
-	}
-	n, err := ParseVersion(version)
-	if err != nil {
 		return "", err
 	}
 	c, err := w.Store.For(ws)
@@ -78,12 +74,12 @@ func (w *Worlds) ResolveWorld(ctx context.Context, ws, id, version string) (stri
 }
 
 // StartImage is the image a session of world id starts from: the world's
-// version (the latest when version is ""), or, for a world with no
+// version (the latest when version < 1), or, for a world with no
 // version yet and no version named, image (the caller's, which the first
 // snapshot builds v1 on). A world with no version and no image is 400.
-func (w *Worlds) StartImage(ctx context.Context, ws, id, version, image string) (string, error) {
+func (w *Worlds) StartImage(ctx context.Context, ws, id string, version int, image string) (string, error) {
 	ref, err := w.ResolveWorld(ctx, ws, id, version)
-	if err == nil || !errors.Is(err, derrors.ErrNotFound) || strings.TrimSpace(version) != "" {
+	if err == nil || !errors.Is(err, derrors.ErrNotFound) || version > 0 {
 		return ref, err
 	}
 	if image == "" {

@@ -1,0 +1,87 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"svc/internal/imagestore"
+	"svc/internal/integrations/images"
+	"svc/internal/platform/config"
+)
+
+// ManagedImages is the image store `svc dev` serves itself: an OCI
+// registry on disk under the data dir (internal/imagestore), on a
+// loopback port chosen at start.
+type ManagedImages struct {
+	Store *imagestore.Store
+	// Addr is the host:port it listens on.
+	Addr string
+}
+
+// GC collects the store's garbage, logging what fails.
+func (m *ManagedImages) GC(log *slog.Logger) {
+	st, err := m.Store.GC()
+	if err != nil {
+		log.Warn("image store: collecting garbage", "err", err)
+		return
+	}
+	if st.Blobs+st.UntaggedManifest+st.Uploads > 0 {
+		log.Info("image store: garbage collected", "blobs", st.Blobs, "bytes", st.Bytes,
+			"untaggedManifests", st.UntaggedManifest, "uploads", st.Uploads)
+	}
+}
+
+// ServeManagedImages opens the managed image store under
+// dataDir/images (collecting garbage at open: a snapshot that died
+// before its tag leaves nothing behind) and serves it on a loopback port
+// until ctx ends; stop closes it sooner.
+func ServeManagedImages(ctx context.Context, dataDir string, log *slog.Logger) (m *ManagedImages, stop func(context.Context) error, err error) {
+	st, err := imagestore.Open(filepath.Join(dataDir, "images"), imagestore.Options{Logger: log})
+	if err != nil {
+		return nil, nil, fmt.Errorf("SVC_DATA_DIR: %v", err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, nil, fmt.Errorf("image store: cannot listen on loopback: %v", err)
+	}
+	srv := &http.Server{Handler: st, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
+	go func() {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Error("image store stopped", "err", err)
+		}
+	}()
+	log.Info("image store listening", "addr", ln.Addr().String(), "dir", st.Dir())
+	return &ManagedImages{Store: st, Addr: ln.Addr().String()}, srv.Shutdown, nil
+}
+
+// Worlds opens the image store worlds and imports use: the registry
+// SVC_IMAGE_STORE names, else the managed store m (svc dev), else none
+// (nil: world sessions are refused at create). Every dial goes through
+// the guard of SVC_WEBHOOK_ALLOW; the managed store's own loopback
+// address is added to it, and nothing else of loopback.
+func Worlds(cfg config.Config, m *ManagedImages) (*images.Workspaces, error) {
+	store, allow := cfg.ImageStore, cfg.WebhookAllow
+	if store == "" {
+		if m == nil {
+			return nil, nil
+		}
+		store = "http://" + m.Addr
+		allow = strings.TrimSuffix(allow, ",") + "," + m.Addr
+	}
+	guard, err := images.NewGuard(allow)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %v", images.Setting, err)
+	}
+	w, err := images.NewWorkspaces(images.Config{Store: store, Guard: guard, MaxCaptureBytes: cfg.WorldMaxCaptureBytes}, cfg.WorldKeepVersions)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %v", images.StoreSetting, err)
+	}
+	return w, nil
+}
