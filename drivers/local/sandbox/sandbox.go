@@ -4,8 +4,9 @@
 // An image's layers are unpacked once per image digest into a base root
 // file system under Root/images (read-only to sessions: it is only ever an
 // overlayfs lower directory). Each session gets Root/sessions/<id>: an
-// overlayfs upper and work directory of its own mounted over the base as
-// the container's root, and an OCI runtime bundle whose init (a shell
+// overlayfs upper and work directory of its own, mounted over the base at
+// MountDir/<hash of Root>/<id> as the container's root, and an OCI runtime
+// bundle whose init (a shell
 // sleeping and reaping, pid 1 of the container) keeps it alive. Commands
 // run in it through `runc exec`. Changes reads the upper directory (never
 // the merged root, never following a link) into one OCI layer with
@@ -24,7 +25,11 @@
 //
 // Limits: Linux only, the service must be root (it mounts overlayfs and
 // maps user namespaces); an image must have /bin/sh (the init and Exec use
-// it). The upper directory's size is not bounded (only a capture is).
+// it); an image entry under a symbolic link of the image is refused, not
+// followed. The upper directory's size is not bounded (only a capture is).
+// Sessions share one uid range (a shared base needs it without idmapped
+// mounts); their mount and pid namespaces keep them apart. An Exec into a
+// paused session waits for Resume or its timeout.
 package sandbox
 
 import (
