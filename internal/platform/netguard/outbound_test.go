@@ -29,6 +29,7 @@ var dialSites = map[string]string{
 	"internal/platform/netguard/guard.go DialContext": "the guarded dialer (Control re-checks each address)",
 	// Tenant addresses, through the guard.
 	"drivers/nomad/nomad.go NewClient":                                "its transport is cfg.Guard's (probe.DefaultGuard when nil)",
+	"internal/integrations/images/images.go tagIfAbsent":              "its transport wraps c.tr, cfg.Guard's (images.New refuses a nil Guard)",
 	"internal/integrations/modeljudge/anthropic.go completeAnthropic": "ep.Client: the model guard's client (models.Service.Resolve)",
 	"internal/integrations/modeljudge/model.go completeOpenAI":        "ep.Client: the model guard's client (models.Service.Resolve)",
 	// Fallbacks when a constructor gets no guard: every production caller
