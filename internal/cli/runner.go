@@ -15,12 +15,13 @@ import (
 	"time"
 
 	"svc/drivers"
+	"svc/internal/cli/runnerside"
 	"svc/internal/client"
 	"svc/internal/domain/eval"
+	"svc/internal/domain/runnerwire"
 	"svc/internal/domain/trace"
 	"svc/internal/platform/config"
 	"svc/internal/platform/derrors"
-	"svc/internal/service/runners"
 )
 
 // envRunnerKey holds a runner's key: a secret, so better there (or in
@@ -78,7 +79,7 @@ func runRunner(ctx context.Context, x *cli, args []string, open OpenLocalDriver)
 	key := fs.String("key", "", "the runner key (rnr_...); prefer "+envRunnerKey+" or --key-file, which ps does not show")
 	keyFile := fs.String("key-file", "", "a file holding the runner key")
 	workers := fs.Int("workers", 1, "jobs run at once (the runtime's parallelism is min(the batch's concurrency, all runners' workers))")
-	heartbeat := fs.Duration("heartbeat", runners.DefaultHeartbeat, "how often a running job's lease is renewed; a cancel reaches the runner within one interval")
+	heartbeat := fs.Duration("heartbeat", runnerwire.DefaultHeartbeat, "how often a running job's lease is renewed; a cancel reaches the runner within one interval")
 	runtime := fs.String("runtime", "", "take only this runner runtime's jobs (default: every runner runtime of the workspace)")
 	name := fs.String("name", "", "this runner's name in GET /runner-jobs (default: host and pid)")
 	if err := parseNone(fs, args); err != nil {
@@ -91,16 +92,16 @@ func runRunner(ctx context.Context, x *cli, args []string, open OpenLocalDriver)
 	if *workers < 1 || *workers > 256 {
 		return exitProblem, fmt.Errorf("%w: --workers %d: give 1 to 256", errUsage, *workers)
 	}
-	if *heartbeat < runners.MinHeartbeat || *heartbeat > runners.MaxHeartbeat {
-		return exitProblem, fmt.Errorf("%w: --heartbeat %s: give %s to %s", errUsage, *heartbeat, runners.MinHeartbeat, runners.MaxHeartbeat)
+	if *heartbeat < runnerwire.MinHeartbeat || *heartbeat > runnerwire.MaxHeartbeat {
+		return exitProblem, fmt.Errorf("%w: --heartbeat %s: give %s to %s", errUsage, *heartbeat, runnerwire.MinHeartbeat, runnerwire.MaxHeartbeat)
 	}
 	c, err := f.client(x.getenv)
 	if err != nil {
 		return exitProblem, err
 	}
 	c.Token, c.Workspace = secret, ""
-	// A lease waits up to runners.MaxWait: the client waits longer.
-	c.HTTP = &http.Client{Timeout: runners.MaxWait + 30*time.Second}
+	// A lease waits up to runnerwire.MaxWait: the client waits longer.
+	c.HTTP = &http.Client{Timeout: runnerwire.MaxWait + 30*time.Second}
 
 	log := slog.New(slog.NewTextHandler(x.stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	cfg, err := config.Load(flag.NewFlagSet("svc runner settings", flag.ContinueOnError), nil, x.getenv)
@@ -187,15 +188,15 @@ func (l *runnerLoop) worker(ctx context.Context, n int) {
 }
 
 // lease asks for a job; nil when none came within the long poll.
-func (l *runnerLoop) lease(ctx context.Context) (*runners.Lease, error) {
-	return l.api.Lease(ctx, runners.LeaseRequest{
+func (l *runnerLoop) lease(ctx context.Context) (*runnerwire.Lease, error) {
+	return l.api.Lease(ctx, runnerwire.LeaseRequest{
 		Runner: l.name, Runtime: l.runtime, HeartbeatMs: l.heartbeat.Milliseconds(),
 	})
 }
 
 // runJob runs a leased job with the local driver while heartbeating it,
 // and posts its result unless the lease was lost.
-func (l *runnerLoop) runJob(ctx context.Context, n int, lease *runners.Lease) {
+func (l *runnerLoop) runJob(ctx context.Context, n int, lease *runnerwire.Lease) {
 	j := lease.Job
 	log := l.log.With("worker", n, "job", lease.JobID, "run", j.RunID)
 	log.Info("runner: leased a job", "runtime", lease.Runtime)
@@ -219,7 +220,7 @@ func (l *runnerLoop) runJob(ctx context.Context, n int, lease *runners.Lease) {
 			case <-t.C:
 			}
 			reply, err := l.api.Heartbeat(jctx, lease.JobID,
-				runners.Heartbeat{LeaseID: lease.LeaseID, HeartbeatMs: l.heartbeat.Milliseconds()})
+				runnerwire.Heartbeat{LeaseID: lease.LeaseID, HeartbeatMs: l.heartbeat.Milliseconds()})
 			var ae *client.Error
 			switch {
 			case err == nil && reply.Cancelled:
@@ -257,16 +258,16 @@ func (l *runnerLoop) runJob(ctx context.Context, n int, lease *runners.Lease) {
 		if job.Secrets == nil {
 			job.Secrets = map[string]string{}
 		}
-		job.Secrets[runners.OTLPHeadersSecret] = "Authorization=Bearer%20" + lease.OTLPToken
+		job.Secrets[runnerwire.OTLPHeadersSecret] = "Authorization=Bearer%20" + lease.OTLPToken
 		masked = append(masked, lease.OTLPToken)
 	}
 	// The output goes to the API while the job runs (the run's live log),
 	// with the job's secrets masked; a post that finds the lease lost
 	// kills the job, as a heartbeat that does.
-	ship := runners.NewLogShipper(runners.ShipperOptions{
+	ship := runnerside.NewLogShipper(runnerside.ShipperOptions{
 		Secrets: masked, Every: min(l.heartbeat, 500*time.Millisecond), Logger: log,
-		Post: func(ctx context.Context, chunks []runners.LogChunk) error {
-			err := l.api.PostLogs(ctx, lease.JobID, runners.LogBatch{LeaseID: lease.LeaseID, Chunks: chunks})
+		Post: func(ctx context.Context, chunks []runnerwire.LogChunk) error {
+			err := l.api.PostLogs(ctx, lease.JobID, runnerwire.LogBatch{LeaseID: lease.LeaseID, Chunks: chunks})
 			var ae *client.Error
 			if errors.As(err, &ae) && (ae.Status == http.StatusConflict || ae.Status == http.StatusNotFound) {
 				return fmt.Errorf("%w: %v", derrors.ErrConflict, err)
@@ -309,7 +310,7 @@ func (l *runnerLoop) runJob(ctx context.Context, n int, lease *runners.Lease) {
 		// out and another runner runs it.
 		return
 	}
-	out := runners.Result{
+	out := runnerwire.Result{
 		ExitCode: res.ExitCode, DurationMs: res.Duration.Milliseconds(), Stdout: clipBytes(res.Stdout, maxPosted),
 		StdoutTail: res.StdoutTail, StderrTail: res.StderrTail, Trace: clipBytes(string(res.Trace), maxPosted),
 		TimedOut: res.TimedOut, Cancelled: res.Cancelled, OS: res.OS, Host: l.host,
@@ -320,9 +321,9 @@ func (l *runnerLoop) runJob(ctx context.Context, n int, lease *runners.Lease) {
 		out.Trace = refusedTraceLine(res.TraceRefused)
 	}
 	if err != nil {
-		out = runners.Result{ExitCode: -1, Error: err.Error(), Invalid: errors.Is(err, derrors.ErrInvalid), Host: l.host}
+		out = runnerwire.Result{ExitCode: -1, Error: err.Error(), Invalid: errors.Is(err, derrors.ErrInvalid), Host: l.host}
 	}
-	out = runners.MaskResult(masked, out, maxPosted, maxPosted, drivers.TailBytes)
+	out = runnerside.MaskResult(masked, out, maxPosted, maxPosted, drivers.TailBytes)
 	l.post(ctx, log, lease, out)
 }
 
@@ -355,10 +356,10 @@ func clipBytes(s string, n int) string {
 }
 
 // post sends a job's result, retrying what may pass on a second try.
-func (l *runnerLoop) post(ctx context.Context, log *slog.Logger, lease *runners.Lease, out runners.Result) {
+func (l *runnerLoop) post(ctx context.Context, log *slog.Logger, lease *runnerwire.Lease, out runnerwire.Result) {
 	pause := 500 * time.Millisecond
 	for attempt := 1; ; attempt++ {
-		err := l.api.PostResult(ctx, lease.JobID, runners.Completion{LeaseID: lease.LeaseID, Result: out})
+		err := l.api.PostResult(ctx, lease.JobID, runnerwire.Completion{LeaseID: lease.LeaseID, Result: out})
 		if err == nil {
 			log.Info("runner: posted the result", "exitCode", out.ExitCode, "cancelled", out.Cancelled, "durationMs", out.DurationMs)
 			return

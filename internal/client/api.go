@@ -13,8 +13,8 @@ import (
 	"svc/internal/domain/gate"
 	"svc/internal/domain/manifest"
 	"svc/internal/domain/registry"
+	"svc/internal/domain/runnerwire"
 	"svc/internal/service/registries"
-	"svc/internal/service/runners"
 	"svc/internal/service/scorecards"
 )
 
@@ -197,12 +197,12 @@ func runnerJobPath(jobID string) string { return "/runner/jobs/" + url.PathEscap
 
 // Lease is POST /runner/lease: a job, or nil when none came within the
 // long poll (the service answers no body).
-func (c *Client) Lease(ctx context.Context, req runners.LeaseRequest) (*runners.Lease, error) {
+func (c *Client) Lease(ctx context.Context, req runnerwire.LeaseRequest) (*runnerwire.Lease, error) {
 	raw, err := c.Do(ctx, http.MethodPost, "/runner/lease", req, nil)
 	if err != nil || len(raw) == 0 {
 		return nil, err
 	}
-	var lease runners.Lease
+	var lease runnerwire.Lease
 	if err := json.Unmarshal(raw, &lease); err != nil {
 		return nil, fmt.Errorf("the lease answer is not the expected JSON: %v", err)
 	}
@@ -211,19 +211,19 @@ func (c *Client) Lease(ctx context.Context, req runners.LeaseRequest) (*runners.
 
 // Heartbeat is POST /runner/jobs/:id/heartbeat: renews the lease; the
 // reply says whether the job was cancelled.
-func (c *Client) Heartbeat(ctx context.Context, jobID string, hb runners.Heartbeat) (runners.HeartbeatReply, error) {
-	reply, _, err := call[runners.HeartbeatReply](ctx, c, http.MethodPost, runnerJobPath(jobID)+"/heartbeat", hb)
+func (c *Client) Heartbeat(ctx context.Context, jobID string, hb runnerwire.Heartbeat) (runnerwire.HeartbeatReply, error) {
+	reply, _, err := call[runnerwire.HeartbeatReply](ctx, c, http.MethodPost, runnerJobPath(jobID)+"/heartbeat", hb)
 	return reply, err
 }
 
 // PostLogs is POST /runner/jobs/:id/logs: a batch of a running job's output.
-func (c *Client) PostLogs(ctx context.Context, jobID string, b runners.LogBatch) error {
+func (c *Client) PostLogs(ctx context.Context, jobID string, b runnerwire.LogBatch) error {
 	_, err := c.Do(ctx, http.MethodPost, runnerJobPath(jobID)+"/logs", b, nil)
 	return err
 }
 
 // PostResult is POST /runner/jobs/:id/result.
-func (c *Client) PostResult(ctx context.Context, jobID string, done runners.Completion) error {
+func (c *Client) PostResult(ctx context.Context, jobID string, done runnerwire.Completion) error {
 	_, err := c.Do(ctx, http.MethodPost, runnerJobPath(jobID)+"/result", done, nil)
 	return err
 }

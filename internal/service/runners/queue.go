@@ -152,7 +152,7 @@ func (q *Queue) DeleteOutput(ctx context.Context, workspace, id string) error {
 
 // Logs returns up to limit chunks of job id's output posted under lease
 // leaseID, after seq after, in seq order (already masked by the runner:
-// see LogShipper).
+// see runnerside.LogShipper, internal/cli/runnerside).
 func (q *Queue) Logs(ctx context.Context, workspace, id, leaseID string, after int64, limit int) ([]LogChunk, error) {
 	rows, err := q.st.ListRunnerJobLogs(ctx, workspace, id, leaseID, after, limit)
 	if err != nil {

@@ -1,163 +1,62 @@
 // Package runners is the service side of self-hosted runners (issue 15,
-// point 6): the wire format a runner (`svc runner`) and the API speak, and
-// the use cases behind the runner routes: lease a job by long poll, renew
-// its lease by heartbeat (whose answer carries the cancel), post its
-// result. The worker's side, which queues a case's job and reads its
-// result back, is Queue, which the runner driver (drivers/runner) follows
-// its jobs through; both meet in the store's lease queue
-// (store.RunnerJobs).
+// point 6): the wire format a runner (`svc runner`) and the API speak
+// (runnerwire's types, aliased here), and the use cases behind the runner
+// routes: lease a job by long poll, renew its lease by heartbeat (whose
+// answer carries the cancel), post its result. The worker's side, which
+// queues a case's job and reads its result back, is Queue, which the
+// runner driver (drivers/runner) follows its jobs through; both meet in the
+// store's lease queue (store.RunnerJobs).
 package runners
 
 import (
-	"encoding/json"
 	"time"
 
 	"svc/internal/domain/eval"
+	"svc/internal/domain/runnerwire"
 )
 
-// Job is what a runner runs: one attempt of a case of a process harness,
-// as the worker planned it (drivers.Job without its log hook). Secrets
-// travel only in the lease answer, opened from their sealed copy; the
-// runner hands them to its local driver, which writes them to the job's
-// secrets file (SVC_SECRETS_FILE), never its environment or argv.
-type Job struct {
-	RunID     string            `json:"runId"`
-	Attempt   int               `json:"attempt"`
-	Command   []string          `json:"command"`
-	Env       map[string]string `json:"env,omitempty"`
-	Secrets   map[string]string `json:"secrets,omitempty"`
-	Case      json.RawMessage   `json:"case"`
-	Files     map[string]string `json:"files,omitempty"`
-	WorkDir   string            `json:"workDir,omitempty"`
-	Image     string            `json:"image,omitempty"`
-	TimeoutMs int64             `json:"timeoutMs,omitempty"`
-}
+// The wire format, defined in runnerwire so that the runner's side speaks
+// it without linking this service.
+type (
+	Job            = runnerwire.Job
+	Result         = runnerwire.Result
+	LeaseRequest   = runnerwire.LeaseRequest
+	Lease          = runnerwire.Lease
+	Heartbeat      = runnerwire.Heartbeat
+	HeartbeatReply = runnerwire.HeartbeatReply
+	Completion     = runnerwire.Completion
+	LogChunk       = runnerwire.LogChunk
+	LogBatch       = runnerwire.LogBatch
+)
 
-// Result is what a runner posts when its job has ended: the fields of
-// drivers.Result, plus the runner's host and, when its local driver could
-// not run the job at all, why.
-type Result struct {
-	ExitCode   int    `json:"exitCode"`
-	DurationMs int64  `json:"durationMs"`
-	Stdout     string `json:"stdout,omitempty"`
-	StdoutTail string `json:"stdoutTail,omitempty"`
-	StderrTail string `json:"stderrTail,omitempty"`
-	Trace      string `json:"trace,omitempty"`
-	TimedOut   bool   `json:"timedOut,omitempty"`
-	Cancelled  bool   `json:"cancelled,omitempty"`
-	OS         string `json:"os,omitempty"`
-	Host       string `json:"host,omitempty"`
-	// Error is set when the job could not be run (its command could not be
-	// started, the runner's driver failed); Invalid says that no runner
-	// could ever run it (the case fails rather than being retried).
-	Error   string `json:"error,omitempty"`
-	Invalid bool   `json:"invalid,omitempty"`
-}
-
-// LeaseRequest is the body of POST /runner/lease.
-type LeaseRequest struct {
-	// Runner names the runner process (host and pid by default), shown in
-	// the job list; at most 200 characters.
-	Runner string `json:"runner,omitempty"`
-	// Runtime, when set, takes only that runtime's jobs.
-	Runtime string `json:"runtime,omitempty"`
-	// HeartbeatMs is how often the runner will heartbeat; the lease lasts
-	// LeaseFor of it. 0 means DefaultHeartbeat.
-	HeartbeatMs int64 `json:"heartbeatMs,omitempty"`
-	// WaitMs bounds the long poll; 0 means MaxWait.
-	WaitMs int64 `json:"waitMs,omitempty"`
-}
-
-// Lease is the answer of POST /runner/lease when a job was leased (204
-// when none came within the wait).
-type Lease struct {
-	JobID        string    `json:"jobId"`
-	LeaseID      string    `json:"leaseId"`
-	LeaseExpires time.Time `json:"leaseExpires"`
-	Runtime      string    `json:"runtime"`
-	Job          Job       `json:"job"`
-	// OTLPToken is the job's run-scoped credential for the OTLP door
-	// (POST /v1/traces): the door takes it for spans of Job.RunID only,
-	// while this lease holds the job, and never after the job ends. The
-	// runner hands it to the job in its secrets file (OTLPHeadersSecret),
-	// never its environment or argv. Empty when none could be minted.
-	OTLPToken string `json:"otlpToken,omitempty"`
-}
-
-// Heartbeat is the body of POST /runner/jobs/:id/heartbeat.
-type Heartbeat struct {
-	LeaseID string `json:"leaseId"`
-	// HeartbeatMs is the runner's interval, as in LeaseRequest.
-	HeartbeatMs int64 `json:"heartbeatMs,omitempty"`
-}
-
-// HeartbeatReply answers a heartbeat: Cancelled tells the runner to kill
-// the job and post its result.
-type HeartbeatReply struct {
-	Cancelled    bool      `json:"cancelled"`
-	LeaseExpires time.Time `json:"leaseExpires"`
-}
-
-// Completion is the body of POST /runner/jobs/:id/result.
-type Completion struct {
-	LeaseID string `json:"leaseId"`
-	Result  Result `json:"result"`
-}
-
-// LogChunk is a piece of a job's output, as the runner read it (with the
-// job's secrets masked): Seq numbers a lease's chunks from 1 in the order
-// they were written, so that a retried post adds nothing.
-type LogChunk struct {
-	Seq int64 `json:"seq"`
-	// Stream is stdout, stderr or system (what the runner itself says,
-	// such as that the output was cut).
-	Stream string `json:"stream"`
-	// Data is the bytes, base64 in JSON (output need not be UTF-8, and a
-	// chunk may end inside a character).
-	Data []byte `json:"data"`
-}
-
-// LogBatch is the body of POST /runner/jobs/:id/logs: chunks of the job's
-// output, written under LeaseID, in seq order.
-type LogBatch struct {
-	LeaseID string     `json:"leaseId"`
-	Chunks  []LogChunk `json:"chunks"`
-}
-
-// Log bounds: what one post may carry, and what one lease may store in
-// all (MaxJobLog, the run log's own cap, plus room for the runner's last
-// chunk saying it cut the output).
+// Log bounds (runnerwire's), and what one lease may store in all: MaxJobLog
+// plus room for the runner's last chunk saying it cut the output.
 const (
-	MaxLogBatchChunks = 256
-	MaxLogBatchBytes  = 1 << 20
-	MaxJobLog         = 8 << 20
+	MaxLogBatchChunks = runnerwire.MaxLogBatchChunks
+	MaxLogBatchBytes  = runnerwire.MaxLogBatchBytes
+	MaxJobLog         = runnerwire.MaxJobLog
 	maxJobLogStored   = MaxJobLog + 64<<10
 )
 
 // OTLPTokenPrefix starts a run-scoped OTLP token (a "runner job token").
 const OTLPTokenPrefix = "rjt_"
 
-// OTLPHeadersSecret is the name under which a runner puts the job's OTLP
-// headers (Authorization=Bearer%20rjt_...) in its secrets file
-// (SVC_SECRETS_FILE), in the format of OTEL_EXPORTER_OTLP_HEADERS, so that
-// a harness that exports its secrets file's entries as its own
-// environment hands them to its OpenTelemetry SDK unchanged.
-const OTLPHeadersSecret = "OTEL_EXPORTER_OTLP_HEADERS"
+// OTLPHeadersSecret is runnerwire.OTLPHeadersSecret.
+const OTLPHeadersSecret = runnerwire.OTLPHeadersSecret
 
 // Protocol bounds.
 const (
-	// DefaultHeartbeat is a runner's heartbeat interval unless it says.
-	DefaultHeartbeat = 2 * time.Second
-	// MinHeartbeat and MaxHeartbeat bound the interval a runner may ask for.
-	MinHeartbeat = 200 * time.Millisecond
-	MaxHeartbeat = time.Minute
+	// DefaultHeartbeat, MinHeartbeat, MaxHeartbeat and MaxWait are
+	// runnerwire's.
+	DefaultHeartbeat = runnerwire.DefaultHeartbeat
+	MinHeartbeat     = runnerwire.MinHeartbeat
+	MaxHeartbeat     = runnerwire.MaxHeartbeat
+	MaxWait          = runnerwire.MaxWait
 	// LeaseFor is how many heartbeat intervals a lease lasts unless
 	// renewed: a runner that misses that many is taken for dead.
 	LeaseFor = 3
 	// MinLease is the shortest lease, whatever the interval.
 	MinLease = 3 * time.Second
-	// MaxWait bounds a lease's long poll (below common proxy timeouts).
-	MaxWait = 25 * time.Second
 	// MaxLostLeases is how many runners may lose a job (stop heartbeating
 	// it) before it fails its case: a harness that kills its runner would
 	// otherwise take down every runner of the workspace in turn.

@@ -1,4 +1,4 @@
-package runners_test
+package runnerside_test
 
 import (
 	"context"
@@ -7,20 +7,21 @@ import (
 	"sync"
 	"testing"
 
+	"svc/internal/cli/runnerside"
+	"svc/internal/domain/runnerwire"
 	"svc/internal/platform/derrors"
-	"svc/internal/service/runners"
 )
 
 // postRecorder is a ShipperOptions.Post that keeps what it was sent; fail
 // makes its next calls fail with the given errors, in order.
 type postRecorder struct {
 	mu    sync.Mutex
-	got   []runners.LogChunk
+	got   []runnerwire.LogChunk
 	posts int
 	fail  []error
 }
 
-func (p *postRecorder) post(_ context.Context, chunks []runners.LogChunk) error {
+func (p *postRecorder) post(_ context.Context, chunks []runnerwire.LogChunk) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.posts++
@@ -31,7 +32,7 @@ func (p *postRecorder) post(_ context.Context, chunks []runners.LogChunk) error 
 			return err
 		}
 	}
-	if len(chunks) > runners.MaxLogBatchChunks {
+	if len(chunks) > runnerwire.MaxLogBatchChunks {
 		return errors.New("too many chunks in one post")
 	}
 	for _, c := range chunks {
@@ -39,7 +40,7 @@ func (p *postRecorder) post(_ context.Context, chunks []runners.LogChunk) error 
 		if n := len(p.got); n > 0 && c.Seq <= p.got[n-1].Seq {
 			continue
 		}
-		p.got = append(p.got, runners.LogChunk{Seq: c.Seq, Stream: c.Stream, Data: append([]byte(nil), c.Data...)})
+		p.got = append(p.got, runnerwire.LogChunk{Seq: c.Seq, Stream: c.Stream, Data: append([]byte(nil), c.Data...)})
 	}
 	return nil
 }
@@ -63,7 +64,7 @@ func (p *postRecorder) text() string {
 func TestShipperMasksAndOrders(t *testing.T) {
 	const secret = "s3cret-value-123456"
 	var p postRecorder
-	s := runners.NewLogShipper(runners.ShipperOptions{Secrets: []string{secret}, Post: p.post})
+	s := runnerside.NewLogShipper(runnerside.ShipperOptions{Secrets: []string{secret}, Post: p.post})
 	s.Write("stdout", []byte("token=s3cret-"))
 	s.Write("stdout", []byte("value-123456 done\n"))
 	s.Write("stderr", []byte("oops\n"))
@@ -84,9 +85,9 @@ func TestShipperMasksAndOrders(t *testing.T) {
 // and past MaxJobLog one system chunk says it was cut.
 func TestShipperBounds(t *testing.T) {
 	var p postRecorder
-	s := runners.NewLogShipper(runners.ShipperOptions{Post: p.post})
+	s := runnerside.NewLogShipper(runnerside.ShipperOptions{Post: p.post})
 	line := []byte(strings.Repeat("x", 1023) + "\n")
-	for range runners.MaxJobLog/len(line) + 100 {
+	for range runnerwire.MaxJobLog/len(line) + 100 {
 		s.Write("stdout", line)
 	}
 	if err := s.Close(t.Context(), 1); err != nil {
@@ -100,8 +101,8 @@ func TestShipperBounds(t *testing.T) {
 	if last.Stream != "system" || !strings.Contains(string(last.Data), "the rest is not kept") {
 		t.Errorf("last chunk %s %q, want a system chunk saying the output was cut", last.Stream, last.Data)
 	}
-	if total > runners.MaxJobLog+1024 || p.posts < 2 {
-		t.Errorf("%d bytes in %d posts, want at most %d in several", total, p.posts, runners.MaxJobLog)
+	if total > runnerwire.MaxJobLog+1024 || p.posts < 2 {
+		t.Errorf("%d bytes in %d posts, want at most %d in several", total, p.posts, runnerwire.MaxJobLog)
 	}
 	if p.text() == "seq gap" {
 		t.Error("the chunks' seqs have a gap")
@@ -113,7 +114,7 @@ func TestShipperBounds(t *testing.T) {
 func TestShipperLostLease(t *testing.T) {
 	var p postRecorder
 	lost := 0
-	s := runners.NewLogShipper(runners.ShipperOptions{Post: p.post, Lost: func(error) { lost++ }})
+	s := runnerside.NewLogShipper(runnerside.ShipperOptions{Post: p.post, Lost: func(error) { lost++ }})
 	s.Write("stdout", []byte("a"))
 	p.fail = []error{derrors.Conflictf("lease lost")}
 	if err := s.Flush(t.Context(), false); !errors.Is(err, derrors.ErrConflict) {
@@ -131,7 +132,7 @@ func TestShipperLostLease(t *testing.T) {
 // TestMaskResult: what a job left is masked before it leaves the runner.
 func TestMaskResult(t *testing.T) {
 	const secret = "s3cret-value-123456"
-	r := runners.MaskResult([]string{secret}, runners.Result{Stdout: "a " + secret, StdoutTail: secret + " b", StderrTail: "e " + secret,
+	r := runnerside.MaskResult([]string{secret}, runnerwire.Result{Stdout: "a " + secret, StdoutTail: secret + " b", StderrTail: "e " + secret,
 		Trace: `{"x":"` + secret + `"}`, Error: "failed with " + secret}, 1<<20, 1<<20, 4096)
 	for name, v := range map[string]string{"stdout": r.Stdout, "stdoutTail": r.StdoutTail, "stderrTail": r.StderrTail, "trace": r.Trace, "error": r.Error} {
 		if strings.Contains(v, "s3cret") {

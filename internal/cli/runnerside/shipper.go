@@ -1,4 +1,8 @@
-package runners
+// Package runnerside is the self-hosted runner's side of the runner
+// protocol (runnerwire), what `svc runner` does with a job's output before
+// it leaves the machine: LogShipper posts its log while it runs, MaskResult
+// masks what it left. The service's side is internal/service/runners.
+package runnerside
 
 import (
 	"context"
@@ -10,6 +14,7 @@ import (
 	"unicode/utf8"
 
 	"svc/internal/domain/redact"
+	"svc/internal/domain/runnerwire"
 	"svc/internal/platform/derrors"
 )
 
@@ -22,7 +27,7 @@ type ShipperOptions struct {
 	// error wrapping derrors.ErrConflict or ErrNotFound means the lease
 	// no longer holds the job: the shipper stops and calls Lost. Any
 	// other error is retried with the same chunks.
-	Post func(ctx context.Context, chunks []LogChunk) error
+	Post func(ctx context.Context, chunks []runnerwire.LogChunk) error
 	// Lost is called once when Post says the lease is lost; may be nil.
 	Lost func(err error)
 	// Every is how often the chunks written meanwhile are posted; 0 means
@@ -38,8 +43,8 @@ const maxChunk = 64 << 10
 // Write is the job's drivers.Job.Log. Chunks are numbered per lease from
 // 1 in the order they were written, and posted in that order, each batch
 // retried until it is stored (the API skips a seq it has), so a chunk is
-// never lost to a failed post nor stored twice. Past MaxJobLog bytes one
-// system chunk says the output was cut and the rest is dropped.
+// never lost to a failed post nor stored twice. Past runnerwire.MaxJobLog
+// bytes one system chunk says the output was cut and the rest is dropped.
 type LogShipper struct {
 	o    ShipperOptions
 	mask *redact.Masker
@@ -47,8 +52,8 @@ type LogShipper struct {
 	mu      sync.Mutex
 	streams map[string]*redact.Stream
 	order   []string
-	open    []LogChunk // written, not numbered yet (merged per stream)
-	pending []LogChunk // numbered, not stored yet, in seq order
+	open    []runnerwire.LogChunk // written, not numbered yet (merged per stream)
+	pending []runnerwire.LogChunk // numbered, not stored yet, in seq order
 	seq     int64
 	bytes   int
 	capped  bool
@@ -87,10 +92,10 @@ func (s *LogShipper) add(stream string, b []byte) {
 	if s.capped || s.lost || len(b) == 0 {
 		return
 	}
-	if s.bytes+len(b) > MaxJobLog {
+	if s.bytes+len(b) > runnerwire.MaxJobLog {
 		s.capped = true
-		s.open = append(s.open, LogChunk{Stream: "system",
-			Data: fmt.Appendf(nil, "svc runner: the job wrote more than %d bytes of output; the rest is not kept (its result keeps its final answer and the tails of its output)\n", MaxJobLog)})
+		s.open = append(s.open, runnerwire.LogChunk{Stream: "system",
+			Data: fmt.Appendf(nil, "svc runner: the job wrote more than %d bytes of output; the rest is not kept (its result keeps its final answer and the tails of its output)\n", runnerwire.MaxJobLog)})
 		return
 	}
 	s.bytes += len(b)
@@ -98,7 +103,7 @@ func (s *LogShipper) add(stream string, b []byte) {
 		s.open[n-1].Data = append(s.open[n-1].Data, b...)
 		return
 	}
-	s.open = append(s.open, LogChunk{Stream: stream, Data: append([]byte(nil), b...)})
+	s.open = append(s.open, runnerwire.LogChunk{Stream: stream, Data: append([]byte(nil), b...)})
 }
 
 // Run posts what was written every ShipperOptions.Every until ctx ends.
@@ -195,10 +200,10 @@ func (s *LogShipper) Close(ctx context.Context, attempts int) error {
 }
 
 // nextBatch is the head of pending that one post may carry.
-func nextBatch(pending []LogChunk) []LogChunk {
+func nextBatch(pending []runnerwire.LogChunk) []runnerwire.LogChunk {
 	size := 0
 	for i, c := range pending {
-		if i == MaxLogBatchChunks || i > 0 && size+len(c.Data) > MaxLogBatchBytes {
+		if i == runnerwire.MaxLogBatchChunks || i > 0 && size+len(c.Data) > runnerwire.MaxLogBatchBytes {
 			return pending[:i]
 		}
 		size += len(c.Data)
@@ -209,7 +214,7 @@ func nextBatch(pending []LogChunk) []LogChunk {
 // MaskResult masks secrets in what a job left before it leaves the
 // runner: stdout, the tails and the trace, as the worker masks a local
 // job's (a head or tail cut at its cap has its cut half masked too).
-func MaskResult(secrets []string, r Result, maxStdout, maxTrace, tail int) Result {
+func MaskResult(secrets []string, r runnerwire.Result, maxStdout, maxTrace, tail int) runnerwire.Result {
 	m := redact.New(secrets)
 	if m.Empty() {
 		return r
