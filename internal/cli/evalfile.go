@@ -17,7 +17,7 @@ import (
 	"svc/internal/domain/eval"
 	"svc/internal/domain/gate"
 	"svc/internal/domain/registry"
-	"svc/internal/service/scorecards"
+	"svc/internal/domain/scorecardwire"
 )
 
 const evalSynopsis = `usage: svc eval run FILE [--baseline id|latest|latest:harness[@version]] [--timeout d]
@@ -45,14 +45,14 @@ func RunEval(ctx context.Context, x *cli, args []string) (int, error) {
 
 // evalFile is an eval file: what to register, what to run, how to gate.
 type evalFile struct {
-	Dataset     evalEntity            `json:"dataset"`
-	Harness     evalEntity            `json:"harness"`
-	Judges      []evalEntity          `json:"judges,omitempty"`
-	Graders     []json.RawMessage     `json:"graders,omitempty"`
-	Trials      *int                  `json:"trials,omitempty"`
-	Concurrency *int                  `json:"concurrency,omitempty"`
-	Runtime     string                `json:"runtime,omitempty"`
-	Cases       *scorecards.Selection `json:"cases,omitempty"`
+	Dataset     evalEntity               `json:"dataset"`
+	Harness     evalEntity               `json:"harness"`
+	Judges      []evalEntity             `json:"judges,omitempty"`
+	Graders     []json.RawMessage        `json:"graders,omitempty"`
+	Trials      *int                     `json:"trials,omitempty"`
+	Concurrency *int                     `json:"concurrency,omitempty"`
+	Runtime     string                   `json:"runtime,omitempty"`
+	Cases       *scorecardwire.Selection `json:"cases,omitempty"`
 	Critical    *struct {
 		Cases    []string `json:"cases,omitempty"`
 		Prefixes []string `json:"prefixes,omitempty"`
@@ -214,7 +214,7 @@ func runEvalRun(ctx context.Context, x *cli, args []string) (int, error) {
 		if err != nil {
 			return 0, err
 		}
-		req.Judges = append(req.Judges, scorecards.JudgeSel{ID: r.ID, Version: r.Version})
+		req.Judges = append(req.Judges, scorecardwire.JudgeSel{ID: r.ID, Version: r.Version})
 	}
 
 	sc, _, err := c.SubmitScorecard(ctx, req)
@@ -257,7 +257,7 @@ func runEvalRun(ctx context.Context, x *cli, args []string) (int, error) {
 			policy = *f.Gate
 		}
 		var dec gate.Decision
-		if dec, decRaw, err = c.Gate(ctx, scorecards.GateRequest{Baseline: base, Candidate: sc.ID, Policy: policy}); err != nil {
+		if dec, decRaw, err = c.Gate(ctx, scorecardwire.GateRequest{Baseline: base, Candidate: sc.ID, Policy: policy}); err != nil {
 			return 0, err
 		}
 		if !*asJSON {
@@ -314,8 +314,8 @@ func reportFailures(x *cli, sc eval.Scorecard, failOnDispatch bool) {
 
 // submitRequest is the scorecard the file asks for, without the
 // references that registration resolves.
-func (f *evalFile) submitRequest() (scorecards.SubmitRequest, error) {
-	req := scorecards.SubmitRequest{Runtime: f.Runtime, Trials: f.Trials, Concurrency: f.Concurrency, Cases: f.Cases}
+func (f *evalFile) submitRequest() (scorecardwire.SubmitRequest, error) {
+	req := scorecardwire.SubmitRequest{Runtime: f.Runtime, Trials: f.Trials, Concurrency: f.Concurrency, Cases: f.Cases}
 	for i, g := range f.Graders {
 		gr, err := graderOf(g)
 		if err != nil {

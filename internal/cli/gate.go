@@ -14,7 +14,7 @@ import (
 	"text/tabwriter"
 
 	"svc/internal/domain/gate"
-	"svc/internal/service/scorecards"
+	"svc/internal/domain/scorecardwire"
 )
 
 const gateSynopsis = `usage: svc gate --baseline <id> --candidate <id> [--policy file.json] [policy flags] [--strict] [--json] [--url URL]
@@ -69,7 +69,7 @@ func RunGate(ctx context.Context, x *cli, args []string) (int, error) {
 		return 0, err
 	}
 
-	dec, raw, err := c.Gate(ctx, scorecards.GateRequest{Baseline: baseline, Candidate: candidate, Policy: policy})
+	dec, raw, err := c.Gate(ctx, scorecardwire.GateRequest{Baseline: baseline, Candidate: candidate, Policy: policy})
 	if err != nil {
 		return 0, err
 	}

@@ -14,7 +14,7 @@ import (
 	"svc/internal/client"
 	"svc/internal/domain/eval"
 	"svc/internal/domain/registry"
-	"svc/internal/service/scorecards"
+	"svc/internal/domain/scorecardwire"
 )
 
 const scorecardSynopsis = `usage: svc scorecard run --dataset id@version --harness id@version [flags] [--wait] [--json]
@@ -104,7 +104,7 @@ func runScorecardRun(ctx context.Context, x *cli, args []string) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	req := scorecards.SubmitRequest{Runtime: runtime}
+	req := scorecardwire.SubmitRequest{Runtime: runtime}
 	if req.Dataset, err = parseRef("--dataset", dataset); err != nil {
 		return 0, err
 	}
@@ -119,7 +119,7 @@ func runScorecardRun(ctx context.Context, x *cli, args []string) (int, error) {
 		if !strings.Contains(j, "@") {
 			r.Version = "" // the service's default for a judge
 		}
-		req.Judges = append(req.Judges, scorecards.JudgeSel{ID: r.ID, Version: r.Version})
+		req.Judges = append(req.Judges, scorecardwire.JudgeSel{ID: r.ID, Version: r.Version})
 	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
@@ -130,7 +130,7 @@ func runScorecardRun(ctx context.Context, x *cli, args []string) (int, error) {
 		req.Trials = &trials
 	}
 	if len(tags) > 0 || len(ids) > 0 || set["limit"] {
-		req.Cases = &scorecards.Selection{IDs: ids, Tags: tags, Limit: limit}
+		req.Cases = &scorecardwire.Selection{IDs: ids, Tags: tags, Limit: limit}
 	}
 	for _, id := range critical {
 		req.CriticalCases = append(req.CriticalCases, eval.CaseMatcher{CaseID: id})

@@ -8,7 +8,7 @@ import (
 
 	"svc/internal/client"
 	"svc/internal/domain/eval"
-	"svc/internal/service/scorecards"
+	"svc/internal/domain/scorecardwire"
 )
 
 // runScorecardList is `svc scorecard list`: GET /scorecards, newest first.
@@ -105,7 +105,7 @@ func runScorecardScore(ctx context.Context, x *cli, args []string) (int, error) 
 	if *timeout < 0 || (*timeout > 0 && !*wait) {
 		return 0, fmt.Errorf("%w: --timeout is a positive duration and goes with --wait", errUsage)
 	}
-	req := scorecards.ScoreRequest{}
+	req := scorecardwire.ScoreRequest{}
 	for _, j := range judges {
 		sel, err := judgeSel(j)
 		if err != nil {
@@ -185,12 +185,12 @@ func waitScoring(ctx context.Context, x *cli, r *batchReader, timeout time.Durat
 
 // judgeSel reads id[@version] of a judge; no version is the service's
 // default (latest).
-func judgeSel(v string) (scorecards.JudgeSel, error) {
+func judgeSel(v string) (scorecardwire.JudgeSel, error) {
 	id, version, found := strings.Cut(v, "@")
 	if id == "" || (found && version == "") {
-		return scorecards.JudgeSel{}, fmt.Errorf("%w: --judge %q: want id or id@version", errUsage, v)
+		return scorecardwire.JudgeSel{}, fmt.Errorf("%w: --judge %q: want id or id@version", errUsage, v)
 	}
-	return scorecards.JudgeSel{ID: id, Version: version}, nil
+	return scorecardwire.JudgeSel{ID: id, Version: version}, nil
 }
 
 // runScorecardCancel is `svc scorecard cancel`.

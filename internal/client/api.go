@@ -14,8 +14,8 @@ import (
 	"svc/internal/domain/manifest"
 	"svc/internal/domain/registry"
 	"svc/internal/domain/runnerwire"
+	"svc/internal/domain/scorecardwire"
 	"svc/internal/service/registries"
-	"svc/internal/service/scorecards"
 )
 
 // call is one request whose answer decodes into a T: the record, and the
@@ -80,7 +80,7 @@ func (c *Client) DatasetDiff(ctx context.Context, id, base, candidate string) (r
 func scorecardPath(id string) string { return "/scorecards/" + url.PathEscape(id) }
 
 // SubmitScorecard is POST /scorecards.
-func (c *Client) SubmitScorecard(ctx context.Context, req scorecards.SubmitRequest) (eval.Scorecard, json.RawMessage, error) {
+func (c *Client) SubmitScorecard(ctx context.Context, req scorecardwire.SubmitRequest) (eval.Scorecard, json.RawMessage, error) {
 	return call[eval.Scorecard](ctx, c, http.MethodPost, "/scorecards", req)
 }
 
@@ -121,7 +121,7 @@ func (c *Client) ListScorecards(ctx context.Context, f ScorecardFilter) (list []
 
 // ScoreScorecard is POST /scorecards/:id/score: a scoring pass of the
 // selected judges.
-func (c *Client) ScoreScorecard(ctx context.Context, id string, req scorecards.ScoreRequest) (eval.Scorecard, json.RawMessage, error) {
+func (c *Client) ScoreScorecard(ctx context.Context, id string, req scorecardwire.ScoreRequest) (eval.Scorecard, json.RawMessage, error) {
 	return call[eval.Scorecard](ctx, c, http.MethodPost, scorecardPath(id)+"/score", req)
 }
 
@@ -131,7 +131,7 @@ func (c *Client) CancelScorecard(ctx context.Context, id string) (eval.Scorecard
 }
 
 // Gate is POST /scorecards/gate.
-func (c *Client) Gate(ctx context.Context, req scorecards.GateRequest) (gate.Decision, json.RawMessage, error) {
+func (c *Client) Gate(ctx context.Context, req scorecardwire.GateRequest) (gate.Decision, json.RawMessage, error) {
 	return call[gate.Decision](ctx, c, http.MethodPost, "/scorecards/gate", req)
 }
 

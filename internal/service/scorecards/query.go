@@ -86,21 +86,6 @@ func (s *Service) Diff(ctx context.Context, p auth.Principal, baseline, candidat
 	return gate.Diff(base, cand)
 }
 
-// GateRequest is the body of POST /scorecards/gate.
-type GateRequest struct {
-	Baseline  string          `json:"baseline"`
-	Candidate string          `json:"candidate"`
-	Policy    gate.GatePolicy `json:"policy"`
-}
-
-// Validate checks the ids and the policy.
-func (r *GateRequest) Validate() error {
-	if r.Baseline == "" || r.Candidate == "" {
-		return derrors.Invalidf("baseline and candidate are required: the ids of the two scorecards to compare")
-	}
-	return r.Policy.Validate()
-}
-
 // Gate decides whether the candidate may ship against the baseline
 // (docs/gate.md): pass, block, blocked_missing or not_comparable, with the
 // reasons, the per-case tests and the scoring revisions it pinned.

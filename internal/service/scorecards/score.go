@@ -17,20 +17,6 @@ import (
 	"svc/store/records"
 )
 
-// ScoreRequest is the body of POST /scorecards/:id/score and
-// /groups/:id/score.
-type ScoreRequest struct {
-	Judges []JudgeSel `json:"judges"`
-}
-
-// Validate requires at least one judge.
-func (r *ScoreRequest) Validate() error {
-	if len(r.Judges) == 0 {
-		return derrors.Invalidf("judges is required: the judges ([{id, version?}]) whose verdicts this pass replaces")
-	}
-	return checkCommon(nil, nil, "", r.Judges)
-}
-
 // scoreConcurrency is how many cases a detached pass judges at once.
 const scoreConcurrency = 8
 

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"svc/internal/domain/flows"
+	"svc/internal/domain/scorecardwire"
 	"svc/internal/platform/reqid"
 	"svc/internal/service/models"
 	"svc/internal/service/registries"
@@ -87,12 +88,12 @@ func New(o Options) *Service {
 	return &Service{o: o, details: newDetailCache()}
 }
 
-// Limits of a submit.
+// Limits of a submit (the maxima are scorecardwire's).
 const (
 	DefaultConcurrency = 4
-	MaxConcurrency     = 64
-	MaxTrials          = 100
-	MaxJudges          = 20
+	MaxConcurrency     = scorecardwire.MaxConcurrency
+	MaxTrials          = scorecardwire.MaxTrials
+	MaxJudges          = scorecardwire.MaxJudges
 )
 
 // appendSteps appends steps, best effort: a step is the batch's side

@@ -17,6 +17,7 @@ import (
 	"svc/internal/domain/graders"
 	"svc/internal/domain/manifest"
 	"svc/internal/domain/registry"
+	"svc/internal/domain/scorecardwire"
 	"svc/internal/domain/scoring"
 	"svc/internal/platform/derrors"
 	"svc/internal/platform/reqid"
@@ -27,110 +28,22 @@ import (
 	"svc/store/records"
 )
 
-// Selection is the `cases` of a submit: ids, then tags (any match), then
-// limit.
-type Selection struct {
-	IDs   []string `json:"ids,omitempty"`
-	Tags  []string `json:"tags,omitempty"`
-	Limit int      `json:"limit,omitempty"`
-}
+// The request bodies the client sends, defined in scorecardwire so that the
+// client builds them without linking this service.
+type (
+	Selection     = scorecardwire.Selection
+	JudgeSel      = scorecardwire.JudgeSel
+	SubmitRequest = scorecardwire.SubmitRequest
+	ScoreRequest  = scorecardwire.ScoreRequest
+	GateRequest   = scorecardwire.GateRequest
+)
 
-// JudgeSel names a judge of a submit; version defaults to latest.
-type JudgeSel struct {
-	ID      string `json:"id"`
-	Version string `json:"version,omitempty"`
-}
-
-// SubmitRequest is the body of POST /scorecards.
-type SubmitRequest struct {
-	Dataset       registry.Ref       `json:"dataset"`
-	Harness       registry.Ref       `json:"harness"`
-	Judges        []JudgeSel         `json:"judges,omitempty"`
-	Runtime       string             `json:"runtime,omitempty"`
-	Concurrency   *int               `json:"concurrency,omitempty"`
-	Cases         *Selection         `json:"cases,omitempty"`
-	Graders       []registry.Grader  `json:"graders,omitempty"`
-	CriticalCases []eval.CaseMatcher `json:"criticalCases,omitempty"`
-	Trials        *int               `json:"trials,omitempty"`
-}
-
-// Validate checks what needs no store.
-func (r *SubmitRequest) Validate() error {
-	if err := checkRef("dataset", r.Dataset); err != nil {
-		return err
-	}
-	if err := checkRef("harness", r.Harness); err != nil {
-		return err
-	}
-	if err := checkCommon(r.Concurrency, r.Trials, r.Runtime, r.Judges); err != nil {
-		return err
-	}
-	if r.Cases != nil {
-		if r.Cases.Limit < 0 {
-			return derrors.Invalidf("cases.limit must be 1 or more, not %d", r.Cases.Limit)
-		}
-		for i, id := range r.Cases.IDs {
-			if id == "" {
-				return derrors.Invalidf("cases.ids[%d] is empty", i)
-			}
-		}
-	}
-	// The override replaces every case's graders, so it is checked as a
-	// dataset's are: every grader, in the position it was sent.
-	return graders.Check("graders", r.Graders)
-}
-
-func checkRef(field string, r registry.Ref) error {
-	if r.ID == "" {
-		return derrors.Invalidf("%s.id is required", field)
-	}
-	if err := registry.ValidateID(r.ID); err != nil {
-		return fmt.Errorf("%s.id: %w", field, err)
-	}
-	if r.Version == "" {
-		return derrors.Invalidf("%s.version is required: an exact version or \"latest\"", field)
-	}
-	if err := registry.ValidateVersionSelector(r.Version); err != nil {
-		return fmt.Errorf("%s.version: %w", field, err)
-	}
-	return nil
-}
-
-func checkCommon(concurrency, trials *int, runtime string, judges []JudgeSel) error {
-	if concurrency != nil && (*concurrency < 1 || *concurrency > MaxConcurrency) {
-		return derrors.Invalidf("concurrency must be an integer from 1 to %d, not %d", MaxConcurrency, *concurrency)
-	}
-	if trials != nil && (*trials < 1 || *trials > MaxTrials) {
-		return derrors.Invalidf("trials must be an integer from 1 to %d, not %d", MaxTrials, *trials)
-	}
-	if runtime != "" {
-		if err := registry.ValidateID(runtime); err != nil {
-			return fmt.Errorf("runtime: %w", err)
-		}
-	}
-	if len(judges) > MaxJudges {
-		return derrors.Invalidf("at most %d judges per batch, not %d", MaxJudges, len(judges))
-	}
-	seen := map[string]bool{}
-	for i, j := range judges {
-		if j.ID == "" {
-			return derrors.Invalidf("judges[%d].id is required", i)
-		}
-		if seen[j.ID] {
-			return derrors.Invalidf("judge %q is named twice; name each judge once", j.ID)
-		}
-		seen[j.ID] = true
-		if err := registry.ValidateID(j.ID); err != nil {
-			return fmt.Errorf("judges[%d].id: %w", i, err)
-		}
-		if j.Version != "" {
-			if err := registry.ValidateVersionSelector(j.Version); err != nil {
-				return fmt.Errorf("judges[%d].version: %w", i, err)
-			}
-		}
-	}
-	return nil
-}
+// checkRef and checkCommon are the checks the submits share
+// (scorecardwire's).
+var (
+	checkRef    = scorecardwire.CheckRef
+	checkCommon = scorecardwire.CheckCommon
+)
 
 // plan is a resolved submit, ready to be recorded.
 type plan struct {
