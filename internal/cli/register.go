@@ -14,7 +14,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"svc/internal/client"
-	"svc/internal/service/registries"
+	"svc/internal/domain/registry"
 )
 
 // registerSpec registers doc in collection ("/datasets", "/harnesses",
@@ -22,7 +22,7 @@ import (
 // new or was already registered with this content (registration is
 // idempotent), or with asJSON the service's JSON. An invalid spec prints
 // each problem on stderr; a conflict says to register a new version.
-func registerSpec(ctx context.Context, x *cli, c *client.Client, collection, noun string, doc any, asJSON bool) (registries.VersionInfo, error) {
+func registerSpec(ctx context.Context, x *cli, c *client.Client, collection, noun string, doc any, asJSON bool) (registry.VersionInfo, error) {
 	v, raw, err := c.Register(ctx, collection, doc)
 	if err != nil {
 		return v, refusal(x, noun, err)
@@ -36,7 +36,7 @@ func registerSpec(ctx context.Context, x *cli, c *client.Client, collection, nou
 }
 
 // registeredLine is one registration's answer for people.
-func registeredLine(v registries.VersionInfo) string {
+func registeredLine(v registry.VersionInfo) string {
 	what := "registered"
 	if !v.Created {
 		what = "already registered with this content"

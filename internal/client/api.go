@@ -15,7 +15,6 @@ import (
 	"svc/internal/domain/registry"
 	"svc/internal/domain/runnerwire"
 	"svc/internal/domain/scorecardwire"
-	"svc/internal/service/registries"
 )
 
 // call is one request whose answer decodes into a T: the record, and the
@@ -31,8 +30,8 @@ func call[T any](ctx context.Context, c *Client, method, path string, body any) 
 
 // Register is POST <collection>: registers a version (idempotent for the
 // same content).
-func (c *Client) Register(ctx context.Context, collection string, doc any) (registries.VersionInfo, json.RawMessage, error) {
-	return call[registries.VersionInfo](ctx, c, http.MethodPost, collection, doc)
+func (c *Client) Register(ctx context.Context, collection string, doc any) (registry.VersionInfo, json.RawMessage, error) {
+	return call[registry.VersionInfo](ctx, c, http.MethodPost, collection, doc)
 }
 
 // Validation is the answer of POST <collection>/validate: a dry run of a

@@ -72,23 +72,9 @@ func New(st Store, sealer *secrets.Sealer, now func() time.Time, opts ...Option)
 	return s
 }
 
-// VersionInfo describes one registered version without its spec: the
-// answer of a registration.
-type VersionInfo struct {
-	Kind      string          `json:"kind"`
-	Owner     string          `json:"owner"`
-	ID        string          `json:"id"`
-	Version   string          `json:"version"`
-	Digest    string          `json:"digest"`
-	CaseCount int             `json:"caseCount,omitempty"`
-	Tags      []string        `json:"tags"`
-	Origin    json.RawMessage `json:"origin,omitempty"`
-	CreatedBy string          `json:"createdBy,omitempty"`
-	CreatedAt time.Time       `json:"createdAt"`
-	// Created is false when the same content was already registered (the
-	// request was an idempotent repeat, or revived a deleted version).
-	Created bool `json:"created"`
-}
+// VersionInfo is registry.VersionInfo, the answer of a registration
+// (defined in the domain so the API client reads it without this service).
+type VersionInfo = registry.VersionInfo
 
 func versionInfo(v store.EntityVersion, created bool) VersionInfo {
 	tags := v.Tags
