@@ -93,6 +93,13 @@ var rules = []rule{
 	{name: "the store and drivers never reach Echo", transitive: true,
 		from:      func(p string) bool { return under(p, "svc/store") || under(p, "svc/drivers") },
 		forbidden: []string{"github.com/labstack/echo"}},
+	{name: "the API client reaches only the domain and the platform", transitive: true,
+		from:    func(p string) bool { return under(p, "svc/internal/client") },
+		allowed: []string{"svc/internal/client", "svc/internal/domain", "svc/internal/platform"}},
+	{name: "the CLI reaches only the API client, the domain, the platform and drivers", transitive: true,
+		from: func(p string) bool { return under(p, "svc/internal/cli") },
+		allowed: []string{"svc/internal/cli", "svc/internal/client", "svc/internal/domain", "svc/internal/platform",
+			"svc/drivers"}},
 }
 
 // known are violations accepted for a while, each "rule name: package ->
