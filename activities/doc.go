@@ -76,6 +76,9 @@ type Activities struct {
 	// Worlds publishes sandbox sessions' changes as world versions
 	// (sandbox_world.go).
 	Worlds Worlds
+	// Sandbox hosts sandbox sessions' containers (sandbox.go); nil when
+	// this worker runs none.
+	Sandbox *Sandboxes
 	// Host names the worker in provenance.
 	Host   string
 	Logger *slog.Logger

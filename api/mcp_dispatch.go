@@ -54,7 +54,14 @@ func (s *Server) callRoute(ctx context.Context, req *mcp.CallToolRequest, rt *ro
 	if err != nil {
 		return toolRefusal(id, err)
 	}
-	r, err := rt.request(context.WithValue(ctx, toolCallKey{}, true), args)
+	rctx := context.WithValue(ctx, toolCallKey{}, true)
+	if req.Session != nil {
+		// The client's declared name is its agent id (sandbox capacity).
+		if ip := req.Session.InitializeParams(); ip != nil && ip.ClientInfo != nil {
+			rctx = withMCPClient(rctx, ip.ClientInfo.Name, req.Session.ID())
+		}
+	}
+	r, err := rt.request(rctx, args)
 	if err != nil {
 		return toolRefusal(id, err)
 	}

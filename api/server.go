@@ -77,6 +77,17 @@ type Options struct {
 	// import, whether a world session can snapshot); nil or without a
 	// store, world sessions are refused and no world is listed.
 	Worlds *sandboxes.Worlds
+	// Sandboxes drives sandbox sessions: their workflows, and the
+	// sandbox host sharing this process (svc dev); zero, sessions answer
+	// 503.
+	Sandboxes SandboxDeps
+}
+
+// SandboxDeps are what the sandbox routes reach beyond the store.
+type SandboxDeps struct {
+	Orchestrator sandboxes.Orchestrator
+	// Local is the sandbox host in this process, nil when there is none.
+	Local sandboxes.LocalHost
 }
 
 // Server is the HTTP API. Build it with New; serve Handler.
@@ -107,8 +118,9 @@ type Server struct {
 	traceSources *traces.Sources // trace sources, through the pull guard (SVC_WEBHOOK_ALLOW)
 	sealer       *secrets.Sealer // opens model keys for inline judge tries; nil without SVC_SECRET_KEY
 	runners      *runners.Service
-	judges       *judges.Service   // judge preview and try, the run-scoped model proxy
-	worlds       *sandboxes.Worlds // worlds and image imports (worlds.go)
+	judges       *judges.Service    // judge preview and try, the run-scoped model proxy
+	worlds       *sandboxes.Worlds  // worlds and image imports (worlds.go)
+	sandboxes    *sandboxes.Service // sandbox sessions (sandboxes.go)
 }
 
 // probeRoutes are hit every few seconds by orchestrators and scrapers:
@@ -204,6 +216,12 @@ func NewServer(o Options) (*Server, error) {
 	if s.worlds == nil {
 		s.worlds = &sandboxes.Worlds{}
 	}
+	s.sandboxes = sandboxes.New(sandboxes.Options{
+		Store: o.Store, Registries: s.registries, Orchestrator: o.Sandboxes.Orchestrator, Local: o.Sandboxes.Local,
+		Worlds: s.worlds, ImageStore: s.worlds.Store != nil, ImageDirs: sandboxes.ImageDirs(o.Config.SandboxImageDirs),
+		MaxPerAgent: o.Config.SandboxMaxPerAgent, MaxPerTenant: o.Config.SandboxMaxPerTenant, MaxTTL: o.Config.SandboxMaxTTL,
+		Now: s.now, Logger: s.logger,
+	})
 	if s.maxBody <= 0 {
 		// A zero Config (tests, embedders) still gets the documented limit.
 		s.maxBody = config.Defaults().MaxBodyBytes
@@ -284,6 +302,7 @@ func (s *Server) table() []Route {
 		s.runnerRoutes(),
 		s.ingestPullRoutes(),
 		s.traceSourceRoutes(),
+		s.sandboxRoutes(),
 		s.worldRoutes(),
 		s.traceRoutes(),
 		s.mcpRoutes(),

@@ -59,6 +59,7 @@ type Tx interface {
 	RunnerJobs
 	RunnerJobOutput
 	TraceSources
+	Sessions
 }
 
 // Workspace is a tenant: the trust zone every record belongs to.

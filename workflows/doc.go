@@ -23,4 +23,5 @@ func Register(r worker.WorkflowRegistry) {
 	r.RegisterWorkflowWithOptions(ScoreWorkflow, workflow.RegisterOptions{Name: flows.ScoreWorkflow})
 	r.RegisterWorkflowWithOptions(TraceSweepWorkflow, workflow.RegisterOptions{Name: flows.TraceSweepWorkflow})
 	r.RegisterWorkflowWithOptions(SandboxSnapshotWorkflow, workflow.RegisterOptions{Name: flows.SandboxSnapshotWorkflow})
+	r.RegisterWorkflowWithOptions(SandboxSessionWorkflow, workflow.RegisterOptions{Name: flows.SandboxSessionWorkflow})
 }

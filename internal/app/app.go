@@ -152,6 +152,10 @@ func Activities(cfg config.Config, d Deps, o WorkerOptions) (*activities.Activit
 		IdleWindow: cfg.IngestIdleWindow, Logger: d.Logger})
 	// Runs on a runner runtime queue their jobs for the workspace's runners.
 	acts.RunnerQueue = RunnerQueue(d.Store, sealer)
+	// Sandbox sessions' containers run on this host (sandbox.go).
+	if err := wireSandboxes(cfg, acts, d.Logger); err != nil {
+		return nil, err
+	}
 	// World snapshots publish into the image store (worlds.go).
 	if acts.Worlds.Store, err = Worlds(cfg, d.Images); err != nil {
 		return nil, err
@@ -178,6 +182,16 @@ func StartWorker(ctx context.Context, cfg config.Config, d Deps, o WorkerOptions
 	}, o.Temporal)
 	if err := w.Start(); err != nil {
 		return nil, fmt.Errorf("start Temporal worker on task queue %q: %w", cfg.TaskQueue, err)
+	}
+	// The sandbox host's own queue: a session's activities after its
+	// create run on the host holding its container.
+	hw, err := startSandboxHost(ctx, cfg, d, acts, o)
+	if err != nil {
+		w.Stop()
+		return nil, err
+	}
+	if hw != nil {
+		w = bothWorkers{Worker: w, host: hw}
 	}
 	// The trace sweep seals idle external trajectories and applies
 	// retention; a failure to start it is logged, the next start retries.
@@ -209,6 +223,7 @@ func API(cfg config.Config, d Deps) (*api.Server, error) {
 		Probers:      probers.Drivers(),
 		Starter:      starter,
 		Orchestrator: starter,
+		Sandboxes:    api.SandboxDeps{Orchestrator: starter, Local: localHost{}},
 	})
 }
 

@@ -93,6 +93,11 @@ type Run struct {
 	// Case is the case as submitted; the workflow dispatches it.
 	Case *registry.EvalCase `json:"case,omitempty"`
 
+	// Session is a sandbox session's row fields (session.go); Placement
+	// says where its compute is.
+	Session   *Session      `json:"session,omitempty"`
+	Placement *RunPlacement `json:"placement,omitempty"`
+
 	Usage      *Usage      `json:"usage,omitempty"`
 	Provenance *Provenance `json:"provenance,omitempty"`
 	// Attempts counts dispatch attempts (a retried activity adds one).

@@ -43,6 +43,7 @@ var ActivityNames = []string{
 	ActivityChildRunPage, ActivityFinishScore,
 	ActivitySweepTraces,
 	ActivitySnapshotSession,
+	ActivityCreateSandbox, ActivityExecSandbox, ActivityTeardownSandbox, ActivitySettleSandbox,
 }
 
 // The inputs and results of the activities. Their JSON is recorded in

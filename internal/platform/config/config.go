@@ -126,6 +126,22 @@ type Config struct {
 	// WorldMaxCaptureBytes bounds the compressed size of a world
 	// snapshot's change set.
 	WorldMaxCaptureBytes int64
+
+	// SandboxMaxPerAgent is how many live sandbox sessions one agent may
+	// hold; SandboxMaxPerTenant how many a workspace may (agents never
+	// take its last slot).
+	SandboxMaxPerAgent  int
+	SandboxMaxPerTenant int
+	// SandboxMaxTTL bounds a session's ttl (and a touch's).
+	SandboxMaxTTL time.Duration
+	// SandboxImageDirs are the directories under which a session's image
+	// may be an OCI layout path (comma-separated; empty: none).
+	SandboxImageDirs string
+	// SandboxRoot holds the sandbox runtime's state (unpacked images,
+	// sessions' file systems); "" is <data dir>/sandbox.
+	SandboxRoot string
+	// SandboxRunc is the OCI runtime's program; "" looks runc up on PATH.
+	SandboxRunc string
 }
 
 // Setting is one row of the settings table.
@@ -316,6 +332,25 @@ var Settings = []Setting{
 			c.WorldMaxCaptureBytes = n
 			return nil
 		}},
+	{Flag: "sandbox-max-per-agent", Env: "SVC_SANDBOX_MAX_PER_AGENT", Default: "1", Usage: "live sandbox sessions one agent (a declared agent id) may hold; past it POST /sandboxes answers 429 naming the holder and when a slot frees",
+		set: integer(func(c *Config) *int { return &c.SandboxMaxPerAgent })},
+	{Flag: "sandbox-max-per-tenant", Env: "SVC_SANDBOX_MAX_PER_TENANT", Default: "10", Usage: "live sandbox sessions a workspace may hold; agents never take the last slot, which stays for a member; past it POST /sandboxes answers 429",
+		set: integer(func(c *Config) *int { return &c.SandboxMaxPerTenant })},
+	{Flag: "sandbox-max-ttl", Env: "SVC_SANDBOX_MAX_TTL", Default: "24h", Usage: "longest ttl a sandbox session may be created or touched with",
+		set: func(c *Config, v string) error {
+			d, err := time.ParseDuration(v)
+			if err != nil || d < time.Second {
+				return fmt.Errorf("want a duration of at least 1s such as 24h, got %q", v)
+			}
+			c.SandboxMaxTTL = d
+			return nil
+		}},
+	{Flag: "sandbox-image-dirs", Env: "SVC_SANDBOX_IMAGE_DIRS", Default: "", Usage: "comma-separated directories under which a sandbox's image may be an OCI image layout path; empty: images come from the image store only",
+		set: str(func(c *Config) *string { return &c.SandboxImageDirs })},
+	{Flag: "sandbox-root", Env: "SVC_SANDBOX_ROOT", Default: "", Usage: "state directory of the local sandbox runtime (unpacked images, sessions' file systems); empty: <data dir>/sandbox",
+		set: str(func(c *Config) *string { return &c.SandboxRoot })},
+	{Flag: "sandbox-runc", Env: "SVC_SANDBOX_RUNC", Default: "", Usage: "the OCI runtime sandbox sessions run under; empty: runc on PATH (Debian's runc)",
+		set: str(func(c *Config) *string { return &c.SandboxRunc })},
 	{Env: "OTEL_EXPORTER_OTLP_ENDPOINT", Default: "", Usage: "OTLP endpoint for our own traces; tracing is off when unset",
 		set: str(func(c *Config) *string { return &c.OTLPEndpoint })},
 }

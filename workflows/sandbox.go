@@ -1,0 +1,195 @@
+package workflows
+
+import (
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"svc/internal/domain/eval"
+	"svc/internal/domain/flows"
+)
+
+// The sandbox session's activity options.
+var (
+	// sandboxCreateOptions create the container: unpacking an image's
+	// layers the first time takes seconds; a few attempts.
+	sandboxCreateOptions = workflow.ActivityOptions{
+		StartToCloseTimeout: 10 * time.Minute,
+		HeartbeatTimeout:    time.Minute,
+		RetryPolicy:         &temporal.RetryPolicy{InitialInterval: time.Second, MaximumInterval: 10 * time.Second, MaximumAttempts: 3},
+	}
+	// sandboxExecOptions run one command: never twice (a command is not
+	// idempotent), bounded by the longest exec timeout.
+	sandboxExecOptions = workflow.ActivityOptions{
+		StartToCloseTimeout: maxExecTimeout + time.Minute,
+		RetryPolicy:         &temporal.RetryPolicy{MaximumAttempts: 1},
+	}
+	// sandboxTeardownOptions remove the container (and hibernate a world
+	// session first) on the session's host: retried for a while; a host
+	// that never comes back does not hold the settle forever.
+	sandboxTeardownOptions = workflow.ActivityOptions{
+		ScheduleToCloseTimeout: 15 * time.Minute,
+		StartToCloseTimeout:    10 * time.Minute,
+		HeartbeatTimeout:       time.Minute,
+		RetryPolicy:            &temporal.RetryPolicy{InitialInterval: time.Second, MaximumInterval: 30 * time.Second},
+	}
+)
+
+// maxExecTimeout is the longest an exec may ask for.
+const maxExecTimeout = time.Hour
+
+// sandboxHistoryLimit is the history length past which a session's
+// workflow continues as new (touches and remote execs add events).
+const sandboxHistoryLimit = 5000
+
+// SandboxSessionWorkflow owns a sandbox session's life (spec §2.9, §3): the
+// container's creation on a worker host, the hard expiry as a durable
+// timer (a SIGKILL of any process loses nothing: the timer is the
+// server's), touch and close signals, execs sent as updates, and teardown:
+// a world session's hibernation (flows.ActivitySnapshotSession, unless the
+// close said snapshot:false; its failure never blocks teardown), the
+// container's removal, the trajectory sealed and the run settled
+// succeeded with its closedReason. The workflow id is the run id.
+func SandboxSessionWorkflow(ctx workflow.Context, in flows.SandboxInput) (flows.SandboxOutput, error) {
+	ref := flows.SandboxRef{Workspace: in.Workspace, RunID: in.RunID}
+	deadline := in.ExpiresAt
+	created := in.Created
+	var createErr error
+	closing := false
+
+	if err := workflow.SetQueryHandler(ctx, flows.QuerySandboxDeadline, func() (time.Time, error) { return deadline, nil }); err != nil {
+		return flows.SandboxOutput{}, err
+	}
+	ready := func(ctx workflow.Context) error {
+		if err := workflow.Await(ctx, func() bool { return created != nil || createErr != nil }); err != nil {
+			return err
+		}
+		return createErr
+	}
+	if err := workflow.SetUpdateHandler(ctx, flows.UpdateSandboxReady, func(ctx workflow.Context) (flows.SandboxCreated, error) {
+		if err := ready(ctx); err != nil {
+			return flows.SandboxCreated{}, err
+		}
+		return *created, nil
+	}); err != nil {
+		return flows.SandboxOutput{}, err
+	}
+	if err := workflow.SetUpdateHandlerWithOptions(ctx, flows.UpdateSandboxExec,
+		func(ctx workflow.Context, x flows.SandboxExecInput) (flows.SandboxExecResult, error) {
+			if err := ready(ctx); err != nil {
+				return flows.SandboxExecResult{}, err
+			}
+			opts := sandboxExecOptions
+			opts.TaskQueue = created.HostQueue
+			var res flows.SandboxExecResult
+			err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, opts), flows.ActivityExecSandbox, x).Get(ctx, &res)
+			return res, err
+		},
+		workflow.UpdateHandlerOptions{Validator: func(ctx workflow.Context, x flows.SandboxExecInput) error {
+			if closing {
+				return temporal.NewNonRetryableApplicationError("the session is closed", flows.SandboxClosedError, nil)
+			}
+			return nil
+		}}); err != nil {
+		return flows.SandboxOutput{}, err
+	}
+
+	if created == nil {
+		var c flows.SandboxCreated
+		err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, sandboxCreateOptions), flows.ActivityCreateSandbox, ref).Get(ctx, &c)
+		if err != nil {
+			createErr = err
+			closing = true
+			after, _ := workflow.NewDisconnectedContext(ctx)
+			s := flows.SandboxSettle{SandboxRef: ref, FailCode: eval.CodeDispatch, FailMessage: "the session's container could not be created: " + failureMessage(err)}
+			if serr := workflow.ExecuteActivity(workflow.WithActivityOptions(after, runRecordOptions), flows.ActivitySettleSandbox, s).Get(after, nil); serr != nil {
+				return flows.SandboxOutput{}, serr
+			}
+			// Let the create route's update read the error first.
+			_ = workflow.Await(after, func() bool { return workflow.AllHandlersFinished(after) })
+			return flows.SandboxOutput{Failed: s.FailMessage}, nil
+		}
+		created = &c
+	}
+
+	touches := workflow.GetSignalChannel(ctx, flows.SignalSandboxTouch)
+	closes := workflow.GetSignalChannel(ctx, flows.SignalSandboxClose)
+	reason, snapshot := "", true
+	for reason == "" {
+		wait := deadline.Sub(workflow.Now(ctx))
+		if wait <= 0 {
+			reason = eval.ClosedExpired
+			break
+		}
+		if workflow.GetInfo(ctx).GetCurrentHistoryLength() > sandboxHistoryLimit && workflow.AllHandlersFinished(ctx) &&
+			touches.Len() == 0 && closes.Len() == 0 {
+			next := in
+			next.ExpiresAt, next.Created = deadline, created
+			return flows.SandboxOutput{}, workflow.NewContinueAsNewError(ctx, flows.SandboxSessionWorkflow, next)
+		}
+		tctx, cancel := workflow.WithCancel(ctx)
+		timer := workflow.NewTimer(tctx, wait)
+		sel := workflow.NewSelector(ctx)
+		sel.AddFuture(timer, func(f workflow.Future) {
+			if f.Get(ctx, nil) == nil {
+				reason = eval.ClosedExpired
+			}
+		})
+		sel.AddReceive(touches, func(c workflow.ReceiveChannel, _ bool) {
+			var t flows.SandboxTouch
+			c.Receive(ctx, &t)
+			if t.ExpiresAt.After(deadline) {
+				deadline = t.ExpiresAt
+			}
+		})
+		sel.AddReceive(closes, func(c workflow.ReceiveChannel, _ bool) {
+			var cl flows.SandboxClose
+			c.Receive(ctx, &cl)
+			reason = cl.Reason
+			if reason == "" {
+				reason = eval.ClosedByRequest
+			}
+			if cl.Snapshot != nil && !*cl.Snapshot {
+				snapshot = false
+			}
+		})
+		sel.Select(ctx)
+		cancel()
+	}
+	closing = true
+
+	// Teardown runs even when the workflow is cancelled, on a context the
+	// cancel does not reach; execs in flight finish first.
+	after, _ := workflow.NewDisconnectedContext(ctx)
+	_ = workflow.Await(after, func() bool { return workflow.AllHandlersFinished(after) })
+	host := sandboxTeardownOptions
+	host.TaskQueue = created.HostQueue
+	hctx := workflow.WithActivityOptions(after, host)
+	td := flows.SandboxTeardown{SandboxRef: ref, ComputeID: created.ComputeID}
+	if in.World && in.Hibernate && snapshot {
+		why := flows.SnapshotOnClose
+		switch reason {
+		case eval.ClosedExpired:
+			why = flows.SnapshotOnExpiry
+		case eval.ClosedOrphaned:
+			why = flows.SnapshotOnOrphan
+		}
+		var sr flows.SnapshotResult
+		err := workflow.ExecuteActivity(hctx, flows.ActivitySnapshotSession,
+			flows.SnapshotInput{Workspace: in.Workspace, SessionID: in.RunID, Reason: why}).Get(after, &sr)
+		if err != nil {
+			// The activity records its own failures; one it could not
+			// record (it never ran) is recorded by the teardown.
+			td.SnapshotFailed = failureMessage(err)
+		}
+	}
+	if err := workflow.ExecuteActivity(hctx, flows.ActivityTeardownSandbox, td).Get(after, nil); err != nil {
+		workflow.GetLogger(ctx).Warn("sandbox teardown did not finish; the run is settled all the same", "run", in.RunID, "error", err)
+	}
+	s := flows.SandboxSettle{SandboxRef: ref, Reason: reason}
+	if err := workflow.ExecuteActivity(workflow.WithActivityOptions(after, runRecordOptions), flows.ActivitySettleSandbox, s).Get(after, nil); err != nil {
+		return flows.SandboxOutput{}, err
+	}
+	return flows.SandboxOutput{ClosedReason: reason}, nil
+}
