@@ -2,7 +2,8 @@
 // dev (everything in one process), serve (API), worker (Temporal worker),
 // migrate and version, and the client commands CI uses against a running
 // service (scorecard, dataset, harness, judge, runs, diff, eval, gate,
-// verify; docs/cli.md). `svc help` lists the commands and every setting.
+// verify, sandbox, world, image; docs/cli.md). `svc help` lists the
+// commands and every setting.
 package main
 
 import (
@@ -45,6 +46,9 @@ func commands() []command {
 		{"harness", "register a harness from a JSON or YAML file; list harnesses", nil, cli.RunHarness},
 		{"judge", "register a code judge from its source file; list judges", nil, cli.RunJudge},
 		{"runs", "print a run's logs or its trajectory", nil, cli.RunRuns},
+		{"sandbox", "open a sandbox session from an image or a world; exec in it, snapshot, touch, close, ls, get", nil, cli.RunSandbox},
+		{"world", "list the workspace's worlds (saved sandbox states) or one world's versions", nil, cli.RunWorld},
+		{"image", "import an image (an OCI layout directory, a docker save or OCI tar) into the image store", nil, cli.RunImage},
 		{"eval", "run an eval file: push, run, wait and gate in one command (CI)", nil, cli.RunEval},
 		{"runner", "a self-hosted runner: lease a workspace's jobs and run them on this machine (--url, --workers)", nil, cli.Runner(openLocalDriver)},
 	}
