@@ -27,13 +27,12 @@ import (
 	"svc/drivers/runner"
 	"svc/internal/integrations/webhooks"
 	"svc/internal/platform/secrets"
-	"svc/store"
 	"svc/store/records"
 )
 
 // Activities carries the dependencies of every activity method.
 type Activities struct {
-	Store store.Store // the records activities read and write
+	Store Store // the records activities read and write (store.go)
 	// Registries resolves harnesses and runtimes as a run's creator sees
 	// them, and a remote runtime's connection (its secrets, and the probe
 	// guard the registry service was built with).
