@@ -303,6 +303,7 @@ func (s *Server) table() []Route {
 		s.ingestPullRoutes(),
 		s.traceSourceRoutes(),
 		s.sandboxRoutes(),
+		s.sandboxWorldRoutes(),
 		s.worldRoutes(),
 		s.traceRoutes(),
 		s.mcpRoutes(),
