@@ -23,6 +23,10 @@ const routes = [
   ['/judges/:id', () => import('./pages/registries.js'), 'judges'],
   ['/runtimes', () => import('./pages/registries.js'), 'runtimes'],
   ['/runtimes/:id', () => import('./pages/registries.js'), 'runtimes'],
+  ['/sandboxes', () => import('./pages/sandboxes.js'), 'sandboxes'],
+  ['/sandboxes/:id', () => import('./pages/sandboxes.js'), 'sandboxes'],
+  ['/worlds', () => import('./pages/worlds.js'), 'worlds'],
+  ['/worlds/:id', () => import('./pages/worlds.js'), 'worlds'],
   ['/notifications', () => import('./pages/notifications.js'), 'notifications'],
   // Resources of the tools around svc that a notification may name (spec
   // §6): the page says what it is and that svc does not keep it.

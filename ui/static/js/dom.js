@@ -105,3 +105,47 @@ export function table(cols, rows, caption) {
 }
 
 export function enc(s) { return encodeURIComponent(s); }
+
+// ago writes time t relative to now ("in 4 min", "3 h ago"); the
+// absolute time goes in the element's title.
+export function ago(t, now = Date.now()) {
+  if (!t) return '—';
+  const d = new Date(t);
+  if (isNaN(d)) return String(t);
+  const s = Math.round((d.getTime() - now) / 1000);
+  const a = Math.abs(s);
+  const n = a < 60 ? `${a} s` : a < 3600 ? `${Math.round(a / 60)} min` : a < 172800 ? `${Math.round(a / 3600)} h` : `${Math.round(a / 86400)} d`;
+  return a < 5 ? 'now' : s > 0 ? `in ${n}` : `${n} ago`;
+}
+
+// relTime is a <time> showing ago(t), with the absolute time as its
+// datetime and title.
+export function relTime(t, attrs = {}) {
+  const d = t ? new Date(t) : null;
+  const iso = d && !isNaN(d) ? d.toISOString() : undefined;
+  return h('time', { ...attrs, datetime: iso, title: iso ? when(t) : undefined }, ago(t));
+}
+
+// copyable is text in code with a Copy button beside it: the clipboard
+// when the browser lets the page write it, else the text is selected for
+// the user to copy.
+export function copyable(text, label) {
+  const code = h('code', { class: 'mono copy-text' }, text);
+  const btn = h('button', { type: 'button', class: 'small copy', 'aria-label': `Copy ${label || text}`, dataset: { copy: text } }, 'Copy');
+  btn.addEventListener('click', async () => {
+    try {
+      await navigator.clipboard.writeText(text);
+      btn.textContent = 'Copied';
+      announce(`Copied ${label || text}`);
+    } catch {
+      const r = document.createRange();
+      r.selectNodeContents(code);
+      const sel = getSelection();
+      sel.removeAllRanges();
+      sel.addRange(r);
+      btn.textContent = 'Selected: press Ctrl+C';
+    }
+    setTimeout(() => { btn.textContent = 'Copy'; }, 2000);
+  });
+  return h('span', { class: 'copyable' }, code, ' ', btn);
+}
