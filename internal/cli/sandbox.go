@@ -372,15 +372,28 @@ func runSandboxList(ctx context.Context, x *cli, args []string) (int, error) {
 	}
 	sh := &sheet{cols: []column{
 		{head: "ID", key: "id"},
-		{head: "IMAGE/WORLD", key: "source", clip: 60},
+		{head: "IMAGE/WORLD", key: "source"},
 		{head: "STATUS", key: "status"},
 		{head: "EXPIRES", key: "expiresAt"},
 		{head: "BUSY", key: "busy"},
 	}}
 	for _, sb := range list {
-		sh.add(sb.ID, sandboxSource(sb), sb.Status, sb.ExpiresAt(), sb.Busy())
+		src := sandboxSource(sb)
+		if *format == formatTable {
+			src = shortRefDigest(src)
+		}
+		sh.add(sb.ID, src, sb.Status, sb.ExpiresAt(), sb.Busy())
 	}
 	return exitOK, sh.write(x.stdout, *format)
+}
+
+// digestRE is a sha256 digest in a reference.
+var digestRE = regexp.MustCompile(`sha256:([0-9a-f]{12})[0-9a-f]{52}`)
+
+// shortRefDigest cuts a reference's sha256 digest to its first 12 hex
+// digits, as a table shows it (csv, jsonl and --json keep it whole).
+func shortRefDigest(ref string) string {
+	return digestRE.ReplaceAllString(ref, "sha256:$1")
 }
 
 // sandboxSource is what a session runs: world ID (and version) or its image.

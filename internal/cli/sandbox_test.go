@@ -227,10 +227,12 @@ func TestSandboxSnapshotCloseTouch(t *testing.T) {
 // expiry and busy (csv for scripts, --json as sent); get prints the
 // record's fields; an unknown session is the service's 404 and exit 2.
 func TestSandboxListAndGet(t *testing.T) {
+	long := sandboxRecord("sb_3", "running", "")
+	long["session"].(map[string]any)["image"] = "busybox:1@sha256:" + strings.Repeat("0123456789abcdef", 4)
 	world := sandboxRecord("sb_2", "running", "dev")
 	world["session"].(map[string]any)["world"] = map[string]any{"id": "dev", "version": 2}
 	api := newFakeAPI(t, map[string]http.HandlerFunc{
-		"GET /sandboxes":      answer(200, []any{sandboxRecord("sb_1", "running", ""), world}),
+		"GET /sandboxes":      answer(200, []any{sandboxRecord("sb_1", "running", ""), world, long}),
 		"GET /sandboxes/sb_1": answer(200, sandboxRecord("sb_1", "running", "")),
 		"GET /sandboxes/sb_9": func(w http.ResponseWriter, _ *http.Request) {
 			writeError(w, http.StatusNotFound, "NOT_FOUND", "sandbox session sb_9 not found")
@@ -242,12 +244,14 @@ func TestSandboxListAndGet(t *testing.T) {
 		wantOut, wantErr string
 		wantCode         int
 	}{
-		{[]string{"ls"}, "ID    IMAGE/WORLD           STATUS   EXPIRES           BUSY\n" +
-			"sb_1  busybox:1@sha256:abc  running  2030-01-02 03:04  no\n" +
-			"sb_2  world dev:v2          running  2030-01-02 03:04  yes\n", "", 0},
+		{[]string{"ls"}, "ID    IMAGE/WORLD                    STATUS   EXPIRES           BUSY\n" +
+			"sb_1  busybox:1@sha256:abc           running  2030-01-02 03:04  no\n" +
+			"sb_2  world dev:v2                   running  2030-01-02 03:04  yes\n" +
+			"sb_3  busybox:1@sha256:0123456789ab  running  2030-01-02 03:04  no\n", "", 0},
 		{[]string{"ls", "--format", "csv"}, "id,source,status,expiresAt,busy\n" +
 			"sb_1,busybox:1@sha256:abc,running,2030-01-02 03:04,no\n" +
-			"sb_2,world dev:v2,running,2030-01-02 03:04,yes\n", "", 0},
+			"sb_2,world dev:v2,running,2030-01-02 03:04,yes\n" +
+			"sb_3,busybox:1@sha256:" + strings.Repeat("0123456789abcdef", 4) + ",running,2030-01-02 03:04,no\n", "", 0},
 		{[]string{"get", "sb_1"}, "id            sb_1\nstatus        running\nsource        busybox:1@sha256:abc\nhost          h1\nopen          yes\n" +
 			"seconds left  1800\nexpires       2030-01-02T03:04:05Z\nbusy          no\ncreated       2030-01-02 02:34\n", "", 0},
 		{[]string{"get", "sb_9"}, "", "svc sandbox: sandbox session sb_9 not found (request req-42)\n", exitProblem},
@@ -264,7 +268,7 @@ func TestSandboxListAndGet(t *testing.T) {
 	}
 	out, _, code := invocation{env: env}.run(t, "sandbox", RunSandbox, "ls", "--json")
 	var list []map[string]any
-	if err := json.Unmarshal([]byte(out), &list); code != 0 || err != nil || len(list) != 2 || list[1]["live"] == nil {
+	if err := json.Unmarshal([]byte(out), &list); code != 0 || err != nil || len(list) != 3 || list[1]["live"] == nil {
 		t.Errorf("ls --json: exit %d stdout %q (%v), want the list as sent", code, out, err)
 	}
 	empty := newFakeAPI(t, map[string]http.HandlerFunc{"GET /sandboxes": answer(200, []any{})})
