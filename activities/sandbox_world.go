@@ -5,11 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"strings"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
 	"svc/drivers/local/sandbox"
+	"svc/internal/domain/eval"
 	"svc/internal/domain/flows"
 	"svc/internal/integrations/images"
 	"svc/internal/platform/derrors"
@@ -85,12 +87,26 @@ func (a *Activities) SnapshotSession(ctx context.Context, in SnapshotInput) (res
 	}
 	a.logger().WarnContext(ctx, "world snapshot at teardown failed", append(activityAttrs(ctx), "workspace", in.Workspace,
 		"session", in.SessionID, "reason", in.Reason, "err", err)...)
-	if a.Worlds.SnapshotFailed != nil {
-		if rerr := a.Worlds.SnapshotFailed(context.WithoutCancel(ctx), in.Workspace, in.SessionID, data); rerr != nil {
-			a.logger().WarnContext(ctx, "recording session.snapshot_failed", append(activityAttrs(ctx), "session", in.SessionID, "err", rerr)...)
-		}
+	record := a.Worlds.SnapshotFailed
+	if record == nil {
+		record = a.recordSnapshotFailed
+	}
+	if rerr := record(context.WithoutCancel(ctx), in.Workspace, in.SessionID, data); rerr != nil {
+		// The workflow's teardown records it then (SandboxTeardown.SnapshotFailed).
+		a.logger().WarnContext(ctx, "recording session.snapshot_failed", append(activityAttrs(ctx), "session", in.SessionID, "err", rerr)...)
+		return SnapshotResult{}, rerr
 	}
 	return SnapshotResult{World: res.World, PrunedVersions: []string{}, Failed: msg}, nil
+}
+
+// recordSnapshotFailed lands session.snapshot_failed on the session's
+// trajectory (spec §6) with the sessions' own event writer: the reason
+// of the teardown (close, expiry, orphan) and the error as its message.
+func (a *Activities) recordSnapshotFailed(ctx context.Context, workspace, sessionID string, data map[string]any) error {
+	out, _ := json.Marshal(data)
+	msg, _ := data["error"].(string)
+	_, err := a.AppendSessionEvent(ctx, workspace, sessionID, eval.TraceEvent{Kind: eval.EventSnapshotFailed, Message: msg, Output: out})
+	return err
 }
 
 func (a *Activities) snapshotSession(ctx context.Context, in SnapshotInput) (SnapshotResult, error) {
@@ -147,7 +163,7 @@ func (a *Activities) snapshotSession(ctx context.Context, in SnapshotInput) (Sna
 	if err != nil {
 		return res, err
 	}
-	base, err := a.Worlds.Store.Image(ctx, in.Workspace, ws.Base)
+	base, err := a.baseImage(ctx, in.Workspace, ws)
 	if err != nil {
 		return res, fmt.Errorf("session %s's base image: %w", in.SessionID, err)
 	}
@@ -172,6 +188,22 @@ func (a *Activities) snapshotSession(ctx context.Context, in SnapshotInput) (Sna
 		return res, err
 	}
 	return res, nil
+}
+
+// baseImage opens the image a world session started from, which its
+// version is appended to: an OCI layout directory (an absolute path the
+// service admitted at create), or a reference into the workspace's image
+// store, pinned to the digest the container was made from when the
+// reference names a tag only (so a tag moved since changes nothing).
+func (a *Activities) baseImage(ctx context.Context, workspace string, ws worldSession) (v1.Image, error) {
+	if filepath.IsAbs(ws.Base) {
+		return LayoutImage(ws.Base)
+	}
+	ref := ws.Base
+	if ws.BaseDigest != "" && !strings.Contains(ref, "@") {
+		ref += "@" + ws.BaseDigest
+	}
+	return a.Worlds.Store.Image(ctx, workspace, ref)
 }
 
 // recordSnapshot adds the version to session.snapshots[] and appends
@@ -216,10 +248,13 @@ func reasonOf(in SnapshotInput) string {
 
 // worldSession is what a snapshot reads of a session's row.
 type worldSession struct {
-	World     string
-	Base      string // the image the session started from, pinned by digest
-	Hibernate bool
-	CausedBy  string // agent:<id>:<conversation> when an agent drives the session
+	World string
+	Base  string // the image the session started from (session.image)
+	// BaseDigest is the manifest digest its container was made from
+	// (session.imageDigest).
+	BaseDigest string
+	Hibernate  bool
+	CausedBy   string // agent:<id>:<conversation> when an agent drives the session
 }
 
 // readWorldSession reads the session fields of a run's document
@@ -229,10 +264,11 @@ type worldSession struct {
 func readWorldSession(row store.Run) (worldSession, error) {
 	var doc struct {
 		Session *struct {
-			World     json.RawMessage `json:"world"`
-			Image     string          `json:"image"`
-			Hibernate *bool           `json:"hibernate"`
-			Agent     json.RawMessage `json:"agent"`
+			World       json.RawMessage `json:"world"`
+			Image       string          `json:"image"`
+			ImageDigest string          `json:"imageDigest"`
+			Hibernate   *bool           `json:"hibernate"`
+			Agent       json.RawMessage `json:"agent"`
 		} `json:"session"`
 	}
 	if err := json.Unmarshal(row.Doc, &doc); err != nil {
@@ -242,7 +278,7 @@ func readWorldSession(row store.Run) (worldSession, error) {
 		return worldSession{}, derrors.NotFoundf("run %s is not a sandbox session", row.ID)
 	}
 	s := doc.Session
-	out := worldSession{Base: s.Image, Hibernate: s.Hibernate == nil || *s.Hibernate}
+	out := worldSession{Base: s.Image, BaseDigest: s.ImageDigest, Hibernate: s.Hibernate == nil || *s.Hibernate}
 	out.World = stringOrID(s.World)
 	if len(s.Agent) > 0 && string(s.Agent) != "null" {
 		var ag struct {
