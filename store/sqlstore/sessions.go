@@ -8,15 +8,18 @@ import (
 )
 
 // ListLiveSessions returns the running sandbox sessions; see store.Sessions.
-// A workspace's live sessions are few (the sandbox caps bound them), and
-// the scan reads the workspace's runs through runs_workspace_created_idx.
+// The query's kind and status match runs_live_sessions_idx's predicate
+// (migration 0021), so it reads only the running sandbox runs (few: the
+// sandbox caps bound them), in its order, not the workspace's every run.
+// (A session is never a scorecard's child: no parent_scorecard_id test,
+// which made SQLite read runs_toplevel_status_idx whole instead.)
 func (o ops) ListLiveSessions(ctx context.Context, workspace string) (_ []store.Run, err error) {
 	defer derrors.Wrap(&err, "%s.ListLiveSessions(ctx, %q)", o.kind, workspace)
 	if err := checkText(workspace); err != nil {
 		return nil, err
 	}
 	args := sqlArgs{}
-	q := `SELECT ` + runColumns + ` FROM runs WHERE kind = 'sandbox' AND status = 'running' AND parent_scorecard_id = ''`
+	q := `SELECT ` + runColumns + ` FROM runs WHERE kind = 'sandbox' AND status = 'running'`
 	if workspace != "" {
 		q += ` AND workspace = ` + args.add(workspace)
 	}
