@@ -284,6 +284,13 @@ func RateLimitedf(after time.Duration, format string, args ...any) error {
 	return &retryAfter{err: fmt.Errorf("%w: "+format, append([]any{ErrRateLimited}, args...)...), after: after}
 }
 
+// WithRetryAfter returns err saying to try again after after (the API's
+// Retry-After), its message, kind and details unchanged: for a refusal
+// with details (a Refusef) that also knows when to come back.
+func WithRetryAfter(err error, after time.Duration) error {
+	return &retryAfter{err: err, after: after}
+}
+
 // RetryAfter returns when a rate-limited err says to try again, if it
 // says: the first error in its chain with a RetryDelay method.
 func RetryAfter(err error) (time.Duration, bool) {

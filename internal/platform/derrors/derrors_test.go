@@ -127,3 +127,21 @@ func TestDetailsAndRetryAfter(t *testing.T) {
 		t.Errorf("Details of a sentinel = %v, want nil", d)
 	}
 }
+
+// A refusal with details that also says when to come back (the sandbox
+// caps' 429): WithRetryAfter keeps its kind, message and details.
+func TestWithRetryAfterKeepsTheRefusal(t *testing.T) {
+	err := derrors.WithRetryAfter(derrors.Refusef(derrors.ErrRateLimited, map[string]any{"freesAt": "t"}, "the cap is reached"), 42*time.Second)
+	if !errors.Is(err, derrors.ErrRateLimited) {
+		t.Errorf("%v is not ErrRateLimited", err)
+	}
+	if got := derrors.Message(err); got != "the cap is reached" {
+		t.Errorf("Message = %q, want the refusal's", got)
+	}
+	if d := derrors.Details(err); d["freesAt"] != "t" {
+		t.Errorf("Details = %v, want the refusal's", d)
+	}
+	if after, ok := derrors.RetryAfter(err); !ok || after != 42*time.Second {
+		t.Errorf("RetryAfter = %v, %v; want 42s, true", after, ok)
+	}
+}
