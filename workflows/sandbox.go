@@ -1,8 +1,11 @@
 package workflows
 
 import (
+	"errors"
+	"fmt"
 	"time"
 
+	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
@@ -38,6 +41,36 @@ var (
 
 // maxExecTimeout is the longest an exec may ask for.
 const maxExecTimeout = time.Hour
+
+// sandboxCreateWait bounds how long a session's create waits on
+// flows.SandboxCreateQueue for a worker with a sandbox runtime: a
+// deployment with none answers the create a failure saying so instead of
+// holding it until the create route gives up.
+const sandboxCreateWait = 30 * time.Second
+
+// sandboxCreateOn is the create's options from the first version that
+// steers it to flows.SandboxCreateQueue (histories of older ones
+// scheduled it on the workflow's own queue).
+func sandboxCreateOn(ctx workflow.Context) workflow.ActivityOptions {
+	opts := sandboxCreateOptions
+	if workflow.GetVersion(ctx, "sandbox-create-queue", workflow.DefaultVersion, 1) == 1 {
+		opts.TaskQueue = flows.SandboxCreateQueue(workflow.GetInfo(ctx).TaskQueueName)
+		opts.ScheduleToStartTimeout = sandboxCreateWait
+	}
+	return opts
+}
+
+// noSandboxHost is the create's error when no worker with a sandbox
+// runtime took it in time (a schedule-to-start timeout, never retried).
+func noSandboxHost(err error) error {
+	var te *temporal.TimeoutError
+	if !errors.As(err, &te) || te.TimeoutType() != enumspb.TIMEOUT_TYPE_SCHEDULE_TO_START {
+		return err
+	}
+	return temporal.NewNonRetryableApplicationError(fmt.Sprintf("no worker with a sandbox runtime took the session's create within %s: "+
+		"run `svc worker` as root on a host with runc (apt-get install runc) and overlayfs; a worker whose runtime is unavailable says why in its log at start",
+		sandboxCreateWait), flows.SandboxNoHostError, nil)
+}
 
 // sandboxHistoryLimit is the history length past which a session's
 // workflow continues as new (touches and remote execs add events).
@@ -97,8 +130,9 @@ func SandboxSessionWorkflow(ctx workflow.Context, in flows.SandboxInput) (flows.
 
 	if created == nil {
 		var c flows.SandboxCreated
-		err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, sandboxCreateOptions), flows.ActivityCreateSandbox, ref).Get(ctx, &c)
+		err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, sandboxCreateOn(ctx)), flows.ActivityCreateSandbox, ref).Get(ctx, &c)
 		if err != nil {
+			err = noSandboxHost(err)
 			createErr = err
 			closing = true
 			after, _ := workflow.NewDisconnectedContext(ctx)
@@ -115,6 +149,8 @@ func SandboxSessionWorkflow(ctx workflow.Context, in flows.SandboxInput) (flows.
 
 	touches := workflow.GetSignalChannel(ctx, flows.SignalSandboxTouch)
 	closes := workflow.GetSignalChannel(ctx, flows.SignalSandboxClose)
+	tasks := newSessionTasks(ctx, in)
+	tasks.hostQueue = created.HostQueue
 	reason, snapshot := "", true
 	for reason == "" {
 		wait := deadline.Sub(workflow.Now(ctx))
@@ -123,7 +159,7 @@ func SandboxSessionWorkflow(ctx workflow.Context, in flows.SandboxInput) (flows.
 			break
 		}
 		if workflow.GetInfo(ctx).GetCurrentHistoryLength() > sandboxHistoryLimit && workflow.AllHandlersFinished(ctx) &&
-			touches.Len() == 0 && closes.Len() == 0 {
+			touches.Len() == 0 && closes.Len() == 0 && tasks.idle() {
 			next := in
 			next.ExpiresAt, next.Created = deadline, created
 			return flows.SandboxOutput{}, workflow.NewContinueAsNewError(ctx, flows.SandboxSessionWorkflow, next)
@@ -143,6 +179,7 @@ func SandboxSessionWorkflow(ctx workflow.Context, in flows.SandboxInput) (flows.
 				deadline = t.ExpiresAt
 			}
 		})
+		sel.AddReceive(tasks.ch, func(c workflow.ReceiveChannel, _ bool) { tasks.receive(ctx, c) })
 		sel.AddReceive(closes, func(c workflow.ReceiveChannel, _ bool) {
 			var cl flows.SandboxClose
 			c.Receive(ctx, &cl)
@@ -162,6 +199,9 @@ func SandboxSessionWorkflow(ctx workflow.Context, in flows.SandboxInput) (flows.
 	// Teardown runs even when the workflow is cancelled, on a context the
 	// cancel does not reach; execs in flight finish first.
 	after, _ := workflow.NewDisconnectedContext(ctx)
+	// A task in flight settles failed CANCELLED, its partial trace sealed,
+	// before the session tears down.
+	tasks.stop(after)
 	_ = workflow.Await(after, func() bool { return workflow.AllHandlersFinished(after) })
 	host := sandboxTeardownOptions
 	host.TaskQueue = created.HostQueue
@@ -191,5 +231,6 @@ func SandboxSessionWorkflow(ctx workflow.Context, in flows.SandboxInput) (flows.
 	if err := workflow.ExecuteActivity(workflow.WithActivityOptions(after, runRecordOptions), flows.ActivitySettleSandbox, s).Get(after, nil); err != nil {
 		return flows.SandboxOutput{}, err
 	}
+	tasks.stop(after) // a task sent while the session tore down
 	return flows.SandboxOutput{ClosedReason: reason}, nil
 }

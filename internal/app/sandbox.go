@@ -107,23 +107,40 @@ func wireSandboxes(cfg config.Config, acts *activities.Activities, log *slog.Log
 	return nil
 }
 
-// startSandboxHost starts the worker of this host's sandbox queue (the
-// session activities after create run there) and settles orphaned, in the
-// background, the live sessions of this host whose container a restart
-// lost.
-func startSandboxHost(ctx context.Context, cfg config.Config, d Deps, acts *activities.Activities, o WorkerOptions) (worker.Worker, error) {
+// startSandboxHost starts, when this host's sandbox runtime is available,
+// the workers of the sandbox create queue (flows.SandboxCreateQueue: a
+// session's create, which makes this host its host) and of this host's
+// own queue (the session activities after create), and settles orphaned,
+// in the background, the live sessions of this host whose container a
+// restart lost. A host whose runtime is unavailable (no runc, not root)
+// polls neither, so it never takes a create it cannot run; it says why
+// in its log.
+func startSandboxHost(ctx context.Context, cfg config.Config, d Deps, acts *activities.Activities, o WorkerOptions) ([]worker.Worker, error) {
 	if acts.Sandbox == nil {
 		return nil, nil
 	}
-	hw := orchestration.NewWorker(d.Temporal, acts.Sandbox.HostQueue, func(r worker.Registry) {
-		activities.Register(r, acts)
-	}, o.Temporal)
-	if err := hw.Start(); err != nil {
-		return nil, fmt.Errorf("start the sandbox host worker on task queue %q: %w", acts.Sandbox.HostQueue, err)
-	}
+	// svc dev's API asks this host whether sessions can run (its 400).
 	localSandboxes.Store(acts)
+	if err := acts.Sandbox.Runtime.Available(); err != nil {
+		d.Logger.Warn("this worker hosts no sandbox sessions: its sandbox runtime is unavailable, so it does not poll the sandbox create queue",
+			"queue", flows.SandboxCreateQueue(cfg.TaskQueue), "why", err.Error())
+		return nil, nil
+	}
+	var started []worker.Worker
+	for _, q := range []string{acts.Sandbox.HostQueue, flows.SandboxCreateQueue(cfg.TaskQueue)} {
+		w := orchestration.NewWorker(d.Temporal, q, func(r worker.Registry) {
+			activities.Register(r, acts)
+		}, o.Temporal)
+		if err := w.Start(); err != nil {
+			for _, s := range started {
+				s.Stop()
+			}
+			return nil, fmt.Errorf("start the sandbox worker on task queue %q: %w", q, err)
+		}
+		started = append(started, w)
+	}
 	go settleLostSandboxes(context.WithoutCancel(ctx), d.Temporal, cfg.TaskQueue, acts, d.Logger)
-	return hw, nil
+	return started, nil
 }
 
 // settleLostSandboxes closes, as orphaned, this host's live sessions whose
@@ -145,13 +162,15 @@ func settleLostSandboxes(ctx context.Context, c client.Client, queue string, act
 }
 
 // bothWorkers is the main worker with the sandbox host's: stopping it
-// stops both.
+// stops them all.
 type bothWorkers struct {
 	worker.Worker
-	host worker.Worker
+	host []worker.Worker
 }
 
 func (b bothWorkers) Stop() {
-	b.host.Stop()
+	for _, h := range b.host {
+		h.Stop()
+	}
 	b.Worker.Stop()
 }

@@ -78,6 +78,8 @@ func sandboxError(runID string, err error) error {
 	switch app.Type() {
 	case string(flows.SandboxLost):
 		return fmt.Errorf("%w: %w", derrors.ErrConflict, eval.ErrSessionLost)
+	case flows.SandboxNoHostError:
+		return derrors.Unavailablef("%s", msg)
 	case flows.SandboxClosedError:
 		return derrors.Conflictf("sandbox session %s has ended", runID)
 	case "SandboxUnavailable", "Invalid":

@@ -30,7 +30,7 @@ const (
 )
 
 // The sandbox activities (activities/sandbox.go):
-// CreateSandbox(SandboxRef) SandboxCreated runs on the main task queue (the
+// CreateSandbox(SandboxRef) SandboxCreated runs on SandboxCreateQueue (the
 // worker that takes it becomes the session's host); ExecSandbox
 // (SandboxExecInput) SandboxExecResult and TeardownSandbox(SandboxTeardown)
 // run on the host's queue (SandboxCreated.HostQueue); SettleSandbox
@@ -154,3 +154,16 @@ type SandboxOutput struct {
 func SandboxHostQueue(taskQueue, host string) string {
 	return taskQueue + "@sandbox-host:" + host
 }
+
+// SandboxCreateQueue is the task queue of sessions' CreateSandbox under
+// the deployment's task queue: only a worker whose sandbox runtime is
+// available (runc, root, overlayfs) polls it, so a worker that cannot run
+// containers never takes a create (the worker that does becomes the
+// session's host).
+func SandboxCreateQueue(taskQueue string) string {
+	return taskQueue + "@sandbox"
+}
+
+// SandboxNoHostError is the type of a create no sandbox-capable worker
+// took in time (SandboxCreateWait).
+const SandboxNoHostError = "SandboxNoHost"
