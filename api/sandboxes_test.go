@@ -100,7 +100,7 @@ func TestCreateSandboxRefusals(t *testing.T) {
 		says   string
 	}{
 		{`{}`, http.StatusBadRequest, "image is required"},
-		{`{"harness":{"id":"h","version":"1"}}`, http.StatusBadRequest, "not supported"},
+		{`{"harness":{"id":"h","version":"1"}}`, http.StatusNotFound, "no harness h@1"},
 		{`{"capability":{"id":"env","version":"1"}}`, http.StatusBadRequest, "not supported"},
 		{`{"image":"/tmp/x","repo":{"git":"https://example.com/r.git"}}`, http.StatusBadRequest, "repo"},
 		{`{"image":"/tmp/x","ttl":-1}`, http.StatusBadRequest, "ttl"},

@@ -219,7 +219,7 @@ func NewServer(o Options) (*Server, error) {
 	s.sandboxes = sandboxes.New(sandboxes.Options{
 		Store: o.Store, Registries: s.registries, Orchestrator: o.Sandboxes.Orchestrator, Local: o.Sandboxes.Local,
 		Worlds: s.worlds, ImageStore: s.worlds.Store != nil, ImageDirs: sandboxes.ImageDirs(o.Config.SandboxImageDirs),
-		MaxPerAgent: o.Config.SandboxMaxPerAgent, MaxPerTenant: o.Config.SandboxMaxPerTenant, MaxTTL: o.Config.SandboxMaxTTL,
+		TenantRuns: o.Config.TenantRuns, MaxPerAgent: o.Config.SandboxMaxPerAgent, MaxPerTenant: o.Config.SandboxMaxPerTenant, MaxTTL: o.Config.SandboxMaxTTL,
 		Now: s.now, Logger: s.logger,
 	})
 	if s.maxBody <= 0 {
@@ -303,6 +303,7 @@ func (s *Server) table() []Route {
 		s.ingestPullRoutes(),
 		s.traceSourceRoutes(),
 		s.sandboxRoutes(),
+		s.sandboxTaskRoutes(),
 		s.sandboxWorldRoutes(),
 		s.worldRoutes(),
 		s.traceRoutes(),

@@ -32,8 +32,12 @@ type Session struct {
 	// TTLSeconds is the ttl the session was created with: what a touch
 	// without a ttl extends by.
 	TTLSeconds int64 `json:"ttlSeconds"`
-	// Busy is true while a playground task runs in it.
-	Busy bool `json:"busy"`
+	// Busy is true while a playground task runs in it; Task is that task's
+	// run id, and Tasks the summaries of its playground tasks, oldest
+	// first (the last MaxSessionTasks).
+	Busy  bool          `json:"busy"`
+	Task  string        `json:"task,omitempty"`
+	Tasks []SessionTask `json:"tasks,omitempty"`
 	// ClosedReason says why it ended: closed, expired or orphaned; empty
 	// while it runs.
 	ClosedReason string     `json:"closedReason,omitempty"`
@@ -59,6 +63,21 @@ type Session struct {
 	Host      string `json:"host,omitempty"`
 	HostQueue string `json:"hostQueue,omitempty"`
 }
+
+// SessionTask summarises one playground task of a session (its child run).
+type SessionTask struct {
+	ID         string     `json:"id"`
+	Status     Status     `json:"status"`
+	Pass       *bool      `json:"pass,omitempty"`
+	CreatedAt  time.Time  `json:"createdAt"`
+	FinishedAt *time.Time `json:"finishedAt,omitempty"`
+}
+
+// MaxSessionTasks bounds Session.Tasks: the oldest summaries are dropped.
+const MaxSessionTasks = 50
+
+// ClassInteractive is the class of a playground task's run.
+const ClassInteractive = "interactive"
 
 // SessionWorld names a world: its id (a repository of the image store)
 // and, for a rollback, the version to start from (0: the latest).

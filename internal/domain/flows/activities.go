@@ -44,6 +44,7 @@ var ActivityNames = []string{
 	ActivitySweepTraces,
 	ActivitySnapshotSession,
 	ActivityCreateSandbox, ActivityExecSandbox, ActivityTeardownSandbox, ActivitySettleSandbox,
+	ActivityRunSandboxTask, ActivitySettleSandboxTask,
 }
 
 // The inputs and results of the activities. Their JSON is recorded in

@@ -25,11 +25,13 @@ type CreateRequest struct {
 	// image store (repo:tag, repo@sha256:...), or the absolute path of an
 	// OCI image layout under SVC_SANDBOX_IMAGE_DIRS.
 	Image string `json:"image,omitempty"`
-	// Capability (an adopted environment capability) and Harness (a
-	// registered harness) are the spec's other sources; the local runtime
-	// does not take them yet.
+	// Capability (an adopted environment capability) is the spec's other
+	// source; the local runtime does not take it yet.
 	Capability *registry.Ref `json:"capability,omitempty"`
-	Harness    *registry.Ref `json:"harness,omitempty"`
+	// Harness boots a registered process harness: the session runs its
+	// image (unless Image names another) and takes playground tasks for
+	// it (POST /sandboxes/:id/tasks). Version "" is latest.
+	Harness *registry.Ref `json:"harness,omitempty"`
 	// Runtime names a registered runtime with a session mode (kind local).
 	Runtime string `json:"runtime,omitempty"`
 	// World starts the session from the world's latest version (or
@@ -101,12 +103,10 @@ func (s *Service) Create(ctx context.Context, p auth.Principal, req CreateReques
 	switch {
 	case req.Capability != nil:
 		return eval.Run{}, derrors.Invalidf("capability: sessions from an adopted environment capability are not supported by this deployment yet; give image (a reference into the image store, or an OCI layout path) or world")
-	case req.Harness != nil:
-		return eval.Run{}, derrors.Invalidf("harness: sessions booting a registered harness are not supported by this deployment yet; give image (a reference into the image store, or an OCI layout path) or world")
 	case req.Repo != nil:
 		return eval.Run{}, derrors.Invalidf("repo: cloning a repository into a session is not supported by the local runtime yet; omit repo")
-	case req.Image == "" && req.World == nil:
-		return eval.Run{}, derrors.Invalidf("image is required: a reference into the image store (repo:tag) or the absolute path of an OCI image layout; or give world {id}")
+	case req.Image == "" && req.World == nil && req.Harness == nil:
+		return eval.Run{}, derrors.Invalidf("image is required: a reference into the image store (repo:tag) or the absolute path of an OCI image layout; or give world {id}, or harness {id, version} (a registered harness with an image)")
 	}
 	if req.Agent != nil {
 		if req.Agent.ID == "" || len(req.Agent.ID) > 200 || len(req.Agent.Conversation) > 200 {
@@ -162,6 +162,14 @@ func (s *Service) Create(ctx context.Context, p auth.Principal, req CreateReques
 			return eval.Run{}, err
 		}
 	}
+	var boot booted
+	if req.Harness != nil {
+		// The harness's image when nothing else names one (checked there).
+		if boot, err = s.bootHarness(ctx, p, *req.Harness, image); err != nil {
+			return eval.Run{}, err
+		}
+		image = boot.image
+	}
 	if image == req.Image {
 		if err := s.checkImage(image); err != nil {
 			return eval.Run{}, err
@@ -190,6 +198,7 @@ func (s *Service) Create(ctx context.Context, p auth.Principal, req CreateReques
 		CreatedBy: p.Subject,
 		Origin:    &eval.Origin{Actor: p.Subject, Source: source},
 		Runtime:   req.Runtime,
+		Harness:   boot.ref,
 		Placement: placement,
 		Session: &eval.Session{
 			ExpiresAt:  now.Add(ttl),

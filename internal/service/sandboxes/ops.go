@@ -30,8 +30,8 @@ type Live struct {
 	Open bool `json:"open"`
 	// SecondsLeft until the hard expiry (0 once ended).
 	SecondsLeft int64 `json:"secondsLeft"`
-	// Harness is the booted harness; Tasks the playground tasks' summaries
-	// (none until sessions boot harnesses).
+	// Harness is the booted harness ({id, version}); Tasks the playground
+	// tasks' summaries (eval.SessionTask), oldest first.
 	Harness any   `json:"harness,omitempty"`
 	Tasks   []any `json:"tasks"`
 }
@@ -53,6 +53,7 @@ func (v View) MarshalJSON() ([]byte, error) {
 
 func (s *Service) view(run eval.Run) View {
 	v := View{Run: run, Live: Live{Tasks: []any{}}}
+	liveTasks(&v)
 	if run.Session != nil {
 		v.Live.ExpiresAt, v.Live.Busy = run.Session.ExpiresAt, run.Session.Busy
 		v.Live.Open = !run.Status.Terminal()

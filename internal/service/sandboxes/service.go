@@ -72,6 +72,9 @@ type Options struct {
 	ImageStore bool
 	// ImageDirs are where an image may be an OCI layout path.
 	ImageDirs []string
+	// TenantRuns is the workspace's run budget (SVC_TENANT_RUNS) a
+	// playground task is admitted against; 0 admits everything.
+	TenantRuns int
 	// MaxPerAgent and MaxPerTenant are the capacity rule's caps.
 	MaxPerAgent, MaxPerTenant int
 	// MaxTTL bounds a ttl; DefaultTTL is a create's without one.
