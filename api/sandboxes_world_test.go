@@ -83,3 +83,25 @@ func TestSandboxSnapshotRefusals(t *testing.T) {
 	}
 	want(t, e.do(t, http.MethodPost, "/sandboxes/"+ended.ID+"/snapshot", `{}`, bearer(a.key)), http.StatusConflict, "an ended session")
 }
+
+// TestWorldSessionRefusedWithoutImageStore (spec §4.8): where the
+// deployment cannot snapshot (no image store), a world session is refused
+// at create with 400 naming the setting, and no session is recorded.
+func TestWorldSessionRefusedWithoutImageStore(t *testing.T) {
+	e := newEnv(t)
+	a := e.tenant(t, "noworld")
+	for _, body := range []string{
+		`{"world":{"id":"shop"}}`,
+		`{"image":"/images/busybox","world":{"id":"shop"}}`,
+		`{"world":{"id":"shop","version":2}}`,
+	} {
+		res := e.do(t, http.MethodPost, "/sandboxes", body, bearer(a.key))
+		want(t, res, http.StatusBadRequest, "a world session without an image store: "+body)
+		if msg := res.ErrorInfo(t).Message; !strings.Contains(msg, "SVC_IMAGE_STORE") {
+			t.Errorf("%s: refusal %q, want it to name SVC_IMAGE_STORE", body, msg)
+		}
+	}
+	if l := decode[[]map[string]any](t, e.do(t, http.MethodGet, "/sandboxes", "", bearer(a.key))); len(l) != 0 {
+		t.Errorf("%d sessions recorded after the refusals, want none", len(l))
+	}
+}
