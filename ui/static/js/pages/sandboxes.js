@@ -75,7 +75,7 @@ function row(r) {
     h('td', {}, runsWhat(r)),
     h('td', {}, badge(r.status)),
     h('td', {}, live ? relTime((r.live && r.live.expiresAt) || s.expiresAt, { class: 'expires' }) : h('span', { class: 'muted' }, 'ended ', relTime(s.closedAt || r.finishedAt))),
-    h('td', {}, (r.live ? r.live.busy : s.busy) ? 'busy' : 'idle'),
+    h('td', {}, !live ? '—' : (r.live ? r.live.busy : s.busy) ? 'busy' : 'idle'),
     h('td', {}, s.closedReason || '—'),
     h('td', {}, relTime(r.createdAt)));
 }

@@ -49,8 +49,8 @@ async function detail(main, ctx, id) {
   add(main,
     h('p', { class: 'small' }, h('a', { href: '#/worlds' }, 'Worlds'), ' / '),
     h('h1', {}, 'World ', h('span', { class: 'mono' }, w.id)),
-    h('p', {}, `${versions.length} version${versions.length === 1 ? '' : 's'}; the latest is v${latest.version}. Start a session from it, or from an older one:`),
-    h('pre', { class: 'mono', id: 'world-start' }, `svc sandbox create --world ${w.id}\nsvc sandbox create --world ${w.id} --world-version v${latest.version}`),
+    h('p', {}, `${versions.length} version${versions.length === 1 ? '' : 's'}; the latest is v${latest.version}. Start a session from it${versions.length > 1 ? ', or from an older one' : ''}:`),
+    h('pre', { class: 'mono', id: 'world-start' }, `svc sandbox create --world ${w.id}${versions.length > 1 ? `\nsvc sandbox create --world ${w.id} --world-version v${versions[1].version}` : ''}`),
     h('h2', {}, 'Versions'),
     table([{ label: 'Version' }, { label: 'Digest' }, { label: 'Published by' }, { label: 'When' }, { label: 'Pinned reference' }],
       versions.map(v => [
