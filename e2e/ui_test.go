@@ -11,7 +11,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/v1/tarball"
+
 	"svc/auth/authtest"
+	"svc/internal/testing/testimage"
 	"svc/internal/testing/testwait"
 )
 
@@ -40,6 +44,8 @@ esac
 // authorization code redirect (PKCE), watch a running scorecard's progress move, open a case's
 // trace, a diff with its gate decision, the trend, registries and
 // notifications, see another workspace's scorecard answer "not found",
+// open sandbox sessions and a world (a busybox image imported through
+// the API) and read them in the Sandboxes and Worlds views,
 // and cancel the running batch. Screenshots of each page land in
 // SVC_UI_SHOTS (default ui/testdata/screenshots, ignored by git). Without
 // chromium or playwright-core (ui/test/install.sh) it skips, except under
@@ -174,6 +180,8 @@ func TestWebView(t *testing.T) {
 	running := submit(acme, "long", "slow@1.0.0", 1, 2)
 	testwait.Until(t, time.Minute, running+" running", func() bool { return status(acme, running) == "running" })
 
+	image := uiImageTar(t, dir)
+
 	ctx, cancel := context.WithTimeout(t.Context(), 4*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, node, script)
@@ -181,7 +189,8 @@ func TestWebView(t *testing.T) {
 		"SVC_UI_URL="+svc.URL, "SVC_UI_KEY="+acme, "SVC_UI_WORKSPACE=acme",
 		"SVC_UI_RUNNING="+running, "SVC_UI_BASELINE="+base, "SVC_UI_CANDIDATE="+cand, "SVC_UI_FOREIGN="+foreign,
 		"SVC_UI_OIDC_USER=alice", "SVC_UI_OIDC_ISSUER="+issuer.URL,
-		"SVC_UI_CASE=c00002", "SVC_UI_BIG_ID="+big, "SVC_UI_BIG_N="+os.Getenv("SVC_UI_BIG"), "SVC_UI_DATASET=qa", "SVC_UI_SHOTS="+shots, "SVC_UI_CHROMIUM="+chromium, "SVC_UI_MODULES="+modules)
+		"SVC_UI_CASE=c00002", "SVC_UI_BIG_ID="+big, "SVC_UI_BIG_N="+os.Getenv("SVC_UI_BIG"), "SVC_UI_DATASET=qa", "SVC_UI_SHOTS="+shots, "SVC_UI_CHROMIUM="+chromium, "SVC_UI_MODULES="+modules,
+		"SVC_UI_IMAGE_TAR="+image)
 	out, err := cmd.CombinedOutput()
 	t.Logf("ui.test.mjs:\n%s", out)
 	if err != nil {
@@ -205,4 +214,30 @@ func envOr(name, def string) string {
 		return v
 	}
 	return def
+}
+
+// uiImageTar writes testimage.Busybox as a docker-save tar under dir for
+// the browser test to import (POST /images?as=) and open sandbox
+// sessions and a world from; "" without busybox or runc (the sandbox
+// steps are then skipped), except under CI=true, where it fails.
+func uiImageTar(t *testing.T, dir string) string {
+	t.Helper()
+	_, errBusybox := os.Stat(testimage.BusyboxPath)
+	_, errRunc := exec.LookPath("runc")
+	if errBusybox != nil || errRunc != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("the browser test's sandbox steps need %s and runc (apt-get install runc)", testimage.Install)
+		}
+		t.Logf("no %s or runc: the browser test skips its sandbox and world steps", testimage.BusyboxPath)
+		return ""
+	}
+	tag, err := name.NewTag("busybox:1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "busybox.tar")
+	if err := tarball.WriteToFile(path, tag, testimage.Busybox(t)); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }

@@ -9,7 +9,9 @@
 //   playwright-core, from ui/test/install.sh); SVC_UI_OIDC_USER and
 //   SVC_UI_OIDC_ISSUER (a loopback issuer that approves that user, a member
 //   of SVC_UI_WORKSPACE, for the service's SVC_UI_OIDC_CLIENT_ID);
-//   SVC_UI_BIG_ID and SVC_UI_BIG_N (a finished batch of that many cases).
+//   SVC_UI_BIG_ID and SVC_UI_BIG_N (a finished batch of that many cases);
+//   SVC_UI_IMAGE_TAR (a busybox image's tar, imported to open sandbox
+//   sessions and a world from; without it those steps are skipped).
 // It exits non-zero on the first failed step, naming it.
 import { createRequire } from 'node:module';
 import { mkdirSync, readdirSync, unlinkSync } from 'node:fs';
@@ -57,18 +59,26 @@ async function newPage() {
 let page = await newPage();
 
 let n = 0;
-async function step(name, fn) {
+// cleanups run before the script exits, passed or failed (sessions it
+// opened are closed, so no container outlives the test).
+const cleanups = [];
+async function cleanup() {
+  for (const fn of cleanups.splice(0).reverse()) await fn().catch(e => console.error(`cleanup: ${e}`));
+}
+// step runs fn and saves a screenshot numbered in order, or named shot.
+async function step(name, fn, shot) {
   const t0 = Date.now();
   try {
     await fn();
   } catch (e) {
     await page.screenshot({ path: join(shots, `FAILED-${name}.png`), fullPage: true }).catch(() => {});
     console.error(`FAIL ${name}: ${e.stack || e}`);
+    await cleanup();
     await browser.close();
     process.exit(1);
   }
-  n++;
-  const file = join(shots, `${String(n).padStart(2, '0')}-${name}.png`);
+  if (!shot) n++;
+  const file = join(shots, shot ? `${shot}.png` : `${String(n).padStart(2, '0')}-${name}.png`);
   await page.screenshot({ path: file, fullPage: true });
   console.log(`ok   ${name} (${Date.now() - t0} ms) -> ${file}`);
 }
@@ -186,6 +196,112 @@ await step('judges', async () => {
   await hash('#/judges');
   await page.locator('h1', { hasText: 'Judges' }).waitFor();
 });
+
+// api calls the JSON API with the signed-in key, as a client would.
+async function api(method, path, body, type = 'application/json') {
+  const headers = { Authorization: `Bearer ${key}` };
+  if (body !== undefined) headers['Content-Type'] = type;
+  const res = await fetch(`${base}${path}`, { method, headers, body: body === undefined || type !== 'application/json' ? body : JSON.stringify(body) });
+  const text = await res.text();
+  if (!res.ok) throw new Error(`${method} ${path} = ${res.status}: ${text.slice(0, 400)}`);
+  return text ? JSON.parse(text) : null;
+}
+
+const imageTar = process.env.SVC_UI_IMAGE_TAR;
+if (imageTar) {
+  // Seed through the API: the image imported into the workspace's store;
+  // a world session that writes a file and closes (hibernating into
+  // world v1); a second session from the world, live, that reads it.
+  const { readFileSync } = await import('node:fs');
+  let first, second, me;
+  await step('sandboxes', async () => {
+    me = await api('GET', '/me');
+    await page.goto(`${base}/ui/#/sandboxes`);
+    // Before any session: the empty state says how to create one.
+    const before = await api('GET', '/sandboxes');
+    if (!before.length) await page.locator('#sandboxes-empty', { hasText: 'svc sandbox create' }).waitFor();
+    await page.goto(`${base}/ui/#/worlds`);
+    await page.locator('#worlds-empty', { hasText: 'svc sandbox create --world' }).waitFor();
+
+    const im = await api('POST', '/images?as=busybox:1', readFileSync(imageTar), 'application/x-tar');
+    expect(/^busybox:1@sha256:/.test(im.ref), `POST /images answered ${JSON.stringify(im)}`);
+    first = await api('POST', '/sandboxes', { image: 'busybox:1', world: { id: 'shop' }, ttl: 600 });
+    cleanups.push(() => api('POST', `/sandboxes/${first.id}/close`, { snapshot: false }));
+    const wrote = await api('POST', `/sandboxes/${first.id}/exec`, { command: 'echo hello world > /root/hello && cat /root/hello' });
+    expect(wrote.exitCode === 0 && wrote.stdout === 'hello world\n', `the first exec answered ${JSON.stringify(wrote)}`);
+    const closed = await api('POST', `/sandboxes/${first.id}/close`, {});
+    expect(closed.session.closedReason === 'closed' && (closed.session.snapshots || []).length === 1,
+      `closing the world session answered ${JSON.stringify(closed.session)}, want closed with one snapshot`);
+    second = await api('POST', '/sandboxes', { world: { id: 'shop' }, ttl: 900 });
+    cleanups.push(() => api('POST', `/sandboxes/${second.id}/close`, { snapshot: false }));
+    const read = await api('POST', `/sandboxes/${second.id}/exec`, { command: 'cat /root/hello' });
+    expect(read.stdout === 'hello world\n', `the session from shop v1 reads ${JSON.stringify(read)}`);
+    await api('POST', `/sandboxes/${second.id}/exec`, { command: 'echo oops >&2; exit 3' });
+
+    await page.click('a[data-nav="sandboxes"]');
+    const live = page.locator(`#sandboxes tr[data-id="${second.id}"]`);
+    await live.waitFor();
+    const liveRow = await live.innerText();
+    expect(/shop@v1/.test(liveRow) && /running/.test(liveRow) && /in 1[45] min/.test(liveRow) && /idle/.test(liveRow),
+      `the live session's row reads ${JSON.stringify(liveRow)}`);
+    const endedRow = await page.locator(`#sandboxes tr[data-id="${first.id}"]`).innerText();
+    expect(/succeeded/.test(endedRow) && /closed/.test(endedRow) && /ended/.test(endedRow) && /shop \(new world from busybox:1\)/.test(endedRow),
+      `the closed session's row reads ${JSON.stringify(endedRow)}`);
+    const order = await page.locator('#sandboxes tbody tr').evaluateAll(rows => rows.map(r => r.dataset.id));
+    expect(order.indexOf(second.id) < order.indexOf(first.id), `live sessions come first: ${order}`);
+  }, '08-sandboxes');
+
+  await step('sandbox-session', async () => {
+    await page.locator(`#sandboxes tr[data-id="${second.id}"] a[href^="#/sandboxes/"]`).click();
+    await page.locator('#sandbox-meta', { hasText: 'idle' }).waitFor();
+    const meta = await page.locator('#sandbox-meta').innerText();
+    expect(/shop@v1/.test(meta) && /in 1[45] min/.test(meta) && /none booted/.test(meta), `the session's meta reads ${JSON.stringify(meta)}`);
+    await page.locator('#sandbox-exec-events tr.exec').nth(1).waitFor();
+    const execs = await page.locator('#sandbox-exec-events tbody').innerText();
+    expect(/cat \/root\/hello/.test(execs) && /hello world/.test(execs) && /✗ 3/.test(execs) && /\[stderr\] oops/.test(execs),
+      `the exec events read ${JSON.stringify(execs)}`);
+    await page.locator('#sandbox-snapshots', { hasText: 'svc sandbox snapshot' }).waitFor();
+    // The closed session: its sealed trajectory and the version it saved.
+    await hash(`#/sandboxes/${first.id}`);
+    await page.locator('#sandbox-exec-events', { hasText: 'echo hello world' }).waitFor();
+    await page.locator('#sandbox-snapshots', { hasText: 'shop:v1@sha256:' }).waitFor();
+    const note = await page.locator('#sandbox-execs p').first().innerText();
+    expect(/1 command; other events: session.closed \(the sealed trajectory\)/.test(note), `the closed session's note reads ${JSON.stringify(note)}`);
+    await hash(`#/sandboxes/${second.id}`);
+    await page.locator('#sandbox-exec-events tr.exec').nth(1).waitFor();
+  }, '08a-sandbox-session');
+
+  await step('worlds', async () => {
+    // Closing the live session hibernates it: shop v2.
+    const closed = await api('POST', `/sandboxes/${second.id}/close`, {});
+    expect((closed.session.snapshots || []).length === 1, `closing the second session answered ${JSON.stringify(closed.session)}`);
+    await page.click('a[data-nav="worlds"]');
+    const row = await page.locator('#worlds tr[data-id="shop"]').innerText();
+    expect(/v2/.test(row) && row.includes(me.subject) && /ago|now/.test(row) && /shop:v2@sha256:[0-9a-f]{64}/.test(row),
+      `the world's row reads ${JSON.stringify(row)}`);
+    await page.locator('#worlds tr[data-id="shop"] a[href^="#/worlds/"]').click();
+    await page.locator('#world-versions').waitFor();
+    const w = await api('GET', '/worlds/shop');
+    const rows = await page.locator('#world-versions tbody tr').allInnerTexts();
+    expect(rows.length === 2 && /^v2/.test(rows[0]) && /^v1/.test(rows[1]), `the versions read ${JSON.stringify(rows)}`);
+    for (const [i, v] of w.versions.slice().reverse().entries()) {
+      expect(rows[i].includes(v.ref) && rows[i].includes(v.digest.slice(0, 19)) && rows[i].includes(me.subject),
+        `version row ${i} reads ${JSON.stringify(rows[i])}, want ${v.ref} published by ${me.subject}`);
+    }
+    await page.locator('#world-start', { hasText: '--world-version v1' }).waitFor();
+    // Copy puts the pinned reference on the clipboard.
+    await page.context().grantPermissions(['clipboard-read', 'clipboard-write'], { origin: base });
+    await page.locator('#world-versions tbody tr').nth(1).locator('button.copy').click();
+    await page.locator('#world-versions button.copy', { hasText: 'Copied' }).waitFor();
+    const copied = await page.evaluate(() => navigator.clipboard.readText());
+    expect(copied === w.versions[0].ref, `Copy put ${JSON.stringify(copied)} on the clipboard, want ${w.versions[0].ref}`);
+    // Another world, or a malformed id, is not found.
+    await hash('#/worlds/nope');
+    await page.locator('h1', { hasText: 'Not found' }).waitFor();
+    await hash('#/worlds/shop');
+    await page.locator('#world-versions').waitFor();
+  }, '09-worlds');
+}
 
 await step('notifications', async () => {
   await hash('#/notifications');
@@ -402,6 +518,7 @@ if (oidcUser) {
   });
 }
 
+await cleanup();
 await browser.close();
 if (pageErrors.length) {
   // A 401 for the wrong key and 404s for the cross-tenant read are the
