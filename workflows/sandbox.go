@@ -133,14 +133,16 @@ func SandboxSessionWorkflow(ctx workflow.Context, in flows.SandboxInput) (flows.
 		err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, sandboxCreateOn(ctx)), flows.ActivityCreateSandbox, ref).Get(ctx, &c)
 		if err != nil {
 			err = noSandboxHost(err)
-			createErr = err
 			closing = true
 			after, _ := workflow.NewDisconnectedContext(ctx)
 			s := flows.SandboxSettle{SandboxRef: ref, FailCode: eval.CodeDispatch, FailMessage: "the session's container could not be created: " + failureMessage(err)}
 			if serr := workflow.ExecuteActivity(workflow.WithActivityOptions(after, runRecordOptions), flows.ActivitySettleSandbox, s).Get(after, nil); serr != nil {
 				return flows.SandboxOutput{}, serr
 			}
-			// Let the create route's update read the error first.
+			// The create route answers once the row is settled (a refused
+			// create leaves no live session behind it); let its update
+			// read the error first.
+			createErr = err
 			_ = workflow.Await(after, func() bool { return workflow.AllHandlersFinished(after) })
 			return flows.SandboxOutput{Failed: s.FailMessage}, nil
 		}

@@ -313,12 +313,14 @@ func TestSandboxCreateWithoutACapableWorkerFailsClearly(t *testing.T) {
 	env.OnActivity(a.CreateSandbox, mock.Anything, mock.Anything).
 		Return(flows.SandboxCreated{}, temporal.NewTimeoutError(enumspb.TIMEOUT_TYPE_SCHEDULE_TO_START, nil)).Once()
 	var readyErr error
-	readyDone := false
+	readyDone, settledFirst := false, 0
 	env.RegisterDelayedCallback(func() {
 		env.UpdateWorkflow(flows.UpdateSandboxReady, "ready", &testsuite.TestUpdateCallback{
-			OnReject:   func(err error) { readyErr, readyDone = err, true },
-			OnAccept:   func() {},
-			OnComplete: func(_ any, err error) { readyErr, readyDone = err, true },
+			OnReject: func(err error) { readyErr, readyDone = err, true },
+			OnAccept: func() {},
+			OnComplete: func(_ any, err error) {
+				readyErr, readyDone, settledFirst = err, true, len(*settled)
+			},
 		})
 	}, 0)
 	env.ExecuteWorkflow(flows.SandboxSessionWorkflow, sbxInput(time.Hour))
@@ -332,5 +334,8 @@ func TestSandboxCreateWithoutACapableWorkerFailsClearly(t *testing.T) {
 	var app *temporal.ApplicationError
 	if !readyDone || !errors.As(readyErr, &app) || app.Type() != flows.SandboxNoHostError {
 		t.Errorf("ready update: done %v, err %v; want the %s failure", readyDone, readyErr, flows.SandboxNoHostError)
+	}
+	if settledFirst != 1 {
+		t.Errorf("the ready update answered with %d settles done, want the session settled first (no live row behind a refused create)", settledFirst)
 	}
 }
