@@ -54,13 +54,14 @@ func (t *sessionTasks) receive(ctx workflow.Context, c workflow.ReceiveChannel) 
 		return
 	}
 	t.running = true
+	// The coroutine's context is a child of tctx: stop cancels it.
 	tctx, cancel := workflow.WithCancel(ctx)
 	t.cancel = cancel
-	workflow.Go(ctx, func(gctx workflow.Context) {
+	workflow.Go(tctx, func(gctx workflow.Context) {
 		defer func() { t.running = false }()
 		opts := sandboxTaskOptions
 		opts.TaskQueue = t.hostQueue
-		err := workflow.ExecuteActivity(workflow.WithActivityOptions(tctx, opts), flows.ActivityRunSandboxTask, in).Get(tctx, nil)
+		err := workflow.ExecuteActivity(workflow.WithActivityOptions(gctx, opts), flows.ActivityRunSandboxTask, in).Get(gctx, nil)
 		st := flows.SandboxTaskSettle{SandboxTaskInput: in}
 		switch {
 		case err == nil:
