@@ -140,8 +140,9 @@ func runcList(t *testing.T, dataDir string) string {
 //     touch never shortens, close settles; the caps' 429 carries
 //     Retry-After from freesAt;
 //   - SIGKILL of the worker holding live sessions, one of whose container
-//     is then lost: after its restart the other runs commands again with
-//     its files, the lost one is settled orphaned;
+//     is then lost: an exec meanwhile is 503 in bounded time and never
+//     runs; after its restart the other runs commands again with its
+//     files, the lost one is settled orphaned;
 //   - SIGKILL of svc serve loses nothing: after its restart the session is
 //     listed with its deadline and runs commands.
 //
@@ -245,9 +246,19 @@ func TestSandboxSplitDeployment(t *testing.T) {
 	if out, err := exec.Command("runc", "--root", filepath.Join(hostDir, "sandbox", "runc"), "delete", "--force", b.Session.ComputeID).CombinedOutput(); err != nil {
 		t.Fatalf("runc delete %s: %v: %s", b.Session.ComputeID, err, out)
 	}
+	// An exec while its host is down: 503 in bounded time, and it never
+	// runs later.
+	t1 := time.Now()
+	code, _ = request(t, 2*time.Minute, "POST", base+"/exec", map[string]any{"command": "echo late >> /root/f"}, &eb)
+	if code != 503 || !strings.Contains(eb.Error.Message, "nothing ran") {
+		t.Errorf("exec with the host down = %d %+v, want 503 saying nothing ran", code, eb.Error)
+	}
+	if waited := time.Since(t1); waited > time.Minute {
+		t.Errorf("the exec with the host down took %s to answer, want about 30 s", waited)
+	}
 	host = s.startWorker(hostDir)
-	if code := call(t, "POST", base+"/exec", map[string]any{"command": "cat /root/f"}, &r); code != 200 || !strings.Contains(r.Stdout, "split") {
-		t.Errorf("exec after the worker's restart = %d %q, want the file written before the kill", code, r.Stdout)
+	if code := call(t, "POST", base+"/exec", map[string]any{"command": "cat /root/f"}, &r); code != 200 || r.Stdout != "split\n" {
+		t.Errorf("exec after the worker's restart = %d %q, want the file written before the kill, and nothing of the refused exec", code, r.Stdout)
 	}
 	testwait.Until(t, time.Minute, "the lost session to settle orphaned", func() bool {
 		call(t, "GET", s.url+"/runs/"+b.ID, nil, &v)

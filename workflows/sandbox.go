@@ -26,7 +26,10 @@ var (
 	// idempotent), bounded by the longest exec timeout.
 	sandboxExecOptions = workflow.ActivityOptions{
 		StartToCloseTimeout: maxExecTimeout + time.Minute,
-		RetryPolicy:         &temporal.RetryPolicy{MaximumAttempts: 1},
+		// A host that is down fails the exec after sandboxCreateWait
+		// instead of running it whenever it comes back.
+		ScheduleToStartTimeout: sandboxCreateWait,
+		RetryPolicy:            &temporal.RetryPolicy{MaximumAttempts: 1},
 	}
 	// sandboxTeardownOptions remove the container (and hibernate a world
 	// session first) on the session's host: retried for a while; a host
@@ -60,11 +63,17 @@ func sandboxCreateOn(ctx workflow.Context) workflow.ActivityOptions {
 	return opts
 }
 
+// isScheduleToStart reports whether an activity's err is its
+// schedule-to-start timeout: no worker of its queue took it.
+func isScheduleToStart(err error) bool {
+	var te *temporal.TimeoutError
+	return errors.As(err, &te) && te.TimeoutType() == enumspb.TIMEOUT_TYPE_SCHEDULE_TO_START
+}
+
 // noSandboxHost is the create's error when no worker with a sandbox
 // runtime took it in time (a schedule-to-start timeout, never retried).
 func noSandboxHost(err error) error {
-	var te *temporal.TimeoutError
-	if !errors.As(err, &te) || te.TimeoutType() != enumspb.TIMEOUT_TYPE_SCHEDULE_TO_START {
+	if !isScheduleToStart(err) {
 		return err
 	}
 	return temporal.NewNonRetryableApplicationError(fmt.Sprintf("no worker with a sandbox runtime took the session's create within %s: "+
@@ -117,6 +126,10 @@ func SandboxSessionWorkflow(ctx workflow.Context, in flows.SandboxInput) (flows.
 			opts.TaskQueue = created.HostQueue
 			var res flows.SandboxExecResult
 			err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, opts), flows.ActivityExecSandbox, x).Get(ctx, &res)
+			if isScheduleToStart(err) {
+				err = temporal.NewNonRetryableApplicationError(fmt.Sprintf("the session's host %s did not take the command within %s (its worker is down or not polling %s); nothing ran: try again once it is back",
+					created.Host, sandboxCreateWait, created.HostQueue), flows.SandboxNoHostError, nil)
+			}
 			return res, err
 		},
 		workflow.UpdateHandlerOptions{Validator: func(ctx workflow.Context, x flows.SandboxExecInput) error {

@@ -339,3 +339,31 @@ func TestSandboxCreateWithoutACapableWorkerFailsClearly(t *testing.T) {
 		t.Errorf("the ready update answered with %d settles done, want the session settled first (no live row behind a refused create)", settledFirst)
 	}
 }
+
+// An exec whose host does not take it in time (its worker is down) fails
+// as SandboxNoHost saying nothing ran, and the session stays open.
+func TestSandboxExecWithItsHostDownFailsClearly(t *testing.T) {
+	env, settled := newSandboxEnv(t)
+	env.onCreate()
+	env.onTeardown(0)
+	env.OnActivity(a.ExecSandbox, mock.Anything, mock.Anything).
+		Return(flows.SandboxExecResult{}, temporal.NewTimeoutError(enumspb.TIMEOUT_TYPE_SCHEDULE_TO_START, nil)).Once()
+	var execErr error
+	done := false
+	env.RegisterDelayedCallback(func() {
+		env.UpdateWorkflow(flows.UpdateSandboxExec, "exec-1", &testsuite.TestUpdateCallback{
+			OnReject:   func(err error) { execErr, done = err, true },
+			OnAccept:   func() {},
+			OnComplete: func(_ any, err error) { execErr, done = err, true },
+		}, flows.SandboxExecInput{Workspace: "ws", RunID: "sbx_1", Command: "true"})
+	}, time.Minute)
+	env.ExecuteWorkflow(flows.SandboxSessionWorkflow, sbxInput(10*time.Minute))
+	var app *temporal.ApplicationError
+	if !done || !errors.As(execErr, &app) || app.Type() != flows.SandboxNoHostError || !strings.Contains(app.Message(), "nothing ran") {
+		t.Errorf("exec with the host down: done %v, err %v; want a %s failure saying nothing ran", done, execErr, flows.SandboxNoHostError)
+	}
+	if out := env.result(t); out.ClosedReason != eval.ClosedExpired {
+		t.Errorf("closedReason = %q, want the session to run on to its expiry", out.ClosedReason)
+	}
+	wantSettled(t, *settled, eval.ClosedExpired)
+}
