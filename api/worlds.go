@@ -12,7 +12,7 @@ import (
 	"svc/internal/platform/derrors"
 )
 
-// Worlds and image imports (spec §2.9, §4.8; docs/worlds.md). Listing a
+// Worlds and image imports (spec §2.9, §4.8; docs/sandboxes.md, Worlds). Listing a
 // workspace's worlds and versions and importing an image are routes
 // beyond the spec (docs/decisions.md): `svc world ls` and `svc image
 // import` call them. A world belongs to its workspace (its repository is
