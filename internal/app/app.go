@@ -157,7 +157,7 @@ func Activities(cfg config.Config, d Deps, o WorkerOptions) (*activities.Activit
 		return nil, err
 	}
 	// World snapshots publish into the image store (worlds.go).
-	if acts.Worlds.Store, err = Worlds(cfg, d.Images); err != nil {
+	if acts.Worlds.Store, err = Worlds(context.Background(), cfg, d.Images, d.Store, sealer); err != nil {
 		return nil, err
 	}
 	if d.Images != nil {
@@ -209,7 +209,11 @@ func StartWorker(ctx context.Context, cfg config.Config, d Deps, o WorkerOptions
 // Temporal, and runtime probes reach the drivers (internal/probers).
 func API(cfg config.Config, d Deps) (*api.Server, error) {
 	starter := &orchestration.Starter{Client: d.Temporal, TaskQueue: cfg.TaskQueue, WebhookAttempts: cfg.WebhookAttempts}
-	worlds, err := Worlds(cfg, d.Images)
+	seal, err := sealer(cfg)
+	if err != nil {
+		return nil, err
+	}
+	worlds, err := Worlds(context.Background(), cfg, d.Images, d.Store, seal)
 	if err != nil {
 		return nil, err
 	}

@@ -14,6 +14,10 @@ import (
 	"svc/internal/imagestore"
 	"svc/internal/integrations/images"
 	"svc/internal/platform/config"
+	"svc/internal/platform/derrors"
+	"svc/internal/platform/netguard"
+	"svc/internal/platform/secrets"
+	"svc/store"
 )
 
 // ManagedImages is the image store `svc dev` serves itself: an OCI
@@ -66,8 +70,12 @@ func ServeManagedImages(ctx context.Context, dataDir string, log *slog.Logger) (
 // (nil: world sessions are refused at create). Every dial goes through
 // the guard of SVC_WEBHOOK_ALLOW; the managed store's own loopback
 // address is added to it, and nothing else of loopback.
-func Worlds(cfg config.Config, m *ManagedImages) (*images.Workspaces, error) {
+func Worlds(ctx context.Context, cfg config.Config, m *ManagedImages, st SecretReader, sealer *secrets.Sealer) (*images.Workspaces, error) {
 	store, allow := cfg.ImageStore, cfg.WebhookAllow
+	cred, err := imageStoreCredential(ctx, cfg, st, sealer)
+	if err != nil {
+		return nil, err
+	}
 	if store == "" {
 		if m == nil {
 			return nil, nil
@@ -79,9 +87,55 @@ func Worlds(cfg config.Config, m *ManagedImages) (*images.Workspaces, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %v", images.Setting, err)
 	}
-	w, err := images.NewWorkspaces(images.Config{Store: store, Guard: guard, MaxCaptureBytes: cfg.WorldMaxCaptureBytes}, cfg.WorldKeepVersions)
+	w, err := images.NewWorkspaces(images.Config{Store: store, Guard: guard, MaxCaptureBytes: cfg.WorldMaxCaptureBytes, Credential: cred}, cfg.WorldKeepVersions)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %v", images.StoreSetting, err)
 	}
 	return w, nil
+}
+
+// SecretReader reads a workspace secret's sealed row.
+type SecretReader interface {
+	GetSecret(ctx context.Context, workspace, name string) (store.Secret, error)
+}
+
+// imageStoreCredential opens the secret SVC_IMAGE_STORE_SECRET names
+// ("workspace/name"), the registry's credential, once at start: the
+// secret's allowedHosts must admit the store's host, as a trace source's
+// credential must admit its endpoint, so a credential is never sent to a
+// host its owner did not name. Every failure says what to fix.
+func imageStoreCredential(ctx context.Context, cfg config.Config, st SecretReader, sealer *secrets.Sealer) (string, error) {
+	ref := cfg.ImageStoreSecret
+	if ref == "" {
+		return "", nil
+	}
+	if cfg.ImageStore == "" {
+		return "", fmt.Errorf("SVC_IMAGE_STORE_SECRET is set but SVC_IMAGE_STORE is not: the managed store of svc dev takes no credential; unset it or name the registry")
+	}
+	ws, name, ok := strings.Cut(ref, "/")
+	if !ok || ws == "" || name == "" || strings.Contains(name, "/") {
+		return "", fmt.Errorf("SVC_IMAGE_STORE_SECRET %q: want workspace/name of a workspace secret", ref)
+	}
+	if sealer == nil {
+		return "", fmt.Errorf("SVC_IMAGE_STORE_SECRET %q cannot be opened: SVC_SECRET_KEY is not set", ref)
+	}
+	sec, err := st.GetSecret(ctx, ws, name)
+	if errors.Is(err, derrors.ErrNotFound) {
+		return "", fmt.Errorf("SVC_IMAGE_STORE_SECRET %q: workspace %s has no secret %s; PUT /secrets/%s in that workspace with the registry's credential first", ref, ws, name, name)
+	}
+	if err != nil {
+		return "", fmt.Errorf("SVC_IMAGE_STORE_SECRET %q: %w", ref, err)
+	}
+	target := cfg.ImageStore
+	if !strings.Contains(target, "://") {
+		target = "https://" + target
+	}
+	if err := netguard.CheckBound(sec.AllowedHosts, target); err != nil {
+		return "", fmt.Errorf("SVC_IMAGE_STORE_SECRET %q: %v", ref, err)
+	}
+	v, err := sealer.Open(ws, name, sec.Ciphertext)
+	if err != nil {
+		return "", fmt.Errorf("SVC_IMAGE_STORE_SECRET %q cannot be opened with the current SVC_SECRET_KEY; store it again", ref)
+	}
+	return string(v), nil
 }

@@ -120,6 +120,9 @@ type Config struct {
 	// in ([http://|https://]host[:port][/prefix]); empty in svc dev means
 	// the managed store the binary serves on loopback.
 	ImageStore string
+	// ImageStoreSecret names the workspace secret ("workspace/name")
+	// holding ImageStore's credential; empty: none.
+	ImageStoreSecret string
 	// WorldKeepVersions is how many versions of a world retention keeps
 	// after a publish; below 1 prunes nothing.
 	WorldKeepVersions int
@@ -321,6 +324,8 @@ var Settings = []Setting{
 		}},
 	{Flag: "image-store", Env: "SVC_IMAGE_STORE", Default: "", Usage: "OCI registry of worlds and imported images, [http://|https://]host[:port][/prefix] (https unless http:// is written; its address must pass SVC_WEBHOOK_ALLOW when private); empty: svc dev serves its own managed store on loopback under the data dir, serve and worker refuse world sessions",
 		set: str(func(c *Config) *string { return &c.ImageStore })},
+	{Flag: "image-store-secret", Env: "SVC_IMAGE_STORE_SECRET", Default: "", Usage: "workspace/name of the workspace secret that holds SVC_IMAGE_STORE's credential (user:password, or a bearer token); the secret's allowedHosts must admit the store's host; read at start (restart to rotate); empty: no credential",
+		set: str(func(c *Config) *string { return &c.ImageStoreSecret })},
 	{Flag: "world-keep-versions", Env: "SVC_WORLD_KEEP_VERSIONS", Default: "10", Usage: "versions of a world kept after each publish: older ones are pruned oldest first with their image bytes, skipping versions another member published; below 1 prunes nothing",
 		set: integer(func(c *Config) *int { return &c.WorldKeepVersions })},
 	{Flag: "world-max-capture-bytes", Env: "SVC_WORLD_MAX_CAPTURE_BYTES", Default: "2147483648", Usage: "largest compressed change set a world snapshot publishes (default 2 GiB); a larger one is refused",
