@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"svc/internal/client"
+	"svc/internal/domain/eval"
+	"svc/internal/domain/sandboxwire"
 )
 
 const sandboxSynopsis = `usage: svc sandbox create [--image REF] [--world ID [--world-version vN]] [--ttl D] [--hibernate=false]
@@ -112,12 +114,12 @@ func runSandboxCreate(ctx context.Context, x *cli, args []string) (int, error) {
 	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	req := client.SandboxCreate{Image: strings.TrimSpace(*image), Runtime: *runtime, TTL: ttl.seconds}
+	req := sandboxwire.CreateRequest{Image: strings.TrimSpace(*image), Runtime: *runtime, TTL: ttl.seconds}
 	if req.Image == "" && *world == "" {
 		return 0, fmt.Errorf("%w: name what the session runs: --image REF (svc image import prints one) or --world ID", errUsage)
 	}
 	if *world != "" {
-		req.World = &client.SandboxWorld{ID: *world}
+		req.World = &eval.SessionWorld{ID: *world}
 		if *worldVersion != "" {
 			n, err := parseWorldVersion(*worldVersion)
 			if err != nil {
@@ -132,7 +134,7 @@ func runSandboxCreate(ctx context.Context, x *cli, args []string) (int, error) {
 		req.Hibernate = hibernate
 	}
 	if *repo != "" {
-		req.Repo = &client.SandboxRepo{Git: *repo, Ref: *repoRef, Dir: *repoDir}
+		req.Repo = &eval.SessionRepo{Git: *repo, Ref: *repoRef, Dir: *repoDir}
 	} else if *repoRef != "" || *repoDir != "" {
 		return 0, fmt.Errorf("%w: --repo-ref and --repo-dir need --repo", errUsage)
 	}
@@ -196,7 +198,7 @@ func runSandboxExec(ctx context.Context, x *cli, args []string) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	res, raw, err := c.ExecSandbox(ctx, id, client.SandboxExec{Command: shellJoin(words), TimeoutSec: int(timeout.seconds)})
+	res, raw, err := c.ExecSandbox(ctx, id, sandboxwire.ExecRequest{Command: shellJoin(words), TimeoutSec: int(timeout.seconds)})
 	if err != nil {
 		return 0, err
 	}

@@ -8,27 +8,21 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+
+	"svc/internal/domain/sandboxwire"
 )
 
-// Imported is the answer of POST /images (sandboxes.Imported): Ref is
-// what a session names as its image, repo:tag@sha256:..., relative to
-// the workspace's namespace of the store.
-type Imported struct {
-	Ref    string `json:"ref"`
-	Digest string `json:"digest"`
-	As     string `json:"as"`
-}
-
-// ImportImage is POST /images?as=target: body is an image's tar (docker
+// ImportImage is POST /images?as=target (its answer is sandboxwire.Imported:
+// the Ref a session names as its image): body is an image's tar (docker
 // save, or an OCI image layout; gzip or not), streamed as it is read;
 // size is its length, or -1 when unknown (the body is then sent chunked).
 // The request has no time bound but ctx's: a large image takes as long
 // as its upload and its push into the store.
-func (c *Client) ImportImage(ctx context.Context, target string, body io.Reader, size int64) (Imported, json.RawMessage, error) {
+func (c *Client) ImportImage(ctx context.Context, target string, body io.Reader, size int64) (sandboxwire.Imported, json.RawMessage, error) {
 	path := "/images?" + url.Values{"as": {target}}.Encode()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.Base+path, body)
 	if err != nil {
-		return Imported{}, nil, fmt.Errorf("%w: %v", ErrUsage, err)
+		return sandboxwire.Imported{}, nil, fmt.Errorf("%w: %v", ErrUsage, err)
 	}
 	req.ContentLength = size
 	if size == 0 {
@@ -52,19 +46,19 @@ func (c *Client) ImportImage(ctx context.Context, target string, body io.Reader,
 		if errors.As(err, &ue) {
 			err = ue.Err
 		}
-		return Imported{}, nil, &TransportError{URL: c.Base, Err: err}
+		return sandboxwire.Imported{}, nil, &TransportError{URL: c.Base, Err: err}
 	}
 	defer resp.Body.Close()
 	raw, err := io.ReadAll(resp.Body)
 	if err != nil {
-		return Imported{}, nil, &TransportError{URL: c.Base, Err: fmt.Errorf("reading the answer to POST /images: %w", err)}
+		return sandboxwire.Imported{}, nil, &TransportError{URL: c.Base, Err: fmt.Errorf("reading the answer to POST /images: %w", err)}
 	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return Imported{}, nil, c.errorOf(resp, raw)
+		return sandboxwire.Imported{}, nil, c.errorOf(resp, raw)
 	}
-	var im Imported
+	var im sandboxwire.Imported
 	if err := json.Unmarshal(raw, &im); err != nil {
-		return Imported{}, nil, fmt.Errorf("POST /images answered %d with a body that is not the expected JSON: %v", resp.StatusCode, err)
+		return sandboxwire.Imported{}, nil, fmt.Errorf("POST /images answered %d with a body that is not the expected JSON: %v", resp.StatusCode, err)
 	}
 	return im, raw, nil
 }

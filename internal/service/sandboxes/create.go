@@ -19,32 +19,6 @@ import (
 	"svc/store/records"
 )
 
-// CreateRequest is the body of POST /sandboxes.
-type CreateRequest struct {
-	// Image is what the session runs: a reference into the workspace's
-	// image store (repo:tag, repo@sha256:...), or the absolute path of an
-	// OCI image layout under SVC_SANDBOX_IMAGE_DIRS.
-	Image string `json:"image,omitempty"`
-	// Capability (an adopted environment capability) is the spec's other
-	// source; the local runtime does not take it yet.
-	Capability *registry.Ref `json:"capability,omitempty"`
-	// Harness boots a registered process harness: the session runs its
-	// image (unless Image names another) and takes playground tasks for
-	// it (POST /sandboxes/:id/tasks). Version "" is latest.
-	Harness *registry.Ref `json:"harness,omitempty"`
-	// Runtime names a registered runtime with a session mode (kind local).
-	Runtime string `json:"runtime,omitempty"`
-	// World starts the session from the world's latest version (or
-	// World.Version) and makes it hibernate into the world.
-	World     *eval.SessionWorld `json:"world,omitempty"`
-	Hibernate *bool              `json:"hibernate,omitempty"`
-	Repo      *eval.SessionRepo  `json:"repo,omitempty"`
-	// TTL is the session's lifetime in seconds from now (0: the default).
-	TTL int64 `json:"ttl,omitempty"`
-	// Agent is the agent driving the session, when one declares itself.
-	Agent *eval.Agent `json:"agent,omitempty"`
-}
-
 // readyTimeout bounds how long a create waits for the container.
 const readyTimeout = 5 * time.Minute
 

@@ -2,7 +2,6 @@ package sandboxes
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"time"
 	"unicode/utf8"
@@ -14,42 +13,6 @@ import (
 	"svc/store"
 	"svc/store/records"
 )
-
-// View is a session as GET /sandboxes and /sandboxes/:id answer it: the
-// run record plus its live meta.
-type View struct {
-	eval.Run
-	Live Live
-}
-
-// Live is a session's live meta (spec §4.8).
-type Live struct {
-	ExpiresAt time.Time `json:"expiresAt"`
-	Busy      bool      `json:"busy"`
-	// Open is false once the session has ended.
-	Open bool `json:"open"`
-	// SecondsLeft until the hard expiry (0 once ended).
-	SecondsLeft int64 `json:"secondsLeft"`
-	// Harness is the booted harness ({id, version}); Tasks the playground
-	// tasks' summaries (eval.SessionTask), oldest first.
-	Harness any   `json:"harness,omitempty"`
-	Tasks   []any `json:"tasks"`
-}
-
-// MarshalJSON writes the run's fields with "live" beside them.
-func (v View) MarshalJSON() ([]byte, error) {
-	run, err := json.Marshal(v.Run)
-	if err != nil {
-		return nil, err
-	}
-	live, err := json.Marshal(v.Live)
-	if err != nil {
-		return nil, err
-	}
-	out := append(run[:len(run)-1:len(run)-1], `,"live":`...)
-	out = append(out, live...)
-	return append(out, '}'), nil
-}
 
 func (s *Service) view(run eval.Run) View {
 	v := View{Run: run, Live: Live{Tasks: []any{}}}
@@ -200,17 +163,6 @@ func (s *Service) List(ctx context.Context, p auth.Principal) ([]View, error) {
 	return out, nil
 }
 
-// ExecRequest is the body of POST /sandboxes/:id/exec.
-type ExecRequest struct {
-	// Command is one shell command (/bin/sh -c in the container).
-	Command string `json:"command"`
-	// TimeoutSec bounds it (0: 10 minutes; at most 3600).
-	TimeoutSec int `json:"timeoutSec,omitempty"`
-}
-
-// MaxCommand bounds an exec's command.
-const MaxCommand = 64 << 10
-
 // Exec runs one command in the session and answers what it did; the exec
 // lands on the session's trajectory.
 func (s *Service) Exec(ctx context.Context, p auth.Principal, id string, req ExecRequest) (flows.SandboxExecResult, error) {
@@ -247,12 +199,6 @@ func (s *Service) Exec(ctx context.Context, p auth.Principal, id string, req Exe
 	return res, err
 }
 
-// TouchRequest is the body of POST /sandboxes/:id/touch.
-type TouchRequest struct {
-	// TTL in seconds from now (0: the session's own ttl).
-	TTL int64 `json:"ttl,omitempty"`
-}
-
 // Touch extends the deadline to max(current, now + ttl): never shorter.
 func (s *Service) Touch(ctx context.Context, p auth.Principal, id string, req TouchRequest) (View, error) {
 	run, err := s.control(ctx, p, id)
@@ -287,12 +233,6 @@ func (s *Service) Touch(ctx context.Context, p auth.Principal, id string, req To
 		return View{}, err
 	}
 	return s.view(run), nil
-}
-
-// CloseRequest is the body of POST /sandboxes/:id/close.
-type CloseRequest struct {
-	// Snapshot false skips a world session's hibernation.
-	Snapshot *bool `json:"snapshot,omitempty"`
 }
 
 // closeWait bounds how long a close waits for the session to settle.

@@ -15,10 +15,6 @@ type Snapshotter interface {
 	SnapshotSandbox(ctx context.Context, in flows.SnapshotRequest) (flows.SnapshotResult, error)
 }
 
-// SnapshotRequest is the body of POST /sandboxes/:id/snapshot (none is
-// needed).
-type SnapshotRequest struct{}
-
 // Snapshot publishes session id's changes as the next version of its
 // world (spec §4.8; the route's gate is images:push): a session p may
 // read (its member), of a world, still running. The answer reports the

@@ -33,20 +33,6 @@ type TaskOrchestrator interface {
 	StartSandboxTask(ctx context.Context, sessionID string, t flows.SandboxTaskStart) error
 }
 
-// TaskRequest is the body of POST /sandboxes/:id/tasks: an ad-hoc prompt.
-type TaskRequest struct {
-	// Prompt is the case's task, handed to the harness in SVC_CASE_FILE.
-	Prompt string `json:"prompt"`
-	// Expected, when given, is the reference answer the answer grader
-	// compares the harness's final answer (its stdout) to.
-	Expected any `json:"expected,omitempty"`
-	// TimeoutSec bounds the task (0: the harness's, else an hour).
-	TimeoutSec int `json:"timeoutSec,omitempty"`
-}
-
-// MaxPrompt bounds a task's prompt.
-const MaxPrompt = 64 << 10
-
 // booted is a harness a session boots: its resolved reference and image.
 type booted struct {
 	ref   registry.Ref
@@ -243,18 +229,6 @@ func (s *Service) failTaskStart(ctx context.Context, task eval.Run, startErr err
 		return errors.Join(startErr, err)
 	}
 	return errors.Join(derrors.Unavailablef("the task %s was recorded but its session's workflow did not take it; it is marked failed, send it again", task.ID), startErr, err)
-}
-
-// TaskTrace is what GET /sandboxes/:id/tasks/:taskId/trace answers: the
-// task's TraceEvents from index Since, the index to ask from next, and
-// Done once the task has settled (its trace sealed: nothing more comes).
-type TaskTrace struct {
-	TaskID string            `json:"taskId"`
-	Status eval.Status       `json:"status"`
-	Since  int64             `json:"since"`
-	Next   int64             `json:"next"`
-	Events []json.RawMessage `json:"events"`
-	Done   bool              `json:"done"`
 }
 
 // maxTraceEvents bounds one answer of the trace route.

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"strconv"
 	"strings"
-	"time"
 
 	"svc/auth"
 	"svc/internal/integrations/images"
@@ -88,24 +87,6 @@ func (w *Worlds) StartImage(ctx context.Context, ws, id string, version int, ima
 	return image, nil
 }
 
-// World is one world of a workspace with its versions, oldest first.
-type World struct {
-	ID       string         `json:"id"`
-	Latest   *WorldVersion  `json:"latest,omitempty"`
-	Versions []WorldVersion `json:"versions"`
-}
-
-// WorldVersion is one version as the API shows it: the world-relative
-// pinned reference (world:v<n>@sha256:...), without the store's address.
-type WorldVersion struct {
-	Version     int       `json:"version"`
-	Tag         string    `json:"tag"`
-	Digest      string    `json:"digest"`
-	Ref         string    `json:"ref"`
-	PublishedBy string    `json:"publishedBy,omitempty"`
-	Created     time.Time `json:"created,omitzero"`
-}
-
 func worldVersion(id string, v images.Version) WorldVersion {
 	return WorldVersion{Version: v.Number, Tag: v.Tag, Digest: v.Digest, Ref: id + ":" + v.Tag + "@" + v.Digest,
 		PublishedBy: v.PublishedBy, Created: v.Created}
@@ -167,15 +148,6 @@ func (w *Worlds) GetWorld(ctx context.Context, p auth.Principal, id string) (Wor
 	latest := out.Versions[len(out.Versions)-1]
 	out.Latest = &latest
 	return out, nil
-}
-
-// Imported is an image ImportImage pushed: Ref is what a session names
-// as its image (repo:tag@sha256:..., relative to the workspace's
-// namespace of the store).
-type Imported struct {
-	Ref    string `json:"ref"`
-	Digest string `json:"digest"`
-	As     string `json:"as"`
 }
 
 // ImportImage pushes the image at src (an OCI layout directory or a tar,
