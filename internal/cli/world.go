@@ -10,9 +10,9 @@ const worldSynopsis = `usage: svc world ls [ID] [--format table|csv|jsonl|md] [-
 
 A world is a saved sandbox state: a repository of the workspace's image store whose versions
 v1, v2, ... are published by svc sandbox snapshot (and by a world session's hibernation), each
-pinned by digest (docs/worlds.md). ls lists the workspace's worlds with their latest version
-(GET /worlds); ls ID lists that world's versions, oldest first (GET /worlds/:id). A session
-starts from one with svc sandbox create --world ID [--world-version vN].
+pinned by digest (docs/sandboxes.md, "Worlds"). ls lists the workspace's worlds with their
+latest version (GET /worlds); ls ID lists that world's versions, oldest first (GET
+/worlds/:id). A session starts from one with svc sandbox create --world ID [--world-version vN].
 
 Exit codes: 0 listed; 2 usage or service error (a world with no version is not found).`
 

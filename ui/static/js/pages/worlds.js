@@ -1,6 +1,6 @@
-// Worlds (docs/worlds.md): a sandbox session's file system kept as
-// versions v1, v2, ... in the workspace's image store, each pinned by
-// digest. The list is GET /worlds (each world with its latest version);
+// Worlds (docs/sandboxes.md, "Worlds"): a sandbox session's file system
+// kept as versions v1, v2, ... in the workspace's image store, each pinned
+// by digest. The list is GET /worlds (each world with its latest version);
 // a world's page is GET /worlds/:id (every version, oldest first, shown
 // newest first) with the pinned references to copy.
 import { add, h, enc, relTime, copyable, table } from '../dom.js';
