@@ -557,18 +557,12 @@ func runRegistryList(ctx context.Context, x *cli, name, synopsis, collection str
 	if err != nil {
 		return 0, err
 	}
-	if *asJSON {
-		writeJSON(x.stdout, raw)
-		return exitOK, nil
-	}
-	if len(list) == 0 && *format == formatTable {
-		fmt.Fprintf(x.stdout, "None in this workspace (%s).\n", collection)
-		return exitOK, nil
-	}
 	sh := &sheet{cols: []column{{head: "ID", key: "id"}, {head: "LATEST", key: "latest"}, {head: "VERSIONS", key: "versions"},
 		{head: "OWNER", key: "owner"}, {head: "TEAM", key: "team"}}}
 	for _, e := range list {
 		sh.add(e.ID, e.Latest, strings.Join(e.Versions, ","), e.Owner, e.TeamID)
 	}
-	return exitOK, sh.write(x.stdout, *format)
+	return writeList(x, sh, *format, *asJSON, raw, func() {
+		fmt.Fprintf(x.stdout, "None in this workspace (%s).\n", collection)
+	})
 }

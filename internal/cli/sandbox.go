@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -364,14 +365,6 @@ func runSandboxList(ctx context.Context, x *cli, args []string) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	if *asJSON {
-		writeJSON(x.stdout, raw)
-		return exitOK, nil
-	}
-	if len(list) == 0 && *format == formatTable {
-		fmt.Fprintln(x.stderr, "no live sandbox sessions (svc sandbox create starts one)")
-		return exitOK, nil
-	}
 	sh := &sheet{cols: []column{
 		{head: "ID", key: "id"},
 		{head: "IMAGE/WORLD", key: "source"},
@@ -386,7 +379,24 @@ func runSandboxList(ctx context.Context, x *cli, args []string) (int, error) {
 		}
 		sh.add(sb.ID, src, sb.Status, sb.ExpiresAt(), sb.Busy())
 	}
-	return exitOK, sh.write(x.stdout, *format)
+	return writeList(x, sh, *format, *asJSON, raw, func() {
+		fmt.Fprintln(x.stderr, "no live sandbox sessions (svc sandbox create starts one)")
+	})
+}
+
+// writeList ends a list command: with --json the service's answer as it
+// sent it; else, when a table would have no row and empty is not nil,
+// empty (a note saying so); else sh in format.
+func writeList(x *cli, sh *sheet, format string, asJSON bool, raw json.RawMessage, empty func()) (int, error) {
+	if asJSON {
+		writeJSON(x.stdout, raw)
+		return exitOK, nil
+	}
+	if len(sh.rows) == 0 && format == formatTable && empty != nil {
+		empty()
+		return exitOK, nil
+	}
+	return exitOK, sh.write(x.stdout, format)
 }
 
 // digestRE is a sha256 digest in a reference.

@@ -47,14 +47,6 @@ func runWorldList(ctx context.Context, x *cli, args []string) (int, error) {
 		if err != nil {
 			return 0, err
 		}
-		if *asJSON {
-			writeJSON(x.stdout, raw)
-			return exitOK, nil
-		}
-		if len(list) == 0 && *format == formatTable {
-			fmt.Fprintln(x.stderr, "no worlds in this workspace (svc sandbox create --world ID starts one; svc sandbox snapshot publishes its first version)")
-			return exitOK, nil
-		}
 		sh := &sheet{cols: []column{
 			{head: "WORLD", key: "id"},
 			{head: "LATEST", key: "latest"},
@@ -69,15 +61,13 @@ func runWorldList(ctx context.Context, x *cli, args []string) (int, error) {
 			}
 			sh.add(w.ID, w.Latest.Tag, w.Latest.Ref, w.Latest.PublishedBy, w.Latest.Created)
 		}
-		return exitOK, sh.write(x.stdout, *format)
+		return writeList(x, sh, *format, *asJSON, raw, func() {
+			fmt.Fprintln(x.stderr, "no worlds in this workspace (svc sandbox create --world ID starts one; svc sandbox snapshot publishes its first version)")
+		})
 	}
 	w, raw, err := c.World(ctx, pos[0])
 	if err != nil {
 		return 0, err
-	}
-	if *asJSON {
-		writeJSON(x.stdout, raw)
-		return exitOK, nil
 	}
 	sh := &sheet{cols: []column{
 		{head: "VERSION", key: "version"},
@@ -89,5 +79,5 @@ func runWorldList(ctx context.Context, x *cli, args []string) (int, error) {
 	for _, v := range w.Versions {
 		sh.add(v.Version, v.Tag, v.Ref, v.PublishedBy, v.Created)
 	}
-	return exitOK, sh.write(x.stdout, *format)
+	return writeList(x, sh, *format, *asJSON, raw, nil)
 }
