@@ -94,25 +94,8 @@ func (a *Activities) session(ctx context.Context, ref SandboxRef) (eval.Run, err
 func (a *Activities) updateSession(ctx context.Context, ref SandboxRef, fn func(run *eval.Run) error) (eval.Run, error) {
 	var out eval.Run
 	err := a.Store.TransactKeyed(ctx, func(tx store.Tx) error {
-		row, err := tx.GetRun(ctx, ref.Workspace, ref.RunID)
-		if err != nil {
-			return err
-		}
-		run, err := records.FromRow(row)
-		if err != nil {
-			return err
-		}
-		if err := fn(&run); err != nil {
-			return err
-		}
-		run.UpdatedAt = a.now()
-		nrow, err := records.Row(run)
-		if err != nil {
-			return err
-		}
-		nrow.UpdatedAt = run.UpdatedAt
-		_, err = tx.PutRun(ctx, nrow)
-		out = run
+		var err error
+		out, err = records.UpdateRun(ctx, tx, ref.Workspace, ref.RunID, a.now(), fn)
 		return err
 	})
 	return out, err

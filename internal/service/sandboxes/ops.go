@@ -46,25 +46,8 @@ func (s *Service) transact(ctx context.Context, fn func(tx store.Tx) error) erro
 func (s *Service) update(ctx context.Context, ws, id string, fn func(r *eval.Run) error) (eval.Run, error) {
 	var out eval.Run
 	err := s.transact(ctx, func(tx store.Tx) error {
-		row, err := tx.GetRun(ctx, ws, id)
-		if err != nil {
-			return err
-		}
-		run, err := records.FromRow(row)
-		if err != nil {
-			return err
-		}
-		if err := fn(&run); err != nil {
-			return err
-		}
-		run.UpdatedAt = s.o.Now().UTC()
-		nrow, err := records.Row(run)
-		if err != nil {
-			return err
-		}
-		nrow.UpdatedAt = run.UpdatedAt
-		_, err = tx.PutRun(ctx, nrow)
-		out = run
+		var err error
+		out, err = records.UpdateRun(ctx, tx, ws, id, s.o.Now().UTC(), fn)
 		return err
 	})
 	return out, err

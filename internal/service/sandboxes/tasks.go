@@ -143,39 +143,27 @@ func (s *Service) SubmitTask(ctx context.Context, p auth.Principal, id string, r
 		return eval.Run{}, err
 	}
 	err = s.transact(ctx, func(tx store.Tx) error {
-		srow, err := tx.GetRun(ctx, p.Workspace, session.ID)
-		if err != nil {
-			return err
-		}
-		cur, err := records.FromRow(srow)
-		if err != nil {
-			return err
-		}
-		if cur.Status.Terminal() {
-			return closed(cur)
-		}
-		if cur.Session.Busy {
-			return derrors.Refusef(derrors.ErrConflict, map[string]any{"task": cur.Session.Task},
-				"sandbox session %s is busy: its task %s is still running (one playground task at a time); poll its trace until done, then send the next", session.ID, cur.Session.Task)
-		}
-		if err := quota.AdmitRuns(ctx, tx, p.Workspace, now, s.o.TenantRuns, 1); err != nil {
-			return err
-		}
-		if _, err := tx.CreateRun(ctx, row); err != nil {
-			return err
-		}
-		cur.Session.Busy, cur.Session.Task = true, taskID
-		cur.Session.Tasks = append(cur.Session.Tasks, eval.SessionTask{ID: taskID, Status: eval.StatusQueued, CreatedAt: now})
-		if n := len(cur.Session.Tasks); n > eval.MaxSessionTasks {
-			cur.Session.Tasks = cur.Session.Tasks[n-eval.MaxSessionTasks:]
-		}
-		cur.UpdatedAt = now
-		nrow, err := records.Row(cur)
-		if err != nil {
-			return err
-		}
-		nrow.UpdatedAt = now
-		_, err = tx.PutRun(ctx, nrow)
+		_, err := records.UpdateRun(ctx, tx, p.Workspace, session.ID, now, func(cur *eval.Run) error {
+			if cur.Status.Terminal() {
+				return closed(*cur)
+			}
+			if cur.Session.Busy {
+				return derrors.Refusef(derrors.ErrConflict, map[string]any{"task": cur.Session.Task},
+					"sandbox session %s is busy: its task %s is still running (one playground task at a time); poll its trace until done, then send the next", session.ID, cur.Session.Task)
+			}
+			if err := quota.AdmitRuns(ctx, tx, p.Workspace, now, s.o.TenantRuns, 1); err != nil {
+				return err
+			}
+			if _, err := tx.CreateRun(ctx, row); err != nil {
+				return err
+			}
+			cur.Session.Busy, cur.Session.Task = true, taskID
+			cur.Session.Tasks = append(cur.Session.Tasks, eval.SessionTask{ID: taskID, Status: eval.StatusQueued, CreatedAt: now})
+			if n := len(cur.Session.Tasks); n > eval.MaxSessionTasks {
+				cur.Session.Tasks = cur.Session.Tasks[n-eval.MaxSessionTasks:]
+			}
+			return nil
+		})
 		return err
 	})
 	if err != nil {
