@@ -36,7 +36,9 @@ const uncompressedFactor = 4
 // layer (whiteouts .wh.<name> for deletions, .wh..wh..opq for a directory
 // that replaced one of the base; modes, owners, symbolic links, hard links
 // and modification times kept) and its compressed size. A running
-// container is paused while its changes are read, then resumed. It reads
+// container is paused while its changes are read, then resumed; the pause
+// is marked on disk first, so that one a dead process left is resumed by
+// the next Runtime's Lookup, List, Start or Changes. It reads
 // the session's overlay upper directory entry by entry relative to open
 // directories, never following a symbolic link; FIFOs, sockets and device
 // nodes are skipped (a hostile container may plant them; none is opened),
@@ -49,15 +51,15 @@ func (r *Runtime) Changes(ctx context.Context, id string) (v1.Layer, int64, erro
 	if err != nil {
 		return nil, 0, err
 	}
-	if info, err := r.lookup(ctx, id); err == nil && info.State == StateRunning {
-		if _, err := r.runcOut(ctx, "pause", id); err != nil {
-			return nil, 0, fmt.Errorf("sandbox %s: pausing for a capture: %w", id, err)
+	info, err := r.lookup(ctx, id)
+	if err == nil {
+		info, err = r.thaw(ctx, info) // a dead process's capture
+	}
+	if err == nil && info.State == StateRunning {
+		if err := r.pauseForCapture(ctx, id); err != nil {
+			return nil, 0, err
 		}
-		defer func() {
-			if _, err := r.runcOut(context.Background(), "resume", id); err != nil {
-				r.log.Warn("sandbox: resuming after a capture", "id", id, "err", err)
-			}
-		}()
+		defer r.resumeAfterCapture(id)
 	}
 	tmpDir := filepath.Join(r.root, "tmp")
 	if err := os.MkdirAll(tmpDir, 0o700); err != nil {

@@ -99,7 +99,7 @@ func (r *Runtime) lock(id string) func() {
 }
 
 // paths of one session.
-type paths struct{ dir, upper, work, bundle, rootfs, meta string }
+type paths struct{ dir, upper, work, bundle, rootfs, meta, captured string }
 
 func (r *Runtime) paths(id string) paths {
 	dir := filepath.Join(r.root, "sessions", id)
@@ -110,6 +110,9 @@ func (r *Runtime) paths(id string) paths {
 		bundle: filepath.Join(dir, "bundle"),
 		rootfs: filepath.Join(r.mounts, id),
 		meta:   filepath.Join(dir, "meta.json"),
+		// captured marks a pause of Changes: written before it pauses the
+		// container, removed once it has resumed it.
+		captured: filepath.Join(dir, "capture-paused"),
 	}
 }
 
@@ -252,6 +255,9 @@ func (r *Runtime) Start(ctx context.Context, id string) (Info, error) {
 		return Info{}, err
 	}
 	info, err := r.lookup(ctx, id)
+	if err == nil {
+		info, err = r.thaw(ctx, info)
+	}
 	if err != nil || info.State != StateStopped {
 		return info, err
 	}
@@ -356,9 +362,45 @@ type runcState struct {
 }
 
 // Lookup returns session id's container, as a previous process may have
-// left it; ErrNotFound when there is none.
+// left it; ErrNotFound when there is none. A container a capture of a
+// process that died left paused (see Changes) is resumed, and reads
+// running; one paused by Pause stays paused.
 func (r *Runtime) Lookup(ctx context.Context, id string) (Info, error) {
-	return r.lookup(ctx, id)
+	info, err := r.lookup(ctx, id)
+	if err != nil || info.State != StatePaused || !r.captured(id) {
+		return info, err
+	}
+	// Under the lock, a capture of this process has ended: a mark still
+	// there is a dead process's.
+	defer r.lock(id)()
+	if info, err = r.lookup(ctx, id); err != nil {
+		return info, err
+	}
+	return r.thaw(ctx, info)
+}
+
+// captured reports whether session id carries the mark of a capture's
+// pause (Changes).
+func (r *Runtime) captured(id string) bool {
+	_, err := os.Lstat(r.paths(id).captured)
+	return err == nil
+}
+
+// thaw resumes a container a capture left paused, and drops a mark that
+// no longer matches a paused container; the caller holds id's lock, so no
+// capture of this process is under way.
+func (r *Runtime) thaw(ctx context.Context, info Info) (Info, error) {
+	if !r.captured(info.ID) {
+		return info, nil
+	}
+	if info.State == StatePaused {
+		if _, err := r.runcOut(ctx, "resume", info.ID); err != nil {
+			return info, fmt.Errorf("sandbox %s: resuming the container a capture left paused: %w", info.ID, err)
+		}
+		r.log.Info("sandbox: resumed a container an interrupted capture left paused", "id", info.ID)
+		info.State = StateRunning
+	}
+	return info, ignoreNotExist(os.Remove(r.paths(info.ID).captured))
 }
 
 func (r *Runtime) lookup(ctx context.Context, id string) (Info, error) {
@@ -388,7 +430,8 @@ func (r *Runtime) lookup(ctx context.Context, id string) (Info, error) {
 	return info, nil
 }
 
-// List returns every session's container under the root.
+// List returns every session's container under the root, as Lookup
+// finds each.
 func (r *Runtime) List(ctx context.Context) ([]Info, error) {
 	ents, err := os.ReadDir(filepath.Join(r.root, "sessions"))
 	if errors.Is(err, os.ErrNotExist) {
@@ -399,7 +442,7 @@ func (r *Runtime) List(ctx context.Context) ([]Info, error) {
 	}
 	var out []Info
 	for _, e := range ents {
-		info, err := r.lookup(ctx, e.Name())
+		info, err := r.Lookup(ctx, e.Name())
 		if errors.Is(err, ErrNotFound) {
 			continue // a Create or Remove under way
 		}
@@ -428,7 +471,8 @@ func (r *Runtime) stop(ctx context.Context, id string) error {
 		}
 	}
 	r.unmount(r.paths(id).rootfs)
-	return nil
+	// No container, no pause to undo.
+	return ignoreNotExist(os.Remove(r.paths(id).captured))
 }
 
 // Remove stops session id and deletes its file system; removing one that
@@ -479,14 +523,16 @@ func (r *Runtime) removeCgroups() {
 }
 
 // Pause freezes session id's processes (the freezer cgroup); Resume thaws
-// them.
+// them. The pause is the caller's: a new Runtime leaves it as it is.
 func (r *Runtime) Pause(ctx context.Context, id string) error {
 	defer r.lock(id)()
 	if _, err := r.readMeta(id); err != nil {
 		return err
 	}
-	_, err := r.runcOut(ctx, "pause", id)
-	return err
+	if _, err := r.runcOut(ctx, "pause", id); err != nil {
+		return err
+	}
+	return ignoreNotExist(os.Remove(r.paths(id).captured))
 }
 
 // Resume thaws a paused session.
@@ -495,6 +541,42 @@ func (r *Runtime) Resume(ctx context.Context, id string) error {
 	if _, err := r.readMeta(id); err != nil {
 		return err
 	}
-	_, err := r.runcOut(ctx, "resume", id)
+	if _, err := r.runcOut(ctx, "resume", id); err != nil {
+		return err
+	}
+	return ignoreNotExist(os.Remove(r.paths(id).captured))
+}
+
+// pauseForCapture pauses a running container for Changes, marking the
+// pause as a capture's first (durably), so that a process that dies
+// before resumeAfterCapture leaves a pause the next Runtime undoes
+// (Lookup). The caller holds id's lock.
+func (r *Runtime) pauseForCapture(ctx context.Context, id string) error {
+	if err := writeFileSync(r.paths(id).captured, nil); err != nil {
+		return fmt.Errorf("sandbox %s: marking a capture's pause: %w", id, err)
+	}
+	if _, err := r.runcOut(ctx, "pause", id); err != nil {
+		_ = os.Remove(r.paths(id).captured)
+		return fmt.Errorf("sandbox %s: pausing for a capture: %w", id, err)
+	}
+	return nil
+}
+
+// resumeAfterCapture undoes pauseForCapture; the mark stays when the
+// resume fails, for the next Lookup to try again.
+func (r *Runtime) resumeAfterCapture(id string) {
+	if _, err := r.runcOut(context.Background(), "resume", id); err != nil {
+		r.log.Warn("sandbox: resuming after a capture", "id", id, "err", err)
+		return
+	}
+	if err := ignoreNotExist(os.Remove(r.paths(id).captured)); err != nil {
+		r.log.Warn("sandbox: removing a capture's pause mark", "id", id, "err", err)
+	}
+}
+
+func ignoreNotExist(err error) error {
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
 	return err
 }

@@ -509,3 +509,75 @@ func TestRestartFindsContainers(t *testing.T) {
 		t.Fatalf("cgroups outlived the last Remove: %v", left)
 	}
 }
+
+// TestRestartResumesACapturesPause (issue 32): a process killed while
+// Changes had a session's container paused leaves it paused; a new
+// Runtime on the same root resumes it (Lookup, List, Start), so the
+// session runs on instead of reading lost. A pause of Pause is the
+// caller's and survives a new Runtime.
+func TestRestartResumesACapturesPause(t *testing.T) {
+	root := t.TempDir()
+	ctx := context.Background()
+	r1 := newRuntime(t, Options{Root: root})
+	create(t, r1, "cap", testimage.Busybox(t))
+	run(t, r1, "cap", "echo kept > /root/file")
+	// What a kill mid-capture leaves: the capture's pause, never undone.
+	func() {
+		defer r1.lock("cap")()
+		if err := r1.pauseForCapture(ctx, "cap"); err != nil {
+			t.Fatal(err)
+		}
+	}()
+	if i, err := r1.lookup(ctx, "cap"); err != nil || i.State != StatePaused {
+		t.Fatalf("after the capture's pause: %v %+v", err, i)
+	}
+
+	// Lookup of a new Runtime resumes it.
+	r2 := newRuntime(t, Options{Root: root})
+	if i, err := r2.Lookup(ctx, "cap"); err != nil || i.State != StateRunning {
+		t.Fatalf("Lookup after a restart mid-capture: %v %+v, want running", err, i)
+	}
+	if got := run(t, r2, "cap", "cat /root/file"); got != "kept\n" {
+		t.Fatalf("exec after the resume: %q", got)
+	}
+	if _, err := os.Lstat(r2.paths("cap").captured); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the capture's mark is still there after the resume: %v", err)
+	}
+
+	// So does List.
+	func() {
+		defer r2.lock("cap")()
+		if err := r2.pauseForCapture(ctx, "cap"); err != nil {
+			t.Fatal(err)
+		}
+	}()
+	r3 := newRuntime(t, Options{Root: root})
+	infos, err := r3.List(ctx)
+	if err != nil || len(infos) != 1 || infos[0].State != StateRunning {
+		t.Fatalf("List after a restart mid-capture: %v %+v, want one running", err, infos)
+	}
+
+	// A capture by the new Runtime pauses and resumes as ever.
+	l, _, err := r3.Changes(ctx, "cap")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e := layerEntries(t, l)["root/file"]; e.Size != 5 {
+		t.Fatalf("changes after the resume: %v", e)
+	}
+	if i, err := r3.Lookup(ctx, "cap"); err != nil || i.State != StateRunning {
+		t.Fatalf("after a capture: %v %+v", err, i)
+	}
+
+	// A caller's Pause is not undone by a new Runtime.
+	if err := r3.Pause(ctx, "cap"); err != nil {
+		t.Fatal(err)
+	}
+	r4 := newRuntime(t, Options{Root: root})
+	if i, err := r4.Lookup(ctx, "cap"); err != nil || i.State != StatePaused {
+		t.Fatalf("Lookup after a restart with a caller's pause: %v %+v, want paused", err, i)
+	}
+	if err := r4.Resume(ctx, "cap"); err != nil {
+		t.Fatal(err)
+	}
+}
