@@ -524,24 +524,19 @@ func (r *Runtime) removeCgroups() {
 
 // Pause freezes session id's processes (the freezer cgroup); Resume thaws
 // them. The pause is the caller's: a new Runtime leaves it as it is.
-func (r *Runtime) Pause(ctx context.Context, id string) error {
-	defer r.lock(id)()
-	if _, err := r.readMeta(id); err != nil {
-		return err
-	}
-	if _, err := r.runcOut(ctx, "pause", id); err != nil {
-		return err
-	}
-	return ignoreNotExist(os.Remove(r.paths(id).captured))
-}
+func (r *Runtime) Pause(ctx context.Context, id string) error { return r.freezer(ctx, id, "pause") }
 
 // Resume thaws a paused session.
-func (r *Runtime) Resume(ctx context.Context, id string) error {
+func (r *Runtime) Resume(ctx context.Context, id string) error { return r.freezer(ctx, id, "resume") }
+
+// freezer runs runc pause or resume on session id; either makes the
+// container's state the caller's, no longer a capture's.
+func (r *Runtime) freezer(ctx context.Context, id, verb string) error {
 	defer r.lock(id)()
 	if _, err := r.readMeta(id); err != nil {
 		return err
 	}
-	if _, err := r.runcOut(ctx, "resume", id); err != nil {
+	if _, err := r.runcOut(ctx, verb, id); err != nil {
 		return err
 	}
 	return ignoreNotExist(os.Remove(r.paths(id).captured))
