@@ -101,7 +101,9 @@ func TestCreateSandboxRefusals(t *testing.T) {
 	}{
 		{`{}`, http.StatusBadRequest, "image is required"},
 		{`{"harness":{"id":"h","version":"1"}}`, http.StatusNotFound, "no harness h@1"},
-		{`{"capability":{"id":"env","version":"1"}}`, http.StatusBadRequest, "not supported"},
+		{`{"capability":{"id":"env","version":"1"}}`, http.StatusBadRequest, "SVC_IMAGE_STORE"},
+		{`{"capability":{"id":"env"},"image":"busybox:1"}`, http.StatusBadRequest, "one source"},
+		{`{"capability":{"id":"env","version":"x"},"hibernate":true}`, http.StatusBadRequest, "cannot hibernate"},
 		{`{"image":"/tmp/x","repo":{"git":"https://example.com/r.git"}}`, http.StatusBadRequest, "repo"},
 		{`{"image":"/tmp/x","ttl":-1}`, http.StatusBadRequest, "ttl"},
 		{`{"image":"/tmp/x","ttl":99999999}`, http.StatusBadRequest, "SVC_SANDBOX_MAX_TTL"},

@@ -342,6 +342,30 @@ func TestWorldSnapshotsAndHibernation(t *testing.T) {
 	}
 	closeSession(t, dev.URL, rb.ID, map[string]any{"snapshot": false})
 
+	// An adopted environment capability (spec §4.8: a world is one): the
+	// session starts from the version it names, read only; its close
+	// publishes nothing into the world.
+	before := versionNumbers(getWorld(t, dev.URL, "shop"))
+	ad := createWorldSession(t, dev.URL, map[string]any{"capability": map[string]any{"id": "shop", "version": "v1"}})
+	if ad.Session.Image != v1a.Ref || ad.Session.World != nil || ad.Session.Hibernate {
+		t.Errorf("a session adopting shop v1 = image %q world %+v hibernate %v; want %q, no world, no hibernation", ad.Session.Image, ad.Session.World, ad.Session.Hibernate, v1a.Ref)
+	}
+	if got := sh(t, dev.URL, ad.ID, worldFilesCheck+`; test -e /srv/app/b.txt || echo no-b`); got != worldFilesWant+"no-b\n" {
+		t.Errorf("a session adopting v1 sees %q, want v1's files only", got)
+	}
+	if closed := closeSession(t, dev.URL, ad.ID, nil); len(closed.Session.Snapshots) != 0 {
+		t.Errorf("closing an adopting session published %+v, want nothing", closed.Session.Snapshots)
+	}
+	if got := versionNumbers(getWorld(t, dev.URL, "shop")); !slices.Equal(got, before) {
+		t.Errorf("versions after the adopting session %v, want %v unchanged", got, before)
+	}
+	var refused struct {
+		Error struct{ Message string } `json:"error"`
+	}
+	if code := call(t, "POST", dev.URL+"/sandboxes", map[string]any{"capability": map[string]any{"id": "shop", "version": "v99"}}, &refused); code != http.StatusNotFound {
+		t.Errorf("adopting a version that does not exist = %d %+v, want 404", code, refused)
+	}
+
 	// Expiry hibernates too.
 	exp := createWorldSession(t, dev.URL, map[string]any{"world": map[string]any{"id": "shop"}, "ttl": 3})
 	sh(t, dev.URL, exp.ID, `echo expired > /srv/app/exp.txt`)

@@ -44,6 +44,9 @@ type Session struct {
 	ClosedAt     *time.Time `json:"closedAt,omitempty"`
 	// World is the world it started from and hibernates into.
 	World *SessionWorld `json:"world,omitempty"`
+	// Capability is the adopted environment capability (a world version,
+	// read only) the session started from, when it named one.
+	Capability *SessionWorld `json:"capability,omitempty"`
 	// Hibernate: close and expiry snapshot a world session first.
 	Hibernate bool `json:"hibernate"`
 	// Snapshots are the world versions it published, oldest first.

@@ -21,8 +21,11 @@ type CreateRequest struct {
 	// image store (repo:tag, repo@sha256:...), or the absolute path of an
 	// OCI image layout under SVC_SANDBOX_IMAGE_DIRS.
 	Image string `json:"image,omitempty"`
-	// Capability (an adopted environment capability) is the spec's other
-	// source; the local runtime does not take it yet.
+	// Capability is an adopted environment capability: a world (spec
+	// §2.9: a world is an environment capability) whose version the
+	// session starts from without being bound to it: it neither
+	// hibernates into the world nor snapshots it. Version "" or "latest"
+	// is the latest, else "3" or "v3".
 	Capability *registry.Ref `json:"capability,omitempty"`
 	// Harness boots a registered process harness: the session runs its
 	// image (unless Image names another) and takes playground tasks for

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -75,11 +76,13 @@ func (s *Service) checkImage(image string) error {
 // with its hard expiry, 201 once its container runs.
 func (s *Service) Create(ctx context.Context, p auth.Principal, req CreateRequest, source string) (eval.Run, error) {
 	switch {
-	case req.Capability != nil:
-		return eval.Run{}, derrors.Invalidf("capability: sessions from an adopted environment capability are not supported by this deployment yet; give image (a reference into the image store, or an OCI layout path) or world")
+	case req.Capability != nil && (req.World != nil || req.Image != ""):
+		return eval.Run{}, derrors.Invalidf("capability: give one source, capability or image or world, not several")
+	case req.Capability != nil && req.Hibernate != nil && *req.Hibernate:
+		return eval.Run{}, derrors.Invalidf("hibernate: a session from an adopted capability cannot hibernate into it; give world {id} to snapshot into a world")
 	case req.Repo != nil:
 		return eval.Run{}, derrors.Invalidf("repo: cloning a repository into a session is not supported by the local runtime yet; omit repo")
-	case req.Image == "" && req.World == nil && req.Harness == nil:
+	case req.Image == "" && req.World == nil && req.Harness == nil && req.Capability == nil:
 		return eval.Run{}, derrors.Invalidf("image is required: a reference into the image store (repo:tag) or the absolute path of an OCI image layout; or give world {id}, or harness {id, version} (a registered harness with an image)")
 	}
 	if req.Agent != nil {
@@ -136,6 +139,12 @@ func (s *Service) Create(ctx context.Context, p auth.Principal, req CreateReques
 			return eval.Run{}, err
 		}
 	}
+	var adopted *eval.SessionWorld
+	if req.Capability != nil {
+		if adopted, image, err = s.adopt(ctx, p, *req.Capability); err != nil {
+			return eval.Run{}, err
+		}
+	}
 	var boot booted
 	if req.Harness != nil {
 		// The harness's image when nothing else names one (checked there).
@@ -178,6 +187,7 @@ func (s *Service) Create(ctx context.Context, p auth.Principal, req CreateReques
 			ExpiresAt:  now.Add(ttl),
 			TTLSeconds: int64(ttl / time.Second),
 			World:      req.World,
+			Capability: adopted,
 			Hibernate:  hibernate,
 			Snapshots:  []eval.SessionSnapshot{},
 			Agent:      req.Agent,
@@ -286,4 +296,40 @@ func (s *Service) failStart(ctx context.Context, run eval.Run, startErr error) e
 		return errors.Join(derrors.Unavailablef("the session %s was recorded but its workflow could not be started, and it could not be marked failed", run.ID), startErr, err)
 	}
 	return errors.Join(derrors.Unavailablef("the session %s was recorded but its workflow could not be started; it is marked failed, create it again", run.ID), startErr)
+}
+
+// adopt resolves an adopted environment capability: a world of p's
+// workspace at a version (latest when none), pinned by digest. The
+// session reads it and is not bound to it.
+func (s *Service) adopt(ctx context.Context, p auth.Principal, c registry.Ref) (*eval.SessionWorld, string, error) {
+	if s.o.Worlds == nil {
+		return nil, "", derrors.Invalidf("capability: this deployment has no image store (SVC_IMAGE_STORE), so it holds no environment capabilities; give image")
+	}
+	if err := registry.ValidateID(c.ID); err != nil {
+		return nil, "", fmt.Errorf("capability: %w", err)
+	}
+	n := 0
+	if v := strings.TrimPrefix(c.Version, "v"); c.Version != "" && c.Version != "latest" {
+		k, err := strconv.Atoi(v)
+		if err != nil || k < 1 {
+			return nil, "", derrors.Invalidf("capability.version %q: want latest, or a version such as 3 or v3", c.Version)
+		}
+		n = k
+	}
+	ref, err := s.o.Worlds.ResolveWorld(ctx, p.Workspace, c.ID, n)
+	if errors.Is(err, derrors.ErrNotFound) {
+		return nil, "", derrors.NotFoundf("capability %q has no version %s in this workspace's image store; list them with GET /worlds/%s", c.ID, versionName(n), c.ID)
+	}
+	if err != nil {
+		return nil, "", err
+	}
+	return &eval.SessionWorld{ID: c.ID, Version: n}, ref, nil
+}
+
+// versionName is "latest" for 0, else "v<n>".
+func versionName(n int) string {
+	if n == 0 {
+		return "latest"
+	}
+	return "v" + strconv.Itoa(n)
 }
