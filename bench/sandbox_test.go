@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -52,8 +53,12 @@ import (
 //     process tree (svc dev and its descendants, and each container's
 //     processes found from its init.pid: the image's /bin/sh init and its
 //     sleep), divided by their number, as the sum of VmRSS and of Pss (pages
-//     shared between processes counted once). Three rounds, each closing
-//     its sessions.
+//     shared between processes counted once); and the usage of the
+//     containers' memory cgroups (their processes' memory plus the kernel
+//     memory charged to them), which RSS does not show; and svc dev's Go
+//     heap in use after a forced GC (its pprof heap profile), which its RSS
+//     (the garbage collector returns and takes pages) is too noisy to show.
+//     Three rounds, each closing its sessions.
 //
 // Run it alone, as root, with runc and busybox-static installed:
 //
@@ -82,7 +87,8 @@ func BenchmarkSandboxSession(b *testing.B) {
 
 	for range b.N {
 		dataDir := b.TempDir()
-		d := sbxStartDev(b, bin, dataDir, fmt.Sprintf("SVC_SANDBOX_MAX_PER_TENANT=%d", idle+5))
+		pprof := sbxFreeAddr(b)
+		d := sbxStartDev(b, bin, dataDir, fmt.Sprintf("SVC_SANDBOX_MAX_PER_TENANT=%d", idle+5), "SVC_PPROF_ADDR="+pprof)
 		refBusybox := sbxImport(b, d.url, busybox, "bench-busybox:1")
 		refSmall := sbxImport(b, d.url, coldSmall, "bench-cold:1")
 		refPython := sbxImport(b, d.url, coldPython, "bench-python:1")
@@ -116,8 +122,9 @@ func BenchmarkSandboxSession(b *testing.B) {
 		coldPythonT, id := sbxCreateToExec(b, d.url, refPython)
 		sbxClose(b, d.url, id)
 
-		var rssPer, pssPer, ctrRSSPer, ctrPSSPer, devRSSPer []float64
+		var rssPer, pssPer, ctrRSSPer, ctrPSSPer, devRSSPer, cgPer, heapPer []float64
 		for round := range 3 {
+			heap0 := sbxHeapInuse(b, pprof)
 			before := sbxTree(b, d.pid, dataDir)
 			var ids []string
 			for range idle {
@@ -126,12 +133,15 @@ func BenchmarkSandboxSession(b *testing.B) {
 				ids = append(ids, id)
 			}
 			after := sbxTree(b, d.pid, dataDir)
+			heap1 := sbxHeapInuse(b, pprof)
 			n := float64(idle)
 			rssPer = append(rssPer, float64(after.rss-before.rss)/n)
 			pssPer = append(pssPer, float64(after.pss-before.pss)/n)
 			ctrRSSPer = append(ctrRSSPer, float64(after.ctrRSS-before.ctrRSS)/n)
 			ctrPSSPer = append(ctrPSSPer, float64(after.ctrPSS-before.ctrPSS)/n)
 			devRSSPer = append(devRSSPer, float64(after.devRSS-before.devRSS)/n)
+			cgPer = append(cgPer, float64(after.cgroup-before.cgroup)/n)
+			heapPer = append(heapPer, float64(heap1-heap0)/1024/n)
 			b.Logf("idle round %d: before %s; after %d sessions %s; container processes per session %.1f", round+1, before, idle, after,
 				float64(after.ctrProcs-before.ctrProcs)/n)
 			for _, id := range ids {
@@ -154,6 +164,8 @@ func BenchmarkSandboxSession(b *testing.B) {
 		b.ReportMetric(ms(coldPythonT), "cold-python-ms")
 		b.ReportMetric(sbxPctF(rssPer, 0.5)/1024, "idle-rss-MB/session")
 		b.ReportMetric(sbxPctF(pssPer, 0.5)/1024, "idle-pss-MB/session")
+		b.ReportMetric(sbxPctF(cgPer, 0.5)/1024, "idle-cgroup-MB/session")
+		b.ReportMetric(sbxPctF(heapPer, 0.5), "idle-heap-KB/session")
 
 		b.Logf("first session of the process (busybox never unpacked): %s", first.Round(time.Millisecond))
 		b.Logf("create to first exec over %d, sorted: %v", reps, sbxSorted(creates))
@@ -164,8 +176,8 @@ func BenchmarkSandboxSession(b *testing.B) {
 		b.Logf("cold, busybox + one small layer: %s; image %.2f MB compressed, %.2f MB unpacked, %d files", coldSmallT.Round(time.Millisecond), smC, smU, smF)
 		b.Logf("cold, busybox + %s: %s; image %.2f MB compressed, %.2f MB unpacked, %d files", pyDir, coldPythonT.Round(time.Millisecond), pyC, pyU, pyF)
 		b.Logf("busybox alone: %.2f MB compressed, %.2f MB unpacked, %d files", bbC, bbU, bbF)
-		b.Logf("idle sessions, added KiB per session by round: tree RSS %v, tree PSS %v; of which containers RSS %v PSS %v; svc dev's own RSS %v",
-			rssPer, pssPer, ctrRSSPer, ctrPSSPer, devRSSPer)
+		b.Logf("idle sessions, added KiB per session by round: tree RSS %v, tree PSS %v; of which containers RSS %v PSS %v; svc dev's own RSS %v, its Go heap in use after a GC %v; the containers' memory cgroups %v",
+			rssPer, pssPer, ctrRSSPer, ctrPSSPer, devRSSPer, heapPer, cgPer)
 	}
 }
 
@@ -480,12 +492,13 @@ func sbxClose(b *testing.B, url, id string) {
 // containers' processes, in KiB.
 type sbxMem struct {
 	rss, pss, devRSS, ctrRSS, ctrPSS int64
+	cgroup                           int64 // the containers' memory cgroups' usage (kernel memory included)
 	procs, ctrProcs                  int
 }
 
 func (m sbxMem) String() string {
-	return fmt.Sprintf("%d processes (%d in containers), RSS %.1f MB (svc dev itself %.1f, containers %.1f), PSS %.1f MB (containers %.1f)",
-		m.procs, m.ctrProcs, float64(m.rss)/1024, float64(m.devRSS)/1024, float64(m.ctrRSS)/1024, float64(m.pss)/1024, float64(m.ctrPSS)/1024)
+	return fmt.Sprintf("%d processes (%d in containers), RSS %.1f MB (svc dev itself %.1f, containers %.1f), PSS %.1f MB (containers %.1f), containers' memory cgroups %.1f MB",
+		m.procs, m.ctrProcs, float64(m.rss)/1024, float64(m.devRSS)/1024, float64(m.ctrRSS)/1024, float64(m.pss)/1024, float64(m.ctrPSS)/1024, float64(m.cgroup)/1024)
 }
 
 // sbxTree reads /proc: svc dev (pid) and its descendants, and each
@@ -528,6 +541,7 @@ func sbxTree(b *testing.B, pid int, dataDir string) sbxMem {
 			walk(c, acc)
 		}
 	}
+	var m sbxMem
 	var ctr []int
 	inits, _ := filepath.Glob(filepath.Join(dataDir, "sandbox", "sessions", "*", "bundle", "init.pid"))
 	for _, f := range inits {
@@ -538,12 +552,12 @@ func sbxTree(b *testing.B, pid int, dataDir string) sbxMem {
 		if p, err := strconv.Atoi(strings.TrimSpace(string(data))); err == nil {
 			if _, err := os.Stat(fmt.Sprintf("/proc/%d", p)); err == nil {
 				walk(p, &ctr)
+				m.cgroup += sbxCgroupMem(p)
 			}
 		}
 	}
 	var dev []int
 	walk(pid, &dev)
-	var m sbxMem
 	for _, p := range dev {
 		r, s := sbxProcMem(p)
 		m.rss += r
@@ -582,4 +596,66 @@ func sbxProcMem(pid int) (rss, pss int64) {
 		return 0
 	}
 	return field(fmt.Sprintf("/proc/%d/status", pid), "VmRSS:"), field(fmt.Sprintf("/proc/%d/smaps_rollup", pid), "Pss:")
+}
+
+// sbxCgroupMem answers the usage of pid's memory cgroup in KiB: cgroup v1's
+// memory.usage_in_bytes (this machine's hybrid hierarchy) or v2's
+// memory.current; 0 when neither is there.
+func sbxCgroupMem(pid int) int64 {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", pid))
+	if err != nil {
+		return 0
+	}
+	var v1, v2 string
+	for _, line := range strings.Split(string(data), "\n") {
+		f := strings.SplitN(line, ":", 3)
+		if len(f) != 3 {
+			continue
+		}
+		if f[1] == "memory" {
+			v1 = filepath.Join("/sys/fs/cgroup/memory", f[2], "memory.usage_in_bytes")
+		} else if f[0] == "0" && f[1] == "" {
+			v2 = filepath.Join("/sys/fs/cgroup", f[2], "memory.current")
+		}
+	}
+	for _, p := range []string{v1, v2} {
+		if p == "" {
+			continue
+		}
+		if b, err := os.ReadFile(p); err == nil {
+			if n, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64); err == nil {
+				return n / 1024
+			}
+		}
+	}
+	return 0
+}
+
+// sbxFreeAddr is a loopback address no one listens on.
+func sbxFreeAddr(b *testing.B) string {
+	b.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// sbxHeapInuse is svc dev's Go heap in use in bytes, after a GC, from its
+// pprof heap profile at addr (SVC_PPROF_ADDR).
+func sbxHeapInuse(b *testing.B, addr string) int64 {
+	b.Helper()
+	code, raw := sbxDo(b, "GET", "http://"+addr+"/debug/pprof/heap?gc=1&debug=1", "", nil, nil)
+	if code != 200 {
+		b.Fatalf("GET heap profile = %d %s", code, raw)
+	}
+	for _, line := range strings.Split(string(raw), "\n") {
+		if v, ok := strings.CutPrefix(line, "# HeapInuse = "); ok {
+			n, _ := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+			return n
+		}
+	}
+	b.Fatalf("no HeapInuse in svc dev's heap profile")
+	return 0
 }
