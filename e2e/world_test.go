@@ -507,6 +507,31 @@ func TestWorldRetentionAndCaptureCap(t *testing.T) {
 		return true
 	})
 
+	// A prune that fails never undoes the snapshot: v2's manifest made
+	// immutable (chattr +i: not even root deletes it), v3 is published
+	// all the same, the answer says the prune failed, and v3 pulls.
+	links, _ := filepath.Glob(filepath.Join(data, "images", "repos", "*", "*", "keep", "_manifests", "sha256", strings.TrimPrefix(v2.Digest, "sha256:")))
+	if len(links) != 1 {
+		t.Fatalf("v2's manifest link under the data dir: %v, want one", links)
+	}
+	if out, err := exec.Command("chattr", "+i", links[0]).CombinedOutput(); err != nil {
+		t.Fatalf("chattr +i %s: %v %s", links[0], err, out)
+	}
+	t.Cleanup(func() { exec.Command("chattr", "-i", links[0]).Run() })
+	sh(t, dev.URL, s.ID, `echo third > /root/c`)
+	v3 := snapshotSession(t, dev.URL, s.ID)
+	if v3.Version != 3 || v3.PruneError == "" {
+		t.Errorf("snapshot with a failing prune = %+v, want v3 published and pruneError saying the prune failed", v3)
+	}
+	if _, err := pull(t, repo, "v3"); err != nil {
+		t.Errorf("v3 does not pull after its prune failed: %v", err)
+	}
+	if got := versionNumbers(getWorld(t, dev.URL, "keep")); !slices.Contains(got, 3) {
+		t.Errorf("versions after a failed prune = %v, want v3 kept", got)
+	}
+	exec.Command("chattr", "-i", links[0]).Run()
+	sh(t, dev.URL, s.ID, `rm /root/c`)
+
 	// Past the capture cap: refused by name; the close still tears down.
 	sh(t, dev.URL, s.ID, `head -c 2000000 /dev/urandom > /root/big`)
 	var eb errorBody
@@ -538,9 +563,39 @@ func TestWorldRetentionAndCaptureCap(t *testing.T) {
 	if failed != 1 || tr.Events[len(tr.Events)-1].Kind != "session.closed" {
 		t.Errorf("trajectory has %d session.snapshot_failed events (last %+v), want 1 and session.closed last", failed, tr.Events[len(tr.Events)-1])
 	}
-	if got := versionNumbers(getWorld(t, dev.URL, "keep")); !slices.Equal(got, []int{2}) {
-		t.Errorf("versions after a failed hibernation = %v, want [2]", got)
+	if got := versionNumbers(getWorld(t, dev.URL, "keep")); !slices.Equal(got, []int{3}) {
+		t.Errorf("versions after a failed hibernation = %v, want [3] (v3, the latest, kept; v2's tag went with the prune that failed on its manifest)", got)
 	}
+
+	// Retention skips versions another member published: another member's
+	// v4 prunes nothing of ours; our v5 then prunes our v3 and keeps
+	// their v4.
+	other := otherMember(t, dev.URL)
+	as := func(method, path string, body, out any) int {
+		return call(t, method, dev.URL+path, body, out, "Authorization", "Bearer "+other)
+	}
+	var theirs worldSession
+	if code := as("POST", "/sandboxes", map[string]any{"world": map[string]any{"id": "keep"}, "ttl": 300}, &theirs); code != 201 {
+		t.Fatalf("another member's world session = %d", code)
+	}
+	var r execResult
+	if code := as("POST", "/sandboxes/"+theirs.ID+"/exec", map[string]any{"command": "echo theirs > /root/t"}, &r); code != 200 || r.ExitCode != 0 {
+		t.Fatalf("another member's exec = %d %+v", code, r)
+	}
+	var v4 snapshotAnswer
+	if code := as("POST", "/sandboxes/"+theirs.ID+"/snapshot", nil, &v4); code != 201 || v4.Version != 4 || len(v4.PrunedVersions) != 0 {
+		t.Errorf("another member's snapshot = %d %+v, want v4 pruning nothing (v3 is ours)", code, v4)
+	}
+	as("POST", "/sandboxes/"+theirs.ID+"/close", map[string]any{"snapshot": false}, nil)
+	ours := createWorldSession(t, dev.URL, map[string]any{"world": map[string]any{"id": "keep"}})
+	sh(t, dev.URL, ours.ID, `echo ours > /root/o`)
+	if v5 := snapshotSession(t, dev.URL, ours.ID); v5.Version != 5 || !slices.Equal(v5.PrunedVersions, []string{"v3"}) {
+		t.Errorf("our snapshot after theirs = %+v, want v5 pruning our v3 only", v5)
+	}
+	if got := versionNumbers(getWorld(t, dev.URL, "keep")); !slices.Equal(got, []int{4, 5}) {
+		t.Errorf("versions = %v, want their v4 kept beside our v5", got)
+	}
+	closeSession(t, dev.URL, ours.ID, map[string]any{"snapshot": false})
 }
 
 // unreferencedBlobs are the store's blob files that no tag of any
