@@ -42,3 +42,4 @@ func (r *Runtime) Stop(context.Context, string) error                       { re
 func (r *Runtime) Remove(context.Context, string) error                     { return r.err() }
 func (r *Runtime) Pause(context.Context, string) error                      { return r.err() }
 func (r *Runtime) Resume(context.Context, string) error                     { return r.err() }
+func (r *Runtime) RemoveAll(context.Context) error                          { return r.err() }

@@ -15,6 +15,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -574,4 +576,114 @@ func ignoreNotExist(err error) error {
 		return nil
 	}
 	return err
+}
+
+// RemoveAll removes every session under the root, as a teardown of a root
+// no process uses any longer (a test's, an operator's): each session's
+// container, mount and file system (Remove), then any container runc's
+// state root still lists (one whose record a crash lost), any overlay
+// still mounted under the runtime's mount directory or over a directory of
+// the root, and the runtime's cgroups. Unpacked images stay. It then
+// checks that nothing is left, and its error names what is: a container
+// runc still lists, a mount still there.
+func (r *Runtime) RemoveAll(ctx context.Context) error {
+	var errs []error
+	ents, err := os.ReadDir(filepath.Join(r.root, "sessions"))
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		errs = append(errs, err)
+	}
+	for _, e := range ents {
+		if err := r.Remove(ctx, e.Name()); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	for _, id := range r.runcIDs(ctx) {
+		if _, err := r.runcOut(ctx, "delete", "--force", id); err != nil && !strings.Contains(err.Error(), "not exist") {
+			errs = append(errs, fmt.Errorf("sandbox %s: %w", id, err))
+		}
+	}
+	for _, m := range r.mountsLeft() {
+		r.unmount(m)
+		if err := os.Remove(m); err != nil && !errors.Is(err, os.ErrNotExist) && strings.HasPrefix(m, r.mounts+"/") {
+			errs = append(errs, err)
+		}
+	}
+	_ = os.Remove(r.mounts)
+	r.removeCgroups() // only the empty ones go
+	// What is left.
+	if ids := r.runcIDs(ctx); len(ids) > 0 {
+		errs = append(errs, fmt.Errorf("runc (state root %s) still lists %d containers: %s", r.stateRoot(), len(ids), strings.Join(ids, " ")))
+	}
+	if ms := r.mountsLeft(); len(ms) > 0 {
+		errs = append(errs, fmt.Errorf("%d mounts of the root %s are still there: %s", len(ms), r.root, strings.Join(ms, " ")))
+	}
+	return errors.Join(errs...)
+}
+
+// runcIDs is the containers runc's state root lists; none without runc or
+// a state root.
+func (r *Runtime) runcIDs(ctx context.Context) []string {
+	if r.runc == "" {
+		return nil
+	}
+	if _, err := os.Stat(r.stateRoot()); err != nil {
+		return nil
+	}
+	out, err := r.runcOut(ctx, "list", "--quiet")
+	if err != nil {
+		return nil
+	}
+	return strings.Fields(string(out))
+}
+
+// mountsLeft is the mount points of this runtime still mounted: under its
+// mount directory, or an overlay whose options name a directory of the
+// root (its lower, upper or work directory), deepest first.
+func (r *Runtime) mountsLeft() []string {
+	data, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, line := range strings.Split(string(data), "\n") {
+		// id parent major:minor root mountpoint options ... - fstype source superoptions
+		f := strings.Fields(line)
+		if len(f) < 5 {
+			continue
+		}
+		point := unescapeMount(f[4])
+		ours := strings.HasPrefix(point, r.mounts+"/")
+		if !ours {
+			for i, x := range f {
+				if x == "-" && i+3 < len(f) && f[i+1] == "overlay" {
+					ours = strings.Contains(","+unescapeMount(f[i+3]), "dir="+r.root+"/")
+				}
+			}
+		}
+		if ours {
+			out = append(out, point)
+		}
+	}
+	// Deepest first, so that a mount under another goes before it.
+	slices.SortFunc(out, func(a, b string) int { return cmp.Or(cmp.Compare(len(b), len(a)), strings.Compare(a, b)) })
+	return slices.Compact(out)
+}
+
+// unescapeMount undoes mountinfo's octal escapes (\040 for a space).
+func unescapeMount(s string) string {
+	if !strings.Contains(s, `\`) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+3 < len(s) {
+			if c, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
+				b.WriteByte(byte(c))
+				i += 3
+				continue
+			}
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
 }

@@ -11,6 +11,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -579,5 +580,59 @@ func TestRestartResumesACapturesPause(t *testing.T) {
 	}
 	if err := r4.Resume(ctx, "cap"); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestRemoveAllLeavesNothing (issue 32): RemoveAll of a root with a
+// running, a paused and a stopped session, and one whose record a crash
+// lost (its container and mount still there), leaves no container runc
+// lists, no mount of the root, no session, no mount directory and no
+// cgroup; a second RemoveAll does nothing.
+func TestRemoveAllLeavesNothing(t *testing.T) {
+	root := t.TempDir()
+	r := newRuntime(t, Options{Root: root})
+	ctx := context.Background()
+	img := testimage.Busybox(t)
+	for _, id := range []string{"run", "paused", "stopped", "lost"} {
+		create(t, r, id, img)
+	}
+	if err := r.Pause(ctx, "paused"); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Stop(ctx, "stopped"); err != nil {
+		t.Fatal(err)
+	}
+	// The lost one's record goes elsewhere: only runc and the mount table know it.
+	if err := os.Rename(r.paths("lost").dir, filepath.Join(root, "lost-record")); err != nil {
+		t.Fatal(err)
+	}
+	if ids := r.runcIDs(ctx); len(ids) != 3 {
+		t.Fatalf("runc lists %v before RemoveAll, want 3 containers", ids)
+	}
+	if ms := r.mountsLeft(); len(ms) != 3 {
+		t.Fatalf("mounts before RemoveAll: %v, want 3", ms)
+	}
+	for range 2 {
+		if err := r.RemoveAll(ctx); err != nil {
+			t.Fatalf("RemoveAll: %v", err)
+		}
+		if out, err := exec.Command(r.runc, "--root", r.stateRoot(), "list", "-q").Output(); err != nil || strings.TrimSpace(string(out)) != "" {
+			t.Errorf("runc list after RemoveAll = %q %v, want no container", out, err)
+		}
+		mi, _ := os.ReadFile("/proc/self/mountinfo")
+		for _, line := range strings.Split(string(mi), "\n") {
+			if strings.Contains(line, root+"/") || strings.Contains(line, r.mounts) {
+				t.Errorf("a mount of the root is left: %s", line)
+			}
+		}
+		if ents, _ := os.ReadDir(filepath.Join(root, "sessions")); len(ents) != 0 {
+			t.Errorf("%d sessions left under the root", len(ents))
+		}
+		if _, err := os.Lstat(r.mounts); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("the mount directory %s is left: %v", r.mounts, err)
+		}
+		if left, _ := filepath.Glob("/sys/fs/cgroup/*/svc-sandbox/" + filepath.Base(r.mounts)); len(left) != 0 {
+			t.Errorf("cgroups left: %v", left)
+		}
 	}
 }
