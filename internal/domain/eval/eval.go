@@ -331,14 +331,6 @@ type Process struct {
 	TimedOut   bool   `json:"timedOut,omitempty"`
 }
 
-// Notification kinds (spec §2.10).
-const (
-	NotifyRunCompleted       = "run_completed"
-	NotifyRunFailed          = "run_failed"
-	NotifyScorecardCompleted = "scorecard_completed"
-	NotifyScorecardFailed    = "scorecard_failed"
-)
-
 // RawJSON is a JSON value kept as sent.
 type RawJSON = json.RawMessage
 
