@@ -237,6 +237,17 @@ func (s *Server) authenticate(r Route) echo.MiddlewareFunc {
 			if err := auth.Authorize(p, r.Action); err != nil {
 				return err
 			}
+			// The agent acting with the credential, when the client
+			// declares one (docs/agents.md): its headers, else on a tool
+			// call the MCP client's info.
+			agent, err := auth.DeclaredAgent(req.Header)
+			if err != nil {
+				return err
+			}
+			if agent == nil {
+				agent = mcpClientAgent(req.Context())
+			}
+			p.Agent = agent
 			c.SetRequest(req.WithContext(auth.WithPrincipal(req.Context(), p)))
 			return next(c)
 		}

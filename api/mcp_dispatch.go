@@ -28,9 +28,11 @@ import (
 // therefore exactly the route's; the answer is the route's.
 
 // forwardedHeaders are the headers of the MCP request a tool call carries
-// to its route: who calls, in which workspace, with which client.
+// to its route: who calls, in which workspace, with which client, as which
+// agent.
 var forwardedHeaders = []string{
 	echo.HeaderAuthorization, auth.WorkspaceHeader, auth.TenantHeader, "User-Agent",
+	auth.AgentIDHeader, auth.AgentNameHeader, auth.ConversationIDHeader,
 }
 
 // toolCallKey marks the context of a request that serves a tool call.
@@ -56,9 +58,10 @@ func (s *Server) callRoute(ctx context.Context, req *mcp.CallToolRequest, rt *ro
 	}
 	rctx := context.WithValue(ctx, toolCallKey{}, true)
 	if req.Session != nil {
-		// The client's declared name is its agent id (sandbox capacity).
+		// The client's declared name is its agent, unless the call's
+		// X-Svc-Agent-* headers name one (docs/agents.md).
 		if ip := req.Session.InitializeParams(); ip != nil && ip.ClientInfo != nil {
-			rctx = withMCPClient(rctx, ip.ClientInfo.Name, req.Session.ID())
+			rctx = withMCPClient(rctx, ip.ClientInfo.Name, ip.ClientInfo.Title, req.Session.ID())
 		}
 	}
 	r, err := rt.request(rctx, args)

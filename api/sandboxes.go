@@ -26,19 +26,29 @@ func (s *Server) sandboxRoutes() []Route {
 }
 
 // mcpClientKey carries, in the context of a request serving a tool call,
-// the MCP client's declared identity (its initialize clientInfo name) and
-// its MCP session: what fills a create's absent agent.
+// the agent the MCP client is by its initialize clientInfo and its MCP
+// session (auth.MCPClientAgent): the principal's agent when the call
+// declares none by header.
 type mcpClientKey struct{}
 
-// mcpClient is an MCP client's declared identity.
-type mcpClient struct{ name, session string }
-
 // withMCPClient marks ctx with the calling MCP client.
-func withMCPClient(ctx context.Context, name, session string) context.Context {
-	if name == "" {
+func withMCPClient(ctx context.Context, name, title, session string) context.Context {
+	a := auth.MCPClientAgent(name, title, session)
+	if a == nil {
 		return ctx
 	}
-	return context.WithValue(ctx, mcpClientKey{}, mcpClient{name: name, session: session})
+	return context.WithValue(ctx, mcpClientKey{}, a)
+}
+
+// mcpClientAgent is the agent withMCPClient put in ctx; nil outside a tool
+// call.
+func mcpClientAgent(ctx context.Context) *eval.Agent {
+	a, _ := ctx.Value(mcpClientKey{}).(*eval.Agent)
+	if a == nil {
+		return nil
+	}
+	cp := *a
+	return &cp
 }
 
 func (s *Server) createSandbox(c echo.Context) error {
@@ -46,11 +56,11 @@ func (s *Server) createSandbox(c echo.Context) error {
 	if err := Bind(c, &req); err != nil {
 		return err
 	}
-	// An agent on the tool endpoint is its declared client, unless the
-	// body names one: declaring is not a privilege (the session is still
-	// its member's), only what the agent cap counts.
-	if mc, ok := c.Request().Context().Value(mcpClientKey{}).(mcpClient); ok && req.Agent == nil {
-		req.Agent = &eval.Agent{ID: mc.name, Conversation: mc.session}
+	// The agent is the principal's (its headers or its MCP client), unless
+	// the body names one: declaring is not a privilege (the session is
+	// still its member's), only what the agent cap counts.
+	if req.Agent == nil {
+		req.Agent = principal(c).Agent
 	}
 	run, err := s.sandboxes.Create(c.Request().Context(), principal(c), req, originSource(c))
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"svc/internal/domain/eval"
 	"svc/internal/platform/derrors"
 )
 
@@ -112,6 +113,11 @@ type Principal struct {
 	Scopes []Scope `json:"scopes,omitempty"`
 	// KeyID is the id of the API key used, for audit; not part of §2.1.
 	KeyID string `json:"-"`
+	// Agent is the agent acting with this member's credential, when the
+	// client declared one (DeclaredAgent: X-Svc-Agent-* headers, or an MCP
+	// client's info). It is bound to the member: Subject stays the
+	// member's, and declaring is never a privilege (docs/agents.md).
+	Agent *eval.Agent `json:"agent,omitempty"`
 }
 
 // KeySubjectPrefix starts the subject of a machine key that acts as itself:

@@ -104,10 +104,12 @@ type SessionRepo struct {
 	Dir string `json:"dir,omitempty"`
 }
 
-// Agent is an agent that declared itself: its id and conversation. It is
-// not a privilege: a session an agent drives still belongs to its member.
+// Agent is an agent that declared itself: its id, display name and
+// conversation (docs/agents.md). It is not a privilege: what an agent does
+// with a member's credential still belongs to that member.
 type Agent struct {
 	ID           string `json:"id"`
+	Name         string `json:"name,omitempty"`
 	Conversation string `json:"conversation,omitempty"`
 }
 
