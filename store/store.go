@@ -60,6 +60,7 @@ type Tx interface {
 	RunnerJobOutput
 	TraceSources
 	Sessions
+	Approvals
 }
 
 // Workspace is a tenant: the trust zone every record belongs to.

@@ -32,7 +32,7 @@ func Cases() []Case {
 	return slices.Concat(workspaceCases, eventCases, transactCases, storeCases, textCases,
 		apiKeyCases, memberCases, inviteCases, teamCases, identityTxCases, registryCases, secretCases,
 		runCases, runLogCases, trajectoryCases, notificationCases, webhookCases,
-		scorecardCases, scorecardStepCases, childRunCountCases, childRunCases, analysisCases, batchCases, traceIngestCases, slotCases, runnerJobCases, runnerOutputCases, traceSourceCases, sessionCases)
+		scorecardCases, scorecardStepCases, childRunCountCases, childRunCases, analysisCases, batchCases, traceIngestCases, slotCases, runnerJobCases, runnerOutputCases, traceSourceCases, sessionCases, approvalCases)
 }
 
 // Run runs every case as a subtest, each on a store from newStore, which
