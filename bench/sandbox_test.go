@@ -4,6 +4,7 @@ import (
 	"archive/tar"
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -26,6 +27,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
+	"svc/drivers/local/sandbox"
 	"svc/internal/testing/testimage"
 )
 
@@ -341,6 +343,25 @@ func sbxImageSize(b *testing.B, img v1.Image, ref, dataDir string) (float64, flo
 	return float64(comp) / 1e6, float64(unpacked) / 1e6, files
 }
 
+// sbxRemoveAllAfter registers the removal of every container, mount and
+// session of the sandbox runtime under root (sandbox.RemoveAll), to run
+// after the svc dev about to start on it has stopped (cleanups run last
+// registered first), so that a benchmark leaves none however it ends;
+// what is left fails it.
+func sbxRemoveAllAfter(b *testing.B, root string) {
+	b.Cleanup(func() {
+		rt, err := sandbox.New(sandbox.Options{Root: root})
+		if err == nil {
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			err = rt.RemoveAll(ctx)
+		}
+		if err != nil {
+			b.Errorf("sandbox containers or mounts left after the benchmark: %v", err)
+		}
+	})
+}
+
 var sbxAPILine = regexp.MustCompile(`API on (http://\S+)`)
 
 type sbxDev struct {
@@ -348,9 +369,11 @@ type sbxDev struct {
 	pid int
 }
 
-// sbxStartDev runs `svc dev` on dataDir until the benchmark ends.
+// sbxStartDev runs `svc dev` on dataDir until the benchmark ends; then
+// every container and mount of its sandbox runtime is removed.
 func sbxStartDev(b *testing.B, bin, dataDir string, env ...string) sbxDev {
 	b.Helper()
+	sbxRemoveAllAfter(b, filepath.Join(dataDir, "sandbox"))
 	cmd := exec.Command(bin, "dev")
 	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"), "SVC_LOG_LEVEL=warn",
 		"SVC_DATA_DIR=" + dataDir, "SVC_ADDR=127.0.0.1:0", "SVC_TEMPORAL_PORT=0"}, env...)

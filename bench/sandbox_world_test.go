@@ -138,6 +138,7 @@ func worldDev(b *testing.B, dataDir string, env ...string) string {
 	if bin == "" {
 		bin, _ = filepath.Abs("../bin/svc")
 	}
+	sbxRemoveAllAfter(b, filepath.Join(dataDir, "sandbox"))
 	cmd := exec.Command(bin, "dev")
 	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"), "SVC_LOG_LEVEL=warn",
 		"SVC_DATA_DIR=" + dataDir, "SVC_ADDR=127.0.0.1:0", "SVC_TEMPORAL_PORT=0"}, env...)

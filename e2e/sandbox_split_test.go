@@ -74,9 +74,11 @@ func (s *splitStack) startServe() {
 }
 
 // startWorker starts svc worker on dataDir (its sandbox runtime's state is
-// under it) with env added, and waits for it to poll.
+// under it) with env added, and waits for it to poll. Its containers and
+// mounts are removed once the test has stopped or killed it.
 func (s *splitStack) startWorker(dataDir string, env ...string) *proc {
 	s.t.Helper()
+	removeSandboxesAfter(s.t, filepath.Join(dataDir, "sandbox"))
 	w := start(s.t, append(append(s.env, "SVC_DATA_DIR="+dataDir), env...), false, "worker")
 	testwait.Until(s.t, time.Minute, "the worker's polling line", func() bool { return strings.Contains(w.Stdout(), "polling task queue") })
 	return w
@@ -181,12 +183,6 @@ func TestSandboxSplitDeployment(t *testing.T) {
 		}
 		return v
 	}
-	t.Cleanup(func() {
-		// A failed test leaves no container running.
-		for _, id := range strings.Fields(runcList(t, hostDir)) {
-			exec.Command("runc", "--root", filepath.Join(hostDir, "sandbox", "runc"), "delete", "--force", id).Run()
-		}
-	})
 	created := time.Now()
 	a := create(600)
 	if a.Status != "running" || a.Session.ComputeID == "" || !strings.Contains(runcList(t, hostDir), a.Session.ComputeID) {

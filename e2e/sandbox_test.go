@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -14,6 +15,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/layout"
 
+	"svc/drivers/local/sandbox"
 	"svc/internal/testing/testimage"
 	"svc/internal/testing/testwait"
 )
@@ -81,10 +83,40 @@ func busyboxLayout(t *testing.T) (string, string) {
 }
 
 // sandboxDev starts svc dev with sessions allowed from dir's layouts.
+// Once the test has stopped it (or start's cleanup has killed it), every
+// container and mount of its sandbox runtime is removed
+// (removeSandboxesAfter).
 func sandboxDev(t *testing.T, dataDir, imageDir string, extra ...string) *proc {
 	t.Helper()
+	removeSandboxesAfter(t, filepath.Join(dataDir, "sandbox"))
 	env := devEnv(dataDir, append([]string{"SVC_SANDBOX_IMAGE_DIRS=" + imageDir, "SVC_INTERNAL_TOKEN=" + sandboxOperatorToken}, extra...)...)
 	return start(t, env, true, "dev")
+}
+
+// removeSandboxesAfter registers the removal of every container, mount
+// and session of the sandbox runtime under root (sandbox.RemoveAll, as
+// the process's own runtime finds them), so that a test leaves none
+// however it ends: a session it left open, a process it killed. Call it
+// before starting the process on root: cleanups run last registered
+// first, so it runs after start's cleanup has stopped the process. What
+// RemoveAll cannot remove fails the test, naming it.
+func removeSandboxesAfter(t testing.TB, root string) {
+	t.Helper()
+	t.Cleanup(func() {
+		rt, err := sandbox.New(sandbox.Options{Root: root})
+		if err != nil {
+			t.Errorf("the sandbox runtime under %s: %v", root, err)
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		if left, _ := rt.List(ctx); len(left) > 0 {
+			t.Logf("removing the %d sandbox sessions left under %s", len(left), root)
+		}
+		if err := rt.RemoveAll(ctx); err != nil {
+			t.Errorf("sandbox containers or mounts left after the test: %v", err)
+		}
+	})
 }
 
 // sandboxOperatorToken is SVC_INTERNAL_TOKEN of the sandbox tests' svc dev.
@@ -335,10 +367,13 @@ func TestSandboxSurvivesDevKill(t *testing.T) {
 
 // TestSandboxNoOCIRuntime (spec §4.8, issue 32 item 2): without runc on
 // PATH a create answers 400 naming what to install, and no session is
-// left.
+// left: none listed, no container, no session's file system, not even
+// the image unpacked.
 func TestSandboxNoOCIRuntime(t *testing.T) {
 	imageDir, image := busyboxLayout(t)
-	dev := sandboxDev(t, t.TempDir(), imageDir, "PATH="+t.TempDir())
+	data := t.TempDir()
+	// PATH comes after start's own PATH: the last one is the process's.
+	dev := sandboxDev(t, data, imageDir, "PATH="+t.TempDir())
 	var eb errorBody
 	if code := call(t, "POST", dev.URL+"/sandboxes", map[string]any{"image": image}, &eb); code != 400 || !strings.Contains(eb.Error.Message, "runc") {
 		t.Errorf("create without runc = %d %q, want 400 naming runc", code, eb.Error.Message)
@@ -346,5 +381,13 @@ func TestSandboxNoOCIRuntime(t *testing.T) {
 	var list []sandboxView
 	if call(t, "GET", dev.URL+"/sandboxes", nil, &list); len(list) != 0 {
 		t.Errorf("%d sessions listed after the refusal, want none", len(list))
+	}
+	if ids := runcList(t, data); ids != "" {
+		t.Errorf("runc lists containers under svc dev's sandbox root after the refusal: %s", ids)
+	}
+	for _, d := range []string{"sessions", "images"} {
+		if ents, _ := os.ReadDir(filepath.Join(data, "sandbox", d)); len(ents) != 0 {
+			t.Errorf("%d entries under the sandbox root's %s after the refusal, want none", len(ents), d)
+		}
 	}
 }

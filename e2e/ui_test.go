@@ -90,6 +90,7 @@ func TestWebView(t *testing.T) {
 	// authorization endpoint approves alice, a member of acme, at once.
 	issuer := authtest.NewIssuer(t)
 	const clientID = "svc-web-view"
+	removeSandboxesAfter(t, filepath.Join(dir, "data", "sandbox"))
 	svc := start(t, devEnv(filepath.Join(dir, "data"), "SVC_REQUIRE_AUTH=1", "SVC_INTERNAL_TOKEN="+internal,
 		"OIDC_ISSUER="+issuer.URL, "SVC_UI_OIDC_CLIENT_ID="+clientID), true, "dev")
 	testwait.Until(t, 30*time.Second, "/readyz 200", func() bool { return call(t, "GET", svc.URL+"/readyz", nil, nil) == 200 })
