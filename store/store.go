@@ -51,6 +51,7 @@ type Tx interface {
 	RunLogs
 	Trajectories
 	Notifications
+	NotificationChannels
 	Webhooks
 	Scorecards
 	Analyses
@@ -101,8 +102,14 @@ type Event struct {
 type EventFilter struct {
 	Workspace string
 	Type      string // exact type; empty means any
-	AfterSeq  int64  // only events with Seq > AfterSeq
-	Limit     int    // at most this many; 0 means 100
+	// TypeGlob is a type pattern where '*' matches any run of characters
+	// (trace.*, *.registered); empty means any. It is used with Type empty.
+	TypeGlob  string
+	AfterSeq  int64     // only events with Seq > AfterSeq
+	BeforeSeq int64     // only events with Seq < BeforeSeq; 0 means no bound
+	Since     time.Time // only events created at or after Since; zero means any
+	Newest    bool      // newest first (Seq descending) rather than oldest first
+	Limit     int       // at most this many; 0 means 100
 }
 
 // Events is the append-only platform event log.

@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 
 	"svc/internal/platform/derrors"
 	"svc/store"
@@ -123,18 +124,40 @@ func (o ops) ListEvents(ctx context.Context, f store.EventFilter) (_ []store.Eve
 	if f.Limit == 0 {
 		f.Limit = defaultEventLimit
 	}
-	// Two spelled-out queries rather than "($2 = '' OR type = $2)", so each
-	// matches its index exactly.
-	var rows *sql.Rows
-	if f.Type == "" {
-		rows, err = o.r.QueryContext(ctx,
-			`SELECT seq, doc FROM events WHERE workspace = $1 AND seq > $2 ORDER BY seq LIMIT $3`,
-			f.Workspace, f.AfterSeq, f.Limit)
-	} else {
-		rows, err = o.r.QueryContext(ctx,
-			`SELECT seq, doc FROM events WHERE workspace = $1 AND type = $2 AND seq > $3 ORDER BY seq LIMIT $4`,
-			f.Workspace, f.Type, f.AfterSeq, f.Limit)
+	if f.BeforeSeq < 0 {
+		return nil, derrors.Invalidf("before %d is negative", f.BeforeSeq)
 	}
+	q := `SELECT seq, doc FROM events WHERE workspace = $1`
+	args := []any{f.Workspace}
+	arg := func(v any) string {
+		args = append(args, v)
+		return fmt.Sprintf("$%d", len(args))
+	}
+	switch {
+	case f.Type != "":
+		q += ` AND type = ` + arg(f.Type)
+	case f.TypeGlob != "":
+		if err := checkText(f.TypeGlob); err != nil {
+			return nil, err
+		}
+		q += ` AND type LIKE ` + arg(globToLike(f.TypeGlob)) + ` ESCAPE '\'`
+	}
+	if f.AfterSeq > 0 {
+		q += ` AND seq > ` + arg(f.AfterSeq)
+	}
+	if f.BeforeSeq > 0 {
+		q += ` AND seq < ` + arg(f.BeforeSeq)
+	}
+	if !f.Since.IsZero() {
+		q += ` AND created_at >= ` + arg(o.d.TimeArg(normTime(f.Since)))
+	}
+	if f.Newest {
+		q += ` ORDER BY seq DESC`
+	} else {
+		q += ` ORDER BY seq`
+	}
+	q += ` LIMIT ` + arg(f.Limit)
+	rows, err := o.r.QueryContext(ctx, q, args...)
 	if err != nil {
 		return nil, o.mapErr(err)
 	}
@@ -155,6 +178,24 @@ func (o ops) ListEvents(ctx context.Context, f store.EventFilter) (_ []store.Eve
 		return nil, err
 	}
 	return es, nil
+}
+
+// globToLike turns a type pattern ('*' any run of characters) into a LIKE
+// pattern with '\\' as its escape.
+func globToLike(glob string) string {
+	var b strings.Builder
+	for _, r := range glob {
+		switch r {
+		case '*':
+			b.WriteByte('%')
+		case '%', '_', '\\':
+			b.WriteByte('\\')
+			b.WriteRune(r)
+		default:
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
 }
 
 // decodeEvent fills e from its stored document, keeping e.Seq (the column

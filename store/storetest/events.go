@@ -163,6 +163,36 @@ var eventCases = []Case{
 			}
 		}
 	}},
+	{"events/list_newest_first_by_glob_since_and_before", func(t *testing.T, s store.Store) {
+		t0 := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+		types := []string{"dataset.registered", "trace.threshold_crossed", "judge.registered", "trace.ingestion_throttled", "dataset.moved", "trace_x"}
+		var acme []store.Event
+		for i, typ := range types {
+			acme = append(acme, appendEvent(t, s, store.Event{Workspace: "acme", Type: typ, CreatedAt: t0.Add(time.Duration(i) * time.Minute)}))
+			appendEvent(t, s, store.Event{Workspace: "globex", Type: typ, CreatedAt: t0.Add(time.Duration(i) * time.Minute)})
+		}
+		rev := func(es ...store.Event) []store.Event { return es }
+		for _, tc := range []struct {
+			name string
+			f    store.EventFilter
+			want []store.Event
+		}{
+			{"newest first", store.EventFilter{Workspace: "acme", Newest: true}, rev(acme[5], acme[4], acme[3], acme[2], acme[1], acme[0])},
+			{"suffix glob", store.EventFilter{Workspace: "acme", Newest: true, TypeGlob: "*.registered"}, rev(acme[2], acme[0])},
+			// '_' in a pattern is a character, not LIKE's any-one.
+			{"prefix glob", store.EventFilter{Workspace: "acme", Newest: true, TypeGlob: "trace.*"}, rev(acme[3], acme[1])},
+			{"literal underscore", store.EventFilter{Workspace: "acme", TypeGlob: "trace_*"}, rev(acme[5])},
+			{"glob without a star is exact", store.EventFilter{Workspace: "acme", TypeGlob: "dataset.moved"}, rev(acme[4])},
+			{"before a seq", store.EventFilter{Workspace: "acme", Newest: true, BeforeSeq: acme[2].Seq}, rev(acme[1], acme[0])},
+			{"since", store.EventFilter{Workspace: "acme", Newest: true, Since: t0.Add(4 * time.Minute)}, rev(acme[5], acme[4])},
+			{"page", store.EventFilter{Workspace: "acme", Newest: true, BeforeSeq: acme[5].Seq, Limit: 2}, rev(acme[4], acme[3])},
+		} {
+			got := listEvents(t, s, tc.f)
+			if diff := cmp.Diff(tc.want, got, jsonEqual); diff != "" {
+				t.Errorf("%s: ListEvents(%+v) (-want +got):\n%s", tc.name, tc.f, diff)
+			}
+		}
+	}},
 	{"events/poller_sees_every_append_once", func(t *testing.T, s store.Store) {
 		// A poller that reads with AfterSeq while writers append must see
 		// every event exactly once. It would miss one if a transaction
