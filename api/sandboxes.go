@@ -56,12 +56,6 @@ func (s *Server) createSandbox(c echo.Context) error {
 	if err := Bind(c, &req); err != nil {
 		return err
 	}
-	// The agent is the principal's (its headers or its MCP client), unless
-	// the body names one: declaring is not a privilege (the session is
-	// still its member's), only what the agent cap counts.
-	if req.Agent == nil {
-		req.Agent = principal(c).Agent
-	}
 	run, err := s.sandboxes.Create(c.Request().Context(), principal(c), req, originSource(c))
 	if err != nil {
 		return err

@@ -120,10 +120,29 @@ func (r Run) MarshalJSON() ([]byte, error) {
 }
 
 // Origin says who and what a run was started by: Actor is the member a
-// personal run belongs to; Source names the surface (api, mcp, ci, schedule).
+// personal run belongs to; Source names the surface (api, mcp, ci, schedule);
+// Agent (beyond the spec's fields) the agent that acted with the member's
+// credential.
 type Origin struct {
 	Actor  string `json:"actor,omitempty"`
 	Source string `json:"source,omitempty"`
+	Agent  *Agent `json:"agent,omitempty"`
+}
+
+// NewOrigin is the origin of work submitted from source by member: when an
+// agent acted with the member's credential, or the work is personal, Actor
+// names the member (an agent is never the actor: it is bound to its
+// member), and Agent the agent.
+func NewOrigin(source, member string, agent *Agent, personal bool) *Origin {
+	o := &Origin{Source: source}
+	if agent != nil || personal {
+		o.Actor = member
+	}
+	if agent != nil {
+		a := *agent
+		o.Agent = &a
+	}
+	return o
 }
 
 // Error is the error envelope of a failed run or batch.

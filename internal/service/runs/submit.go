@@ -26,6 +26,9 @@ type SubmitRequest struct {
 	// Runtime names a registered runtime; it sets case.placement.target.
 	Runtime    string `json:"runtime,omitempty"`
 	WebhookURL string `json:"webhookUrl,omitempty"`
+	// Kind is the run's kind: eval (the default) or agent-conversation, an
+	// agent's conversation run, readable only by its member (spec §2.2).
+	Kind string `json:"kind,omitempty"`
 }
 
 // Validate checks the body's shape; Submit checks what needs the store.
@@ -46,6 +49,11 @@ func (r *SubmitRequest) Validate() error {
 		if err := registry.ValidateID(r.Runtime); err != nil {
 			return fmt.Errorf("runtime: %w", err)
 		}
+	}
+	switch r.Kind {
+	case "", eval.KindEval, eval.KindConversation:
+	default:
+		return derrors.Invalidf("kind %q: want %s (the default) or %s", r.Kind, eval.KindEval, eval.KindConversation)
 	}
 	if err := r.Case.Validate(); err != nil {
 		return err
@@ -117,6 +125,10 @@ func (s *Service) Submit(ctx context.Context, p auth.Principal, req SubmitReques
 		return eval.Run{}, derrors.Unavailablef("no workflow orchestrator is configured, so runs cannot be started; run `svc dev`, or `svc serve` with TEMPORAL_ADDRESS")
 	}
 	now := s.o.Now().UTC()
+	kind := eval.KindEval
+	if req.Kind == eval.KindConversation {
+		kind = eval.KindConversation
+	}
 	run := eval.Run{
 		ID:         eval.NewID("run"),
 		Tenant:     p.Workspace,
@@ -125,10 +137,10 @@ func (s *Service) Submit(ctx context.Context, p auth.Principal, req SubmitReques
 		Status:     eval.StatusQueued,
 		CreatedAt:  now,
 		UpdatedAt:  now,
-		Kind:       eval.KindEval,
+		Kind:       kind,
 		Trigger:    eval.TriggerAPI,
 		CreatedBy:  p.Subject,
-		Origin:     &eval.Origin{Source: source},
+		Origin:     eval.NewOrigin(source, p.Subject, p.Agent, kind == eval.KindConversation),
 		Runtime:    req.Runtime,
 		WebhookURL: req.WebhookURL,
 		Case:       &c,

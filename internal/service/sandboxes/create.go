@@ -86,9 +86,16 @@ func (s *Service) Create(ctx context.Context, p auth.Principal, req CreateReques
 		return eval.Run{}, derrors.Invalidf("image is required: a reference into the image store (repo:tag) or the absolute path of an OCI image layout; or give world {id}, or harness {id, version} (a registered harness with an image)")
 	}
 	if req.Agent != nil {
-		if req.Agent.ID == "" || len(req.Agent.ID) > 200 || len(req.Agent.Conversation) > 200 {
-			return eval.Run{}, derrors.Invalidf("agent: want {id, conversation?}, an id of 1 to 200 characters")
+		if req.Agent.ID == "" || len(req.Agent.ID) > 200 || len(req.Agent.Conversation) > 200 || len(req.Agent.Name) > 200 {
+			return eval.Run{}, derrors.Invalidf("agent: want {id, name?, conversation?}, an id of 1 to 200 characters")
 		}
+	} else if p.Agent != nil {
+		// The agent acting with the credential (its X-Svc-Agent-* headers
+		// or its MCP client), unless the body names one: declaring is not
+		// a privilege (the session is still its member's), only what the
+		// agent cap counts.
+		a := *p.Agent
+		req.Agent = &a
 	}
 	ttl, err := s.ttl(req.TTL, s.o.DefaultTTL)
 	if err != nil {
@@ -179,7 +186,7 @@ func (s *Service) Create(ctx context.Context, p auth.Principal, req CreateReques
 		Lifetime:  eval.LifetimeSession,
 		Trigger:   eval.TriggerAPI,
 		CreatedBy: p.Subject,
-		Origin:    &eval.Origin{Actor: p.Subject, Source: source},
+		Origin:    eval.NewOrigin(source, p.Subject, req.Agent, true),
 		Runtime:   req.Runtime,
 		Harness:   boot.ref,
 		Placement: placement,

@@ -135,7 +135,7 @@ func (s *Service) SubmitTask(ctx context.Context, p auth.Principal, id string, r
 	task := eval.Run{
 		ID: taskID, Tenant: p.Workspace, Harness: session.Harness, CaseID: c.ID, Status: eval.StatusQueued,
 		CreatedAt: now, UpdatedAt: now, Kind: eval.KindEval, Class: eval.ClassInteractive, Group: session.ID,
-		Trigger: eval.TriggerAPI, CreatedBy: p.Subject, Origin: &eval.Origin{Source: source},
+		Trigger: eval.TriggerAPI, CreatedBy: p.Subject, Origin: eval.NewOrigin(source, p.Subject, p.Agent, false),
 		Runtime: session.Runtime, Case: &c,
 	}
 	row, err := records.Row(task)

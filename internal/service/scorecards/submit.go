@@ -259,7 +259,7 @@ func (s *Service) record(ctx context.Context, p auth.Principal, pl plan, source 
 		Orchestration: &eval.Orchestration{Graders: pl.graders, Ungraded: pl.ungraded, Judges: pl.judges,
 			DatasetOwner: pl.dataset.Owner, CaseIDs: ids, AdhocCase: pl.adhoc},
 		Publication: &eval.Publication{State: "pending", Artifacts: []string{}, Exports: []string{}},
-		Origin:      &eval.Origin{Source: source}, JudgeModels: judgeModels(pl.sealed),
+		Origin:      eval.NewOrigin(source, p.Subject, p.Agent, false), JudgeModels: judgeModels(pl.sealed),
 		Runtime: pl.runtime, Concurrency: pl.concurrency, Trials: pl.trials,
 		Progress: eval.Progress{Total: len(cases) * pl.trials},
 	}
