@@ -62,10 +62,19 @@ func (o ops) AddNotification(ctx context.Context, n store.Notification) (_ store
 		n.ReadAt = &r
 		readAt = o.d.TimeArg(r)
 	}
-	ok, err := o.insertOnce(ctx,
-		`INSERT INTO notifications (`+notificationColumns+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
-		ON CONFLICT (workspace, id) DO NOTHING`,
-		n.Workspace, n.ID, n.Recipient, n.Kind, n.Title, n.Body, link, o.d.TimeArg(n.CreatedAt), readAt)
+	// The notification and its deliveries to the recipient's channels are
+	// stored together, or neither is.
+	var ok bool
+	err = o.atomic(ctx, func(o ops) (err error) {
+		ok, err = o.insertOnce(ctx,
+			`INSERT INTO notifications (`+notificationColumns+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+			ON CONFLICT (workspace, id) DO NOTHING`,
+			n.Workspace, n.ID, n.Recipient, n.Kind, n.Title, n.Body, link, o.d.TimeArg(n.CreatedAt), readAt)
+		if err != nil || !ok {
+			return err
+		}
+		return o.queueDeliveries(ctx, n)
+	})
 	if err != nil {
 		return store.Notification{}, false, err
 	}

@@ -31,7 +31,7 @@ type Case struct {
 func Cases() []Case {
 	return slices.Concat(workspaceCases, eventCases, transactCases, storeCases, textCases,
 		apiKeyCases, memberCases, inviteCases, teamCases, identityTxCases, registryCases, secretCases,
-		runCases, runLogCases, trajectoryCases, notificationCases, webhookCases,
+		runCases, runLogCases, trajectoryCases, notificationCases, notificationChannelCases, webhookCases,
 		scorecardCases, scorecardStepCases, childRunCountCases, childRunCases, analysisCases, batchCases, traceIngestCases, slotCases, runnerJobCases, runnerOutputCases, traceSourceCases, sessionCases, approvalCases)
 }
 
