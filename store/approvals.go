@@ -89,8 +89,10 @@ type Approval struct {
 	DecidedAt    *time.Time `json:"decidedAt,omitempty"`
 	ExpiresAt    time.Time  `json:"expiresAt"`
 	CreatedAt    time.Time  `json:"createdAt"`
-	// Live is true while the caller's request waits for the decision.
-	Live bool `json:"live,omitempty"`
+	// LiveUntil is when the caller's request stops waiting for the
+	// decision; until then an approved call is the waiting request's to
+	// run, not the workflow's.
+	LiveUntil *time.Time `json:"liveUntil,omitempty"`
 	// Delivered: the waiting caller got the decision; Resumed: the caller
 	// was gone and the workflow ran the call.
 	Delivered bool `json:"delivered"`
