@@ -297,9 +297,15 @@ func (a *Activities) FinishScore(ctx context.Context, in FinishScoreInput) (err 
 		return nil
 	})
 	if errors.Is(err, errStop) {
-		return nil
-	}
-	if err != nil {
+		// Settled by an earlier attempt. When that attempt's revision is
+		// the last and it stopped before its follow-ups (the analysis, the
+		// step, scorecard.scored), finish them: each lands once by its key,
+		// so the event is emitted exactly once with the revision.
+		if !landedLast(sc, in.Pass) {
+			return nil
+		}
+		revision = len(sc.Scoring)
+	} else if err != nil {
 		return err
 	}
 	ref := in.ScorecardRef
@@ -316,8 +322,13 @@ func (a *Activities) FinishScore(ctx context.Context, in FinishScoreInput) (err 
 	}
 	data, _ := json.Marshal(map[string]any{"scorecardId": sc.ID, "revision": revision, "pass": in.Pass, "judges": in.Judges})
 	_, err = a.Store.AppendEvent(ctx, store.Event{ID: "scorecard.scored:" + in.Pass, Workspace: sc.Tenant, Type: "scorecard.scored",
-		Subject: "scorecard:" + sc.ID, Actor: in.CreatedBy, Data: data})
+		Subject: "scorecard:" + sc.ID, Actor: in.CreatedBy, CausedBy: in.CausedBy, Data: data})
 	return err
+}
+
+// landedLast reports whether sc's last scoring revision is pass's.
+func landedLast(sc eval.Scorecard, pass string) bool {
+	return len(sc.Scoring) > 0 && sc.Scoring[len(sc.Scoring)-1].JudgeRun == pass
 }
 
 // freezeAnalysis stores the bundle of the batch's last revision, once.

@@ -58,7 +58,7 @@ func ScoreWorkflow(ctx workflow.Context, in flows.ScoreInput) error {
 			break
 		}
 	}
-	fin := flows.FinishScoreInput{ScorecardRef: ref, Pass: in.Pass, Judges: in.Judges, CreatedBy: in.CreatedBy}
+	fin := flows.FinishScoreInput{ScorecardRef: ref, Pass: in.Pass, Judges: in.Judges, CreatedBy: in.CreatedBy, CausedBy: in.CausedBy}
 	switch {
 	case ctx.Err() != nil:
 		fin.Aborted, fin.Message = true, "the scoring pass was cancelled"

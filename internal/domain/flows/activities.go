@@ -156,6 +156,7 @@ type FinishScoreInput struct {
 	Pass      string     `json:"pass"`
 	Judges    []JudgeUse `json:"judges"`
 	CreatedBy string     `json:"createdBy,omitempty"`
+	CausedBy  string     `json:"causedBy,omitempty"`
 	Aborted   bool       `json:"aborted,omitempty"`
 	Message   string     `json:"message,omitempty"`
 }

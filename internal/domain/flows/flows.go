@@ -67,7 +67,10 @@ type ScoreInput struct {
 	Pass        string     `json:"pass"` // the pass id (also the workflow id)
 	Judges      []JudgeUse `json:"judges"`
 	CreatedBy   string     `json:"createdBy,omitempty"`
-	Concurrency int        `json:"concurrency"`
+	// CausedBy is the requesting agent's key (agent:<id>:<conversation>)
+	// that scorecard.scored carries; empty when no agent asked.
+	CausedBy    string `json:"causedBy,omitempty"`
+	Concurrency int    `json:"concurrency"`
 	// After is the child run id the next page starts after (continue-as-new).
 	After string `json:"after,omitempty"`
 	// ItemsPerRun bounds the cases one run of the chain judges.

@@ -75,7 +75,7 @@ func (s *Service) Score(ctx context.Context, p auth.Principal, id string, req Sc
 		return eval.Scorecard{}, err
 	}
 	err = s.o.Orchestrator.StartScore(ctx, flows.ScoreInput{
-		Workspace: sc.Tenant, ScorecardID: sc.ID, Pass: pass, Judges: uses, CreatedBy: p.Subject, Concurrency: scoreConcurrency,
+		Workspace: sc.Tenant, ScorecardID: sc.ID, Pass: pass, Judges: uses, CreatedBy: p.Subject, CausedBy: p.Agent.CausedBy(), Concurrency: scoreConcurrency,
 	})
 	if err != nil {
 		// Released, so that the next pass is not refused as one in flight.
