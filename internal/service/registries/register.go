@@ -2,6 +2,7 @@ package registries
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -57,11 +58,9 @@ func (s *Service) Register(ctx context.Context, p auth.Principal, kind registry.
 	if err != nil {
 		return VersionInfo{}, err
 	}
-	var originJSON []byte
-	if origin != nil {
-		if _, originJSON, err = registry.ParseOrigin(origin); err != nil {
-			return VersionInfo{}, err
-		}
+	originJSON, err := agentOrigin(p, origin)
+	if err != nil {
+		return VersionInfo{}, err
 	}
 	v, cases, err := records.VersionRecord(p.Workspace, spec)
 	if err != nil {
@@ -255,4 +254,38 @@ func problems(out *Validation, err error) error {
 		return err
 	}
 	return nil
+}
+
+// agentOrigin is the CapabilityOrigin a registration stamps: the one given,
+// with the declared agent's id, name and conversation filling the fields it
+// leaves empty (docs/agents.md). An agent's registration without one is
+// stamped {via: ci} (a machine door; a tool call always gives via mcp).
+// Nil when neither an origin nor an agent is given.
+func agentOrigin(p auth.Principal, raw []byte) (json.RawMessage, error) {
+	if raw == nil && p.Agent == nil {
+		return nil, nil
+	}
+	o := registry.CapabilityOrigin{Via: registry.ViaCI}
+	if raw != nil {
+		var err error
+		if o, _, err = registry.ParseOrigin(raw); err != nil {
+			return nil, err
+		}
+	}
+	if a := p.Agent; a != nil {
+		if o.AgentID == "" {
+			o.AgentID = a.ID
+		}
+		if o.AgentName == "" {
+			o.AgentName = a.Name
+		}
+		if o.ConversationID == "" {
+			o.ConversationID = a.Conversation
+		}
+	}
+	if err := o.Validate(); err != nil {
+		return nil, err
+	}
+	b, err := registry.CanonicalJSON(o)
+	return json.RawMessage(b), err
 }

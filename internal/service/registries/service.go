@@ -320,7 +320,8 @@ func (s *Service) event(ctx context.Context, tx store.Tx, p auth.Principal, typ,
 	if err != nil {
 		return err
 	}
-	_, err = tx.AppendEvent(ctx, store.Event{Workspace: p.Workspace, Type: typ, Subject: subject, Actor: p.Subject, Data: b, CreatedAt: s.now()})
+	_, err = tx.AppendEvent(ctx, store.Event{Workspace: p.Workspace, Type: typ, Subject: subject, Actor: p.Subject,
+		CausedBy: p.Agent.CausedBy(), Data: b, CreatedAt: s.now()})
 	return err
 }
 
