@@ -143,8 +143,11 @@ func runcList(t *testing.T, dataDir string) string {
 //     Retry-After from freesAt;
 //   - SIGKILL of the worker holding live sessions, one of whose container
 //     is then lost: an exec meanwhile is 503 in bounded time and never
-//     runs; after its restart the other runs commands again with its
-//     files, the lost one is settled orphaned;
+//     runs, though another capable worker runs on the same machine under
+//     another SVC_WORKER_HOST (it takes neither that exec nor, at its
+//     start, the sessions of the first's host); after the restart the
+//     other session runs commands again with its files, the lost one is
+//     settled orphaned;
 //   - SIGKILL of svc serve loses nothing: after its restart the session is
 //     listed with its deadline and runs commands.
 //
@@ -152,7 +155,7 @@ func runcList(t *testing.T, dataDir string) string {
 func TestSandboxSplitDeployment(t *testing.T) {
 	imageDir, image := busyboxLayout(t)
 	s := newSplitStack(t, "SVC_SANDBOX_IMAGE_DIRS="+imageDir, "SVC_SANDBOX_MAX_PER_TENANT=3")
-	noRunc := s.startWorker(t.TempDir(), "SVC_SANDBOX_RUNC=/nonexistent/runc")
+	noRunc := s.startWorker(t.TempDir(), "SVC_SANDBOX_RUNC=/nonexistent/runc", "SVC_WORKER_HOST=split-norunc")
 	if !strings.Contains(noRunc.Stderr(), "hosts no sandbox sessions") {
 		t.Errorf("the worker without runc does not say it hosts no sessions; stderr:\n%s", tail(noRunc.Stderr(), 2000))
 	}
@@ -173,8 +176,10 @@ func TestSandboxSplitDeployment(t *testing.T) {
 	}
 
 	// A capable worker: creates land on it.
+	// Every worker of this machine is named (SVC_WORKER_HOST): sessions
+	// route to their host's own queue.
 	hostDir := t.TempDir()
-	host := s.startWorker(hostDir)
+	host := s.startWorker(hostDir, "SVC_WORKER_HOST=split-a")
 	create := func(ttl int) sandboxView {
 		t.Helper()
 		var v sandboxView
@@ -185,7 +190,7 @@ func TestSandboxSplitDeployment(t *testing.T) {
 	}
 	created := time.Now()
 	a := create(600)
-	if a.Status != "running" || a.Session.ComputeID == "" || !strings.Contains(runcList(t, hostDir), a.Session.ComputeID) {
+	if a.Status != "running" || a.Session.ComputeID == "" || a.Session.Host != "split-a" || !strings.Contains(runcList(t, hostDir), a.Session.ComputeID) {
 		t.Fatalf("session %+v: want running in a container of the capable worker's runc (%q)", a, runcList(t, hostDir))
 	}
 	base := s.url + "/sandboxes/" + a.ID
@@ -242,6 +247,10 @@ func TestSandboxSplitDeployment(t *testing.T) {
 	if out, err := exec.Command("runc", "--root", filepath.Join(hostDir, "sandbox", "runc"), "delete", "--force", b.Session.ComputeID).CombinedOutput(); err != nil {
 		t.Fatalf("runc delete %s: %v: %s", b.Session.ComputeID, err, out)
 	}
+	// Another capable worker on this machine, under its own name: its
+	// start settles none of split-a's sessions, and it takes no command
+	// of theirs.
+	other := s.startWorker(t.TempDir(), "SVC_WORKER_HOST=split-b")
 	// An exec while its host is down: 503 in bounded time, and it never
 	// runs later.
 	t1 := time.Now()
@@ -252,7 +261,7 @@ func TestSandboxSplitDeployment(t *testing.T) {
 	if waited := time.Since(t1); waited > time.Minute {
 		t.Errorf("the exec with the host down took %s to answer, want about 30 s", waited)
 	}
-	host = s.startWorker(hostDir)
+	host = s.startWorker(hostDir, "SVC_WORKER_HOST=split-a")
 	if code := call(t, "POST", base+"/exec", map[string]any{"command": "cat /root/f"}, &r); code != 200 || r.Stdout != "split\n" {
 		t.Errorf("exec after the worker's restart = %d %q, want the file written before the kill, and nothing of the refused exec", code, r.Stdout)
 	}
@@ -279,7 +288,7 @@ func TestSandboxSplitDeployment(t *testing.T) {
 	if strings.Contains(runcList(t, hostDir), a.Session.ComputeID) {
 		t.Errorf("the closed session's container is still listed by runc")
 	}
-	for _, p := range []*proc{host, noRunc, s.api} {
+	for _, p := range []*proc{host, other, noRunc, s.api} {
 		p.signal(syscall.SIGTERM)
 		p.wait(time.Minute)
 	}

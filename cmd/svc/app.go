@@ -113,6 +113,8 @@ func dialTemporal(ctx context.Context, cfg config.Config, hostPort, setting stri
 func startWorker(ctx context.Context, c client.Client, cfg config.Config, role string, st store.Store, dataDir string, log *slog.Logger, imgs *app.ManagedImages) (worker.Worker, error) {
 	return app.StartWorker(ctx, cfg, app.Deps{Store: st, Temporal: c, Logger: log, Version: version, Images: imgs}, app.WorkerOptions{
 		Role: role,
+		// SVC_WORKER_HOST; "" is os.Hostname.
+		Host: cfg.WorkerHost,
 		OpenDriver: func() (drivers.Driver, error) {
 			d, err := app.LocalDriver(ctx, cfg, role, dataDir, log)
 			if err != nil {

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"regexp"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -145,7 +146,15 @@ type Config struct {
 	SandboxRoot string
 	// SandboxRunc is the OCI runtime's program; "" looks runc up on PATH.
 	SandboxRunc string
+	// WorkerHost names this worker's host: the sandbox host queue it
+	// polls, the host its sessions record, the provenance of its runs;
+	// "" is os.Hostname.
+	WorkerHost string
 }
+
+// workerHostPattern is what SVC_WORKER_HOST admits: a host name, or any
+// name of the same characters.
+var workerHostPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,252}$`)
 
 // Setting is one row of the settings table.
 type Setting struct {
@@ -356,6 +365,14 @@ var Settings = []Setting{
 		set: str(func(c *Config) *string { return &c.SandboxRoot })},
 	{Flag: "sandbox-runc", Env: "SVC_SANDBOX_RUNC", Default: "", Usage: "the OCI runtime sandbox sessions run under; empty: runc on PATH (Debian's runc)",
 		set: str(func(c *Config) *string { return &c.SandboxRunc })},
+	{Flag: "worker-host", Env: "SVC_WORKER_HOST", Default: "", Usage: "this worker's host name: the sandbox sessions it creates are its own, on the task queue <task queue>@sandbox-host:<name>, and at its start it settles that name's lost sessions orphaned; two sandbox-capable workers on one machine need distinct names; empty: the machine's host name",
+		set: func(c *Config, v string) error {
+			if v != "" && !workerHostPattern.MatchString(v) {
+				return fmt.Errorf("want 1-253 letters, digits, '.', '_' or '-', starting with a letter or digit, got %q", v)
+			}
+			c.WorkerHost = v
+			return nil
+		}},
 	{Env: "OTEL_EXPORTER_OTLP_ENDPOINT", Default: "", Usage: "OTLP endpoint for our own traces; tracing is off when unset",
 		set: str(func(c *Config) *string { return &c.OTLPEndpoint })},
 }

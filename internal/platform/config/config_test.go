@@ -49,6 +49,12 @@ func TestLoadPrecedence(t *testing.T) {
 			}},
 		{name: "capture limit must be positive", env: map[string]string{"SVC_WORLD_MAX_CAPTURE_BYTES": "0"}, wantErr: "SVC_WORLD_MAX_CAPTURE_BYTES"},
 		{name: "keep versions is a number", args: []string{"-world-keep-versions", "all"}, wantErr: "world-keep-versions"},
+		{name: "worker host defaults to the machine's", want: func(c Config) bool { return c.WorkerHost == "" }},
+		{name: "worker host from env", env: map[string]string{"SVC_WORKER_HOST": "box-1.sandbox_b"},
+			want: func(c Config) bool { return c.WorkerHost == "box-1.sandbox_b" }},
+		{name: "worker host from a flag", args: []string{"-worker-host", "w2"}, want: func(c Config) bool { return c.WorkerHost == "w2" }},
+		{name: "worker host is one name", env: map[string]string{"SVC_WORKER_HOST": "a b"}, wantErr: "SVC_WORKER_HOST"},
+		{name: "worker host has no queue separator", args: []string{"-worker-host", "x@y:z"}, wantErr: "worker-host"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
