@@ -307,6 +307,7 @@ func (s *Server) table() []Route {
 		s.sandboxWorldRoutes(),
 		s.worldRoutes(),
 		s.traceRoutes(),
+		s.eventRoutes(),
 		s.mcpRoutes(),
 	)
 }

@@ -67,6 +67,7 @@ const (
 	SecretsWrite      Action = "secrets:write"
 	TeamsRead         Action = "teams:read"
 	TeamsWrite        Action = "teams:write"
+	EventsRead        Action = "events:read"
 
 	// SecretsUse is having a job handed workspace secret values: required
 	// to register a harness (or harness template) whose secretEnv names
@@ -125,6 +126,7 @@ var actionTable = []ActionRule{
 	{SecretsUse, RoleMember, ScopeWrite, false, "spec leaves it open; registering a harness whose secretEnv names workspace secrets hands their values to its jobs (member+); each run given them appends secret.used"},
 	{TeamsRead, RoleViewer, ScopeRead, false, "spec leaves it open; team lists are data reads (viewer+)"},
 	{TeamsWrite, RoleAdmin, ScopeAdmin, false, "spec leaves it open; team structure decides who writes what, like members:write (admin)"},
+	{EventsRead, RoleAdmin, ScopeRead, false, "beyond the spec (issue 33): the workspace's event log, GET /events, is an admin's read; a read-scoped admin key may read it"},
 }
 
 // actionIndex maps an action to its rule; built once from actionTable.

@@ -55,6 +55,7 @@ var wantRules = map[auth.Action]rule{
 	"secrets:use":        {"member", "write"},
 	"teams:read":         {"viewer", "read"},
 	"teams:write":        {"admin", "admin"},
+	"events:read":        {"admin", "read"},
 }
 
 // Independent orderings for the expectation (not the package's rank methods).
