@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"strings"
 
 	"svc/internal/domain/eval"
 	"svc/store"
@@ -27,22 +26,9 @@ func (a *Activities) announce(ctx context.Context, sc eval.Scorecard) error {
 			Type: "scorecard." + string(sc.Status), Subject: "scorecard:" + sc.ID, Actor: sc.CreatedBy, Data: data}); err != nil {
 			return err
 		}
-		if sc.CreatedBy == "" || (sc.Status != eval.ScorecardSucceeded && sc.Status != eval.ScorecardFailed) {
-			return nil
+		if n, ok := eval.ScorecardNotice(sc); ok {
+			return addNotice(ctx, tx, sc.Tenant, n)
 		}
-		kind, verb := eval.NotifyScorecardCompleted, "completed"
-		if sc.Status == eval.ScorecardFailed {
-			kind, verb = eval.NotifyScorecardFailed, "failed"
-		}
-		if sc.Origin != nil && sc.Origin.Source == "schedule" {
-			kind = strings.Replace(kind, "scorecard_", "schedule_", 1)
-		}
-		body := fmt.Sprintf("%s of %s on %s %s.", sc.Kind, sc.Harness, sc.Dataset, verb)
-		if pr, ok := sc.Summary["casePass"]; ok && pr.PassRate != nil {
-			body += fmt.Sprintf(" Pass rate %.1f%% over %d cases.", *pr.PassRate*100, pr.Count)
-		}
-		_, _, err := tx.AddNotification(ctx, store.Notification{ID: kind + ":" + sc.ID, Workspace: sc.Tenant, Recipient: sc.CreatedBy,
-			Kind: kind, Title: fmt.Sprintf("Scorecard %s %s", sc.ID, verb), Body: clip(body, 500), Link: eval.LinkTo(eval.ResourceScorecard, sc.ID).JSON()})
-		return err
+		return nil
 	})
 }

@@ -748,9 +748,9 @@ func (a *Activities) FinalizeRun(ctx context.Context, ref RunRef) (err error) {
 	if !run.Status.Terminal() {
 		return fmt.Errorf("run %s is %s, not terminal; FinalizeRun runs after dispatch", ref.RunID, run.Status)
 	}
-	kind, verb := eval.NotifyRunCompleted, "completed"
+	verb := "completed"
 	if run.Status == eval.StatusFailed {
-		kind, verb = eval.NotifyRunFailed, "failed"
+		verb = "failed"
 	}
 	return a.Store.Transact(ctx, func(tx store.Tx) error {
 		data, _ := json.Marshal(map[string]any{"runId": run.ID, "status": run.Status, "harness": run.Harness.String(), "caseId": run.CaseID})
@@ -760,21 +760,10 @@ func (a *Activities) FinalizeRun(ctx context.Context, ref RunRef) (err error) {
 		}); err != nil {
 			return err
 		}
-		if run.ParentScorecardID != "" || run.CreatedBy == "" {
-			return nil
+		if n, ok := eval.RunNotice(run); ok {
+			return addNotice(ctx, tx, run.Tenant, n)
 		}
-		body := fmt.Sprintf("Case %s on harness %s %s.", run.CaseID, run.Harness, verb)
-		if run.Error != nil {
-			body += " " + run.Error.Message
-		} else if run.Result != nil && !run.Result.Pass {
-			body += " Some scores did not pass."
-		}
-		link := eval.LinkTo(eval.ResourceRun, run.ID).JSON()
-		_, _, err := tx.AddNotification(ctx, store.Notification{
-			ID: kind + ":" + run.ID, Workspace: run.Tenant, Recipient: run.CreatedBy, Kind: kind,
-			Title: fmt.Sprintf("Run %s %s", run.CaseID, verb), Body: clip(body, 500), Link: link,
-		})
-		return err
+		return nil
 	})
 }
 
