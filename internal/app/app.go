@@ -203,6 +203,8 @@ func StartWorker(ctx context.Context, cfg config.Config, d Deps, o WorkerOptions
 	go orchestration.ReclaimDeadAttempts(context.WithoutCancel(ctx), d.Temporal, cfg.TemporalNamespace, cfg.TaskQueue, d.Logger)
 	return w, nil
 }
+	// Notifications go out to their recipients' channels (notify.go).
+	w = startNotificationDrainer(cfg, d, acts, w)
 
 // API builds the API server over d under cfg: workflows start on
 // cfg.TaskQueue through d.Temporal, /readyz checks the store and
