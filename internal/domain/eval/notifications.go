@@ -202,8 +202,8 @@ func ApprovalNotice(r ApprovalRequest) Notice {
 // one per disabling (at, unix seconds, tells two apart).
 func ChannelDisabledNotice(recipient, channelID, lastError string, failures int, at int64) Notice {
 	body := fmt.Sprintf("Channel %s failed %d deliveries in a row and was disabled; nothing more is sent to it. "+
-		"Fix the receiver, then re-enable it: POST /notification-channels/%s/enable (svc notifications channels enable %s).",
-		channelID, failures, channelID, channelID)
+		"Fix the receiver, then re-enable it: POST /notification-channels/%s/enable.",
+		channelID, failures, channelID)
 	if lastError != "" {
 		body += " Last error: " + lastError
 	}
