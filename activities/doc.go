@@ -33,6 +33,8 @@ import (
 // Activities carries the dependencies of every activity method.
 type Activities struct {
 	Store Store // the records activities read and write (store.go)
+	// Approvals settles expiries and runs approved calls (approval.go).
+	Approvals ApprovalRunner
 	// Registries resolves harnesses and runtimes as a run's creator sees
 	// them, and a remote runtime's connection (its secrets, and the probe
 	// guard the registry service was built with).

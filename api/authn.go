@@ -215,6 +215,15 @@ func (s *Server) authenticate(r Route) echo.MiddlewareFunc {
 		}
 		return func(c echo.Context) error {
 			req := c.Request()
+			// An approved parked call runs as the caller who made it
+			// (approvals.go); only this process can mark a request so.
+			if p, ok := replayPrincipal(req.Context()); ok {
+				if err := auth.Authorize(p, r.Action); err != nil {
+					return err
+				}
+				c.SetRequest(req.WithContext(auth.WithPrincipal(req.Context(), p)))
+				return next(c)
+			}
 			// A runner job's run-scoped OTLP token (api/runners.go).
 			if req, ok, err := s.runTokenPrincipal(req, r); ok {
 				if err != nil {

@@ -68,7 +68,8 @@ func errorCodes() []string {
 	for _, k := range errorKinds {
 		codes = append(codes, k.code)
 	}
-	return codes
+	// A parked call's 202 (approvals_park.go) has the error shape too.
+	return append(codes, CodeApprovalPending)
 }
 
 // codeForStatus names a status that arrived without a sentinel. An

@@ -24,6 +24,7 @@ import (
 	"svc/internal/platform/config"
 	"svc/internal/platform/netguard"
 	"svc/internal/platform/secrets"
+	"svc/internal/service/approvals"
 	"svc/internal/service/identity"
 	"svc/internal/service/judges"
 	"svc/internal/service/models"
@@ -81,6 +82,13 @@ type Options struct {
 	// sandbox host sharing this process (svc dev); zero, sessions answer
 	// 503.
 	Sandboxes SandboxDeps
+	// Approvals starts and signals approval workflows; nil, an approval's
+	// expiry is applied when it is read and a call whose caller is gone
+	// runs only when someone polls it (approvals.go).
+	Approvals approvals.Orchestrator
+	// ApprovalDefault parks agents' destructive calls in workspaces that
+	// set no approval policy (approvals.DefaultTools); the binary sets it.
+	ApprovalDefault bool
 }
 
 // SandboxDeps are what the sandbox routes reach beyond the store.
@@ -121,6 +129,8 @@ type Server struct {
 	judges       *judges.Service    // judge preview and try, the run-scoped model proxy
 	worlds       *sandboxes.Worlds  // worlds and image imports (worlds.go)
 	sandboxes    *sandboxes.Service // sandbox sessions (sandboxes.go)
+	approvals    *approvals.Service // parked agent calls (approvals.go, approvals_park.go)
+	parkNames    parkingToolNames   // the routes' tool names, for the policies
 }
 
 // probeRoutes are hit every few seconds by orchestrators and scrapers:
@@ -222,6 +232,7 @@ func NewServer(o Options) (*Server, error) {
 		TenantRuns: o.Config.TenantRuns, MaxPerAgent: o.Config.SandboxMaxPerAgent, MaxPerTenant: o.Config.SandboxMaxPerTenant, MaxTTL: o.Config.SandboxMaxTTL,
 		Now: s.now, Logger: s.logger,
 	})
+	s.approvals = approvals.New(approvals.Options{Store: o.Store, Orchestrator: o.Approvals, Now: s.now, Logger: s.logger, Default: o.ApprovalDefault})
 	if s.maxBody <= 0 {
 		// A zero Config (tests, embedders) still gets the documented limit.
 		s.maxBody = config.Defaults().MaxBodyBytes
@@ -263,7 +274,7 @@ func NewServer(o Options) (*Server, error) {
 		// Authentication is derived from the row's action, so no route can
 		// be added without saying who may call it; likewise every path
 		// parameter is vetted (pathid.go), so no route can skip the check.
-		e.Add(r.Method, r.Path, r.Handler, s.authenticate(r), checkPathParams)
+		e.Add(r.Method, r.Path, r.Handler, s.authenticate(r), checkPathParams, s.park(r))
 	}
 	if err := s.registerMCPTools(s.routes); err != nil {
 		return nil, err
@@ -309,6 +320,7 @@ func (s *Server) table() []Route {
 		s.traceRoutes(),
 		s.eventRoutes(),
 		s.mcpRoutes(),
+		s.approvalRoutes(),
 	)
 }
 

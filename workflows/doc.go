@@ -24,4 +24,5 @@ func Register(r worker.WorkflowRegistry) {
 	r.RegisterWorkflowWithOptions(TraceSweepWorkflow, workflow.RegisterOptions{Name: flows.TraceSweepWorkflow})
 	r.RegisterWorkflowWithOptions(SandboxSnapshotWorkflow, workflow.RegisterOptions{Name: flows.SandboxSnapshotWorkflow})
 	r.RegisterWorkflowWithOptions(SandboxSessionWorkflow, workflow.RegisterOptions{Name: flows.SandboxSessionWorkflow})
+	r.RegisterWorkflowWithOptions(ApprovalWorkflow, workflow.RegisterOptions{Name: flows.ApprovalWorkflow})
 }

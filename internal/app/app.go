@@ -152,6 +152,8 @@ func Activities(cfg config.Config, d Deps, o WorkerOptions) (*activities.Activit
 		IdleWindow: cfg.IngestIdleWindow, Logger: d.Logger})
 	// Runs on a runner runtime queue their jobs for the workspace's runners.
 	acts.RunnerQueue = RunnerQueue(d.Store, sealer)
+	// Approvals expire in the store; approved calls run through the API.
+	acts.Approvals = newApprovalRunner(cfg, d.Store, o.Role)
 	// Sandbox sessions' containers run on this host (sandbox.go).
 	if err := wireSandboxes(cfg, acts, d.Logger); err != nil {
 		return nil, err
@@ -201,10 +203,10 @@ func StartWorker(ctx context.Context, cfg config.Config, d Deps, o WorkerOptions
 	// What a dead svc of this host was running is retried now, not when its
 	// heartbeats time out.
 	go orchestration.ReclaimDeadAttempts(context.WithoutCancel(ctx), d.Temporal, cfg.TemporalNamespace, cfg.TaskQueue, d.Logger)
-	return w, nil
-}
 	// Notifications go out to their recipients' channels (notify.go).
 	w = startNotificationDrainer(cfg, d, acts, w)
+	return w, nil
+}
 
 // API builds the API server over d under cfg: workflows start on
 // cfg.TaskQueue through d.Temporal, /readyz checks the store and
@@ -219,18 +221,26 @@ func API(cfg config.Config, d Deps) (*api.Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	return api.NewServer(api.Options{
-		Worlds:       &sandboxes.Worlds{Store: worlds},
-		Store:        d.Store,
-		Logger:       d.Logger,
-		Config:       cfg,
-		Version:      d.Version,
-		Checkers:     Readiness(d.Store, d.Temporal),
-		Probers:      probers.Drivers(),
-		Starter:      starter,
-		Orchestrator: starter,
-		Sandboxes:    api.SandboxDeps{Orchestrator: starter, Local: localHost{}},
+	srv, err := api.NewServer(api.Options{
+		Approvals: starter,
+		// Agents' destructive calls park unless a workspace says otherwise.
+		ApprovalDefault: true,
+		Worlds:          &sandboxes.Worlds{Store: worlds},
+		Store:           d.Store,
+		Logger:          d.Logger,
+		Config:          cfg,
+		Version:         d.Version,
+		Checkers:        Readiness(d.Store, d.Temporal),
+		Probers:         probers.Drivers(),
+		Starter:         starter,
+		Orchestrator:    starter,
+		Sandboxes:       api.SandboxDeps{Orchestrator: starter, Local: localHost{}},
 	})
+	if err == nil {
+		// A worker of this process runs approved calls in process.
+		localAPIs.Store(d.Store, srv)
+	}
+	return srv, err
 }
 
 // ModelProxyURL is the judge model proxy's API root as a worker's judge

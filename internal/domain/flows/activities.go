@@ -45,6 +45,7 @@ var ActivityNames = []string{
 	ActivitySnapshotSession,
 	ActivityCreateSandbox, ActivityExecSandbox, ActivityTeardownSandbox, ActivitySettleSandbox,
 	ActivityRunSandboxTask, ActivitySettleSandboxTask,
+	ActivityExpireApproval, ActivityExecuteApproval,
 }
 
 // The inputs and results of the activities. Their JSON is recorded in

@@ -49,6 +49,9 @@ type Options struct {
 	Orchestrator Orchestrator
 	Now          func() time.Time
 	Logger       *slog.Logger
+	// Default turns on the built-in rule (DefaultTools) for workspaces
+	// that set no policy; the binary's wiring turns it on.
+	Default bool
 }
 
 // Service is the approvals use case.
