@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -48,11 +49,41 @@ func init() {
 	if len(os.Args) < 4 || os.Args[1] != temporalProbeArg {
 		return
 	}
-	keyPath, frontend, others := os.Args[2], os.Args[3], os.Args[4:]
+	keyPath, frontend, args := os.Args[2], os.Args[3], os.Args[4:]
 	if _, err := os.ReadFile(keyPath); err == nil {
 		fmt.Println("key-read")
 	} else {
 		fmt.Println("key-refused")
+	}
+	// registry=ADDR and cred=PATH: the managed image store and its
+	// credential file; the job may reach the one and must not read the
+	// other, and the store must answer it nothing without it.
+	var others []string
+	for _, a := range args {
+		switch {
+		case strings.HasPrefix(a, "cred="):
+			if _, err := os.ReadFile(strings.TrimPrefix(a, "cred=")); err == nil {
+				fmt.Println("credential-read")
+			} else {
+				fmt.Println("credential-refused")
+			}
+		case strings.HasPrefix(a, "registry="):
+			c := &http.Client{Timeout: 10 * time.Second}
+			resp, err := c.Get("http://" + strings.TrimPrefix(a, "registry=") + "/v2/_catalog")
+			switch {
+			case err != nil:
+				fmt.Println("registry-unreachable")
+			case resp.StatusCode == http.StatusUnauthorized:
+				fmt.Println("registry-refused")
+			default:
+				fmt.Println("registry-served")
+			}
+			if err == nil {
+				resp.Body.Close()
+			}
+		default:
+			others = append(others, a)
+		}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -136,8 +167,30 @@ func TestDevTemporalRequiresClientCert(t *testing.T) {
 			others = append(others, addr)
 		}
 	}
+	// One of them is the managed image store (plain HTTP on loopback):
+	// it answers nothing without the credential in the data dir.
+	registry := ""
+	for i, addr := range others {
+		c := &http.Client{Timeout: 2 * time.Second}
+		resp, err := c.Get("http://" + addr + "/v2/")
+		if err != nil {
+			continue
+		}
+		resp.Body.Close()
+		if resp.Header.Get("Docker-Distribution-API-Version") != "" {
+			if resp.StatusCode != http.StatusUnauthorized {
+				t.Errorf("the image store at %s answers %d without a credential, want 401", addr, resp.StatusCode)
+			}
+			registry = addr
+			others = append(others[:i:i], others[i+1:]...)
+			break
+		}
+	}
+	if registry == "" {
+		t.Errorf("svc dev serves no image store among %v", others)
+	}
 	if len(others) != 3 {
-		t.Errorf("svc dev listens on %v besides the API and the frontend, want Temporal's history, matching and worker services", others)
+		t.Errorf("svc dev listens on %v besides the API, the frontend and the image store, want Temporal's history, matching and worker services", others)
 	}
 
 	// The harness is this test binary, copied where a job can read it.
@@ -158,8 +211,9 @@ func TestDevTemporalRequiresClientCert(t *testing.T) {
 		t.Fatal(err)
 	}
 	key := strings.TrimPrefix(env[2], "TEMPORAL_TLS_KEY=")
-	run := probeRun(t, svc.URL, "temporal-probe", append([]string{probe, temporalProbeArg, key, frontend}, others...))
-	want := []string{"key-refused", "frontend-tcp-open", "frontend-plain-refused", "frontend-tls-refused"}
+	cred := filepath.Join(dataDir, "images", "credential")
+	run := probeRun(t, svc.URL, "temporal-probe", append(append([]string{probe, temporalProbeArg, key, frontend}, others...), "registry="+registry, "cred="+cred))
+	want := []string{"key-refused", "registry-refused", "credential-refused", "frontend-tcp-open", "frontend-plain-refused", "frontend-tls-refused"}
 	for range others {
 		want = append(want, "internal-tcp-open", "internal-plain-refused", "internal-tls-refused")
 	}

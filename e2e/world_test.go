@@ -13,10 +13,12 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
@@ -100,8 +102,39 @@ func storeAddr(t *testing.T, p *proc) string {
 		}
 		return m != nil
 	})
+	for _, kv := range p.cmd.Env {
+		if data, ok := strings.CutPrefix(kv, "SVC_DATA_DIR="); ok {
+			storeCreds.Store(addr, filepath.Join(data, "images", "credential"))
+		}
+	}
 	return addr
 }
+
+// storeCreds maps a managed image store's address to the credential file
+// svc dev wrote into its data dir (user svc and the password it chose at
+// start): the store answers nobody without it.
+var storeCreds sync.Map
+
+// devStoreKeychain answers the credential of a store storeAddr found,
+// read at each call (a restarted svc dev chooses a new password).
+type devStoreKeychain struct{}
+
+func (devStoreKeychain) Resolve(r authn.Resource) (authn.Authenticator, error) {
+	f, ok := storeCreds.Load(r.RegistryStr())
+	if !ok {
+		return authn.Anonymous, nil
+	}
+	b, err := os.ReadFile(f.(string))
+	if err != nil {
+		return nil, err
+	}
+	user, pass, _ := strings.Cut(strings.TrimSpace(string(b)), ":")
+	return &authn.Basic{Username: user, Password: pass}, nil
+}
+
+// devStore is the registry client's option that authenticates to the
+// managed stores of the tests' svc dev.
+var devStore = remote.WithAuthFromKeychain(devStoreKeychain{})
 
 // worldRepo is world id's repository of the dev workspace in the store at addr.
 func worldRepo(t *testing.T, addr, id string) name.Repository {
@@ -117,7 +150,7 @@ func worldRepo(t *testing.T, addr, id string) name.Repository {
 // of it against its digest (a half version fails here).
 func pull(t *testing.T, repo name.Repository, tag string) (v1.Image, error) {
 	t.Helper()
-	img, err := remote.Image(repo.Tag(tag))
+	img, err := remote.Image(repo.Tag(tag), devStore)
 	if err != nil {
 		return nil, err
 	}
@@ -300,7 +333,7 @@ func TestWorldSnapshotsAndHibernation(t *testing.T) {
 		if d.String() != v.Digest {
 			t.Errorf("%s:%s pulled digest %s, want %s", repo, v.Tag, d, v.Digest)
 		}
-		if byDigest, err := remote.Image(repo.Digest(v.Digest)); err != nil {
+		if byDigest, err := remote.Image(repo.Digest(v.Digest), devStore); err != nil {
 			t.Errorf("pulling %s@%s: %v", repo, v.Digest, err)
 		} else if ls, _ := byDigest.Layers(); v.Version == 3 && len(ls) != 3 {
 			t.Errorf("v3 has %d layers, want 3: busybox, then one layer per session appended", len(ls))
@@ -477,7 +510,7 @@ func TestWorldRetentionAndCaptureCap(t *testing.T) {
 	if got := versionNumbers(getWorld(t, dev.URL, "keep")); !slices.Equal(got, []int{2}) {
 		t.Errorf("versions after keep 1 = %v, want [2]", got)
 	}
-	if _, err := remote.Image(repo.Tag("v1")); err == nil {
+	if _, err := remote.Image(repo.Tag("v1"), devStore); err == nil {
 		t.Errorf("v1 still pulls after retention pruned it")
 	}
 	img2, err := pull(t, repo, "v2")
@@ -607,7 +640,7 @@ func unreferencedBlobs(t *testing.T, addr, data string) []string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	repos, err := remote.Catalog(t.Context(), reg)
+	repos, err := remote.Catalog(t.Context(), reg, devStore)
 	if err != nil {
 		t.Fatalf("catalog: %v", err)
 	}
@@ -617,12 +650,12 @@ func unreferencedBlobs(t *testing.T, addr, data string) []string {
 		if err != nil {
 			t.Fatal(err)
 		}
-		tags, err := remote.List(repo)
+		tags, err := remote.List(repo, devStore)
 		if err != nil {
 			continue // every tag deleted
 		}
 		for _, tag := range tags {
-			img, err := remote.Image(repo.Tag(tag))
+			img, err := remote.Image(repo.Tag(tag), devStore)
 			if err != nil {
 				t.Errorf("%s:%s is listed but does not pull: %v", repo, tag, err)
 				continue

@@ -2,11 +2,14 @@ package app
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -27,6 +30,10 @@ type ManagedImages struct {
 	Store *imagestore.Store
 	// Addr is the host:port it listens on.
 	Addr string
+	// Password is the credential it requires (user imagestore.User),
+	// new at each start and written to dataDir/images/credential (0600)
+	// for an operator's registry client.
+	Password string
 }
 
 // GC collects the store's garbage, logging what fails.
@@ -47,9 +54,24 @@ func (m *ManagedImages) GC(log *slog.Logger) {
 // before its tag leaves nothing behind) and serves it on a loopback port
 // until ctx ends; stop closes it sooner.
 func ServeManagedImages(ctx context.Context, dataDir string, log *slog.Logger) (m *ManagedImages, stop func(context.Context) error, err error) {
-	st, err := imagestore.Open(filepath.Join(dataDir, "images"), imagestore.Options{Logger: log})
+	var pw [24]byte
+	if _, err := rand.Read(pw[:]); err != nil {
+		return nil, nil, fmt.Errorf("image store: %v", err)
+	}
+	password := hex.EncodeToString(pw[:])
+	dir := filepath.Join(dataDir, "images")
+	st, err := imagestore.Open(dir, imagestore.Options{Logger: log, Password: password})
 	if err != nil {
 		return nil, nil, fmt.Errorf("SVC_DATA_DIR: %v", err)
+	}
+	// The credential file is the data dir's (which jobs cannot read),
+	// written whole before the store serves.
+	cred := filepath.Join(dir, "credential")
+	if err := os.WriteFile(cred+".tmp", []byte(imagestore.User+":"+password+"\n"), 0o600); err != nil {
+		return nil, nil, fmt.Errorf("image store: writing its credential: %v", err)
+	}
+	if err := os.Rename(cred+".tmp", cred); err != nil {
+		return nil, nil, fmt.Errorf("image store: writing its credential: %v", err)
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -62,7 +84,7 @@ func ServeManagedImages(ctx context.Context, dataDir string, log *slog.Logger) (
 		}
 	}()
 	log.Info("image store listening", "addr", ln.Addr().String(), "dir", st.Dir())
-	return &ManagedImages{Store: st, Addr: ln.Addr().String()}, srv.Shutdown, nil
+	return &ManagedImages{Store: st, Addr: ln.Addr().String(), Password: password}, srv.Shutdown, nil
 }
 
 // Worlds opens the image store worlds and imports use: the registry
@@ -81,6 +103,7 @@ func Worlds(ctx context.Context, cfg config.Config, m *ManagedImages, st SecretR
 			return nil, nil
 		}
 		store = "http://" + m.Addr
+		cred = imagestore.User + ":" + m.Password
 		allow = strings.TrimSuffix(allow, ",") + "," + m.Addr
 	}
 	guard, err := images.NewGuard(allow)

@@ -2,6 +2,7 @@ package imagestore
 
 import (
 	"crypto/sha256"
+	"crypto/subtle"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -40,6 +41,11 @@ func writeError(w http.ResponseWriter, e *regError) {
 // ServeHTTP answers the OCI distribution API under /v2/.
 func (s *Store) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	w.Header().Set("Docker-Distribution-API-Version", "registry/2.0")
+	if !s.authorized(req) {
+		w.Header().Set("WWW-Authenticate", `Basic realm="svc image store"`)
+		writeError(w, fail(http.StatusUnauthorized, "UNAUTHORIZED", "authentication required: user svc with the password in the data dir's images/credential file"))
+		return
+	}
 	r, err := parseRoute(req.URL.Path)
 	if err != nil {
 		writeError(w, routeError(err))
@@ -515,4 +521,23 @@ func (s *Store) serveUpload(w http.ResponseWriter, req *http.Request, r route) *
 		return nil
 	}
 	return unsupported(req)
+}
+
+// User is the user name of the store's basic-auth credential.
+const User = "svc"
+
+// authorized reports whether req carries the store's password (basic auth
+// as User, or a bearer token), compared in constant time; a store without
+// a password serves everyone.
+func (s *Store) authorized(req *http.Request) bool {
+	if s.password == "" {
+		return true
+	}
+	got := ""
+	if user, pass, ok := req.BasicAuth(); ok && user == User {
+		got = pass
+	} else if tok, ok := strings.CutPrefix(req.Header.Get("Authorization"), "Bearer "); ok {
+		got = tok
+	}
+	return subtle.ConstantTimeCompare([]byte(got), []byte(s.password)) == 1
 }

@@ -52,15 +52,21 @@ type Options struct {
 	Grace time.Duration
 	// Logger receives GC's removals and internal errors; nil discards.
 	Logger *slog.Logger
+	// Password, when set, is the credential every request must carry
+	// (HTTP basic auth as user "svc", or a bearer token): on loopback the
+	// store is reachable by whatever shares the host's network, a job
+	// that reaches the host's loopback included, and must not serve them.
+	Password string
 }
 
 // Store is a disk-backed OCI registry. It is an http.Handler serving the
 // distribution API at /v2/. It is safe for concurrent use; one directory
 // must be served by one Store at a time.
 type Store struct {
-	dir   string
-	grace time.Duration
-	log   *slog.Logger
+	password string
+	dir      string
+	grace    time.Duration
+	log      *slog.Logger
 
 	// mu orders what changes which blobs are referenced: manifest and tag
 	// writes and deletes, a blob's arrival, and GC.
@@ -93,7 +99,7 @@ func Open(dir string, o Options) (*Store, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	s := &Store{dir: dir, grace: grace, log: log, seen: map[string]time.Time{}, uploads: map[string]*upload{}}
+	s := &Store{password: o.Password, dir: dir, grace: grace, log: log, seen: map[string]time.Time{}, uploads: map[string]*upload{}}
 	if _, err := s.gc(0); err != nil {
 		return nil, fmt.Errorf("image store: collecting garbage at open: %w", err)
 	}

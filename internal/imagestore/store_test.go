@@ -560,3 +560,42 @@ func TestGCDuringUpload(t *testing.T) {
 		t.Fatalf("blob: %d, %v", size, err)
 	}
 }
+
+// TestPasswordRequired: a store with a password answers nothing without
+// it (401 with a basic challenge), and serves a client that sends it as
+// basic auth (user svc) or as a bearer token; a wrong one is refused.
+func TestPasswordRequired(t *testing.T) {
+	s, err := Open(t.TempDir(), Options{Password: "s3cret"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(s)
+	defer srv.Close()
+	for _, c := range []struct {
+		name string
+		set  func(*http.Request)
+		want int
+	}{
+		{"none", func(*http.Request) {}, http.StatusUnauthorized},
+		{"wrong", func(r *http.Request) { r.SetBasicAuth(User, "nope") }, http.StatusUnauthorized},
+		{"other user", func(r *http.Request) { r.SetBasicAuth("root", "s3cret") }, http.StatusUnauthorized},
+		{"basic", func(r *http.Request) { r.SetBasicAuth(User, "s3cret") }, http.StatusOK},
+		{"bearer", func(r *http.Request) { r.Header.Set("Authorization", "Bearer s3cret") }, http.StatusOK},
+	} {
+		for _, path := range []string{"/v2/", "/v2/_catalog"} {
+			req, _ := http.NewRequest(http.MethodGet, srv.URL+path, nil)
+			c.set(req)
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != c.want {
+				t.Errorf("%s %s = %d, want %d", c.name, path, resp.StatusCode, c.want)
+			}
+			if c.want == http.StatusUnauthorized && !strings.HasPrefix(resp.Header.Get("WWW-Authenticate"), "Basic") {
+				t.Errorf("%s %s: no basic challenge", c.name, path)
+			}
+		}
+	}
+}

@@ -30,6 +30,8 @@ var dialSites = map[string]string{
 	// Tenant addresses, through the guard.
 	"drivers/nomad/nomad.go NewClient":                                "its transport is cfg.Guard's (probe.DefaultGuard when nil)",
 	"internal/integrations/images/images.go tagIfAbsent":              "its transport wraps c.tr, cfg.Guard's (images.New refuses a nil Guard)",
+	"internal/client/sandbox.go within":                               "the CLI calls the service URL its user gives (a copy of the client with a longer bound)",
+	"internal/app/approvals.go newApprovalRunner":                     "the worker calls the API's own internal route at SVC_PUBLIC_URL, the operator's",
 	"internal/integrations/modeljudge/anthropic.go completeAnthropic": "ep.Client: the model guard's client (models.Service.Resolve)",
 	"internal/integrations/modeljudge/model.go completeOpenAI":        "ep.Client: the model guard's client (models.Service.Resolve)",
 	// Fallbacks when a constructor gets no guard: every production caller
