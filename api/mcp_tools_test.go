@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -523,10 +524,27 @@ func TestMCPToolJudges(t *testing.T) {
 	if !created.Created || created.ID != "j" || created.Version != "1.0.0" || created.Owner != a.ws || created.CreatedBy != "key:"+a.id {
 		t.Errorf("create_judge = %+v, want j@1.0.0 created in %s by key:%s", created, a.ws, a.id)
 	}
-	sameJSON(t, "origin of a registration through a tool", created.Origin, raw(`{"via":"mcp"}`))
+	// An MCP client is an agent (issue 33): its declared name and session
+	// are stamped beside via mcp; what the call gives wins.
+	agentOrigin := func(name string, o json.RawMessage) map[string]any {
+		var m map[string]any
+		if err := json.Unmarshal(o, &m); err != nil {
+			t.Fatalf("%s: origin %s: %v", name, o, err)
+		}
+		if c, _ := m["conversationId"].(string); c == "" {
+			t.Errorf("%s: origin %s has no conversationId (the MCP session)", name, o)
+		}
+		delete(m, "conversationId")
+		return m
+	}
+	if got, want := agentOrigin("create_judge", created.Origin), map[string]any{"via": "mcp", "agentId": "svc-test", "agentName": "svc-test"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("origin of a registration through a tool = %v, want %v and the session", got, want)
+	}
 	stamped := toolOK[registeredJSON](t, "create_judge", call(t, cs, "create_judge", map[string]any{"body": raw(judgeSpec("k", "1")),
 		"origin": map[string]any{"agentName": "claude", "note": "drafted in chat"}}))
-	sameJSON(t, "origin given to create_judge", stamped.Origin, raw(`{"via":"mcp","agentName":"claude","note":"drafted in chat"}`))
+	if got, want := agentOrigin("create_judge with origin", stamped.Origin), map[string]any{"via": "mcp", "agentId": "svc-test", "agentName": "claude", "note": "drafted in chat"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("origin given to create_judge = %v, want %v and the session", got, want)
+	}
 	info = toolErr(t, "create_judge", call(t, cs, "create_judge", map[string]any{"body": raw(judgeSpec("l", "1")), "origin": map[string]any{"via": "fax"}}))
 	sameRefusal(t, "create_judge with a bad origin", info, e.do(t, http.MethodPost, "/judges", judgeSpec("l", "1"), bearer(a.key), header{api.OriginHeader, `{"via":"fax"}`}))
 	again := toolOK[registeredJSON](t, "create_judge", call(t, cs, "create_judge", map[string]any{"body": raw(good)}))

@@ -28,6 +28,7 @@ import (
 	"svc/internal/service/identity"
 	"svc/internal/service/judges"
 	"svc/internal/service/models"
+	"svc/internal/service/notifications"
 	"svc/internal/service/registries"
 	"svc/internal/service/runners"
 	"svc/internal/service/runs"
@@ -100,37 +101,38 @@ type SandboxDeps struct {
 
 // Server is the HTTP API. Build it with New; serve Handler.
 type Server struct {
-	e            *echo.Echo
-	store        store.Store
-	logger       *slog.Logger
-	cfg          config.Config
-	version      string
-	checkers     []Checker
-	checkTimeout time.Duration
-	maxBody      int64
-	registry     *prometheus.Registry
-	metrics      *httpMetrics
-	routes       []Route
-	patterns     map[string]bool // "GET /runs/:id" for each row of routes
-	now          func() time.Time
-	resolver     *auth.Resolver
-	dev          devWorkspaces
-	mcp          http.Handler // the MCP SDK's streamable-HTTP handler
-	mcpServer    *mcp.Server  // its tools are the route table's (registerMCPTools)
-	registries   *registries.Service
-	runs         *runs.Service
-	scorecards   *scorecards.Service
-	identity     *identity.Service
-	traceIngest  *traces.Service
-	models       *models.Service // model bindings, the model proxy's tokens; built once, with the sealer
-	traceSources *traces.Sources // trace sources, through the pull guard (SVC_WEBHOOK_ALLOW)
-	sealer       *secrets.Sealer // opens model keys for inline judge tries; nil without SVC_SECRET_KEY
-	runners      *runners.Service
-	judges       *judges.Service    // judge preview and try, the run-scoped model proxy
-	worlds       *sandboxes.Worlds  // worlds and image imports (worlds.go)
-	sandboxes    *sandboxes.Service // sandbox sessions (sandboxes.go)
-	approvals    *approvals.Service // parked agent calls (approvals.go, approvals_park.go)
-	parkNames    parkingToolNames   // the routes' tool names, for the policies
+	e             *echo.Echo
+	store         store.Store
+	logger        *slog.Logger
+	cfg           config.Config
+	version       string
+	checkers      []Checker
+	checkTimeout  time.Duration
+	maxBody       int64
+	registry      *prometheus.Registry
+	metrics       *httpMetrics
+	routes        []Route
+	patterns      map[string]bool // "GET /runs/:id" for each row of routes
+	now           func() time.Time
+	resolver      *auth.Resolver
+	dev           devWorkspaces
+	mcp           http.Handler // the MCP SDK's streamable-HTTP handler
+	mcpServer     *mcp.Server  // its tools are the route table's (registerMCPTools)
+	registries    *registries.Service
+	runs          *runs.Service
+	scorecards    *scorecards.Service
+	identity      *identity.Service
+	traceIngest   *traces.Service
+	models        *models.Service // model bindings, the model proxy's tokens; built once, with the sealer
+	traceSources  *traces.Sources // trace sources, through the pull guard (SVC_WEBHOOK_ALLOW)
+	sealer        *secrets.Sealer // opens model keys for inline judge tries; nil without SVC_SECRET_KEY
+	runners       *runners.Service
+	judges        *judges.Service        // judge preview and try, the run-scoped model proxy
+	worlds        *sandboxes.Worlds      // worlds and image imports (worlds.go)
+	sandboxes     *sandboxes.Service     // sandbox sessions (sandboxes.go)
+	approvals     *approvals.Service     // parked agent calls (approvals.go, approvals_park.go)
+	notifications *notifications.Service // delivery channels and the agent runtime's internal routes
+	parkNames     parkingToolNames       // the routes' tool names, for the policies
 }
 
 // probeRoutes are hit every few seconds by orchestrators and scrapers:
@@ -233,6 +235,7 @@ func NewServer(o Options) (*Server, error) {
 		Now: s.now, Logger: s.logger,
 	})
 	s.approvals = approvals.New(approvals.Options{Store: o.Store, Orchestrator: o.Approvals, Now: s.now, Logger: s.logger, Default: o.ApprovalDefault})
+	s.notifications = notifications.New(notifications.Options{Store: o.Store, Sealer: sealer, Guard: guard, Approvals: s.approvals, Now: s.now})
 	if s.maxBody <= 0 {
 		// A zero Config (tests, embedders) still gets the documented limit.
 		s.maxBody = config.Defaults().MaxBodyBytes
@@ -321,6 +324,8 @@ func (s *Server) table() []Route {
 		s.eventRoutes(),
 		s.mcpRoutes(),
 		s.approvalRoutes(),
+		s.notificationChannelRoutes(),
+		s.internalAgentRoutes(),
 	)
 }
 
