@@ -44,7 +44,8 @@ func TestRunSurvivesDevKillBeforeStart(t *testing.T) {
 // answers 42.
 const restartHarness = `set -eu
 sleep 4 &
-echo "$$ $PPID $!" >> %q
+st= pst= bst=; read -r st < /proc/$$/stat || true; read -r pst < /proc/$PPID/stat || true; read -r bst < /proc/$!/stat || true
+echo "$$ $PPID $! |$st|$pst|$bst" >> %q
 cat >> "$SVC_TRACE_FILE" <<'EOF'
 {"kind":"span","name":"plan","attributes":{"step":1}}
 {"kind":"message","role":"assistant","content":"42"}
@@ -242,9 +243,19 @@ func readStarts(t *testing.T, path string) [][]int {
 	}
 	var out [][]int
 	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		// "<pids> |<stat of each>": the stat lines give each process's
+		// start time, so a pid the kernel reused is not taken for it.
+		line, stats, _ := strings.Cut(line, "|")
 		fields := strings.Fields(line)
-		if len(fields) != 3 {
+		if len(fields) != 3 || strings.Count(stats, "|") != 2 {
 			continue // a line being written
+		}
+		for i, st := range strings.Split(stats, "|") {
+			if pid, err := strconv.Atoi(fields[i]); err == nil {
+				if start := statStart(st); start != "" {
+					startTimes.Store(pid, start)
+				}
+			}
 		}
 		pids := make([]int, 0, 3)
 		for _, f := range fields {
@@ -277,9 +288,32 @@ func processAlive(pid int) bool {
 	if err != nil {
 		return false
 	}
+	// A pid the kernel gave to another process since (pid_max is 32768
+	// here, and thousands of harness starts wrap it) is not ours.
+	if want, ok := startTimes.Load(pid); ok && statStart(string(b)) != want.(string) {
+		return false
+	}
 	// The state follows the command name in parentheses: "pid (comm) S ...".
 	if i := strings.LastIndexByte(string(b), ')'); i >= 0 && i+2 < len(b) {
 		return b[i+2] != 'Z'
 	}
 	return true
+}
+
+// startTimes maps a harness process's pid to its start time as its starts
+// line recorded it (field 22 of /proc/<pid>/stat, clock ticks since boot).
+var startTimes sync.Map
+
+// statStart is the start time field of a /proc/<pid>/stat line, "" when
+// the line is not one.
+func statStart(stat string) string {
+	i := strings.LastIndexByte(stat, ')')
+	if i < 0 {
+		return ""
+	}
+	f := strings.Fields(stat[i+1:])
+	if len(f) < 20 {
+		return ""
+	}
+	return f[19] // after ")": state is field 3, so field 22 is the 20th
 }

@@ -26,7 +26,8 @@ import (
 // the cases file, so the test can count each case's starts.
 const scorecardHarness = `set -eu
 sleep 0.1 &
-echo "$$ $PPID $!" >> %[1]q
+st= pst= bst=; read -r st < /proc/$$/stat || true; read -r pst < /proc/$PPID/stat || true; read -r bst < /proc/$!/stat || true
+echo "$$ $PPID $! |$st|$pst|$bst" >> %[1]q
 id=$(grep -o '"id":"[^"]*"' "$SVC_CASE_FILE" | head -n1 | cut -d'"' -f4)
 echo "$id" >> %[2]q
 wait
