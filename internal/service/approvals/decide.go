@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"svc/auth"
+	"svc/internal/domain/approvalwire"
 	"svc/internal/domain/flows"
 	"svc/internal/platform/derrors"
 	"svc/store"
@@ -14,15 +15,13 @@ import (
 
 // Decisions a person makes (POST /approvals/:id/decide).
 const (
-	DecisionApprove = "approve"
-	DecisionDeny    = "deny"
+	DecisionApprove = approvalwire.DecisionApprove
+	DecisionDeny    = approvalwire.DecisionDeny
 )
 
-// DecideRequest is the body of POST /approvals/:id/decide.
-type DecideRequest struct {
-	Decision string `json:"decision"`
-	Reason   string `json:"reason,omitempty"`
-}
+// DecideRequest is the body of POST /approvals/:id/decide
+// (approvalwire.DecideRequest, the wire format the client shares).
+type DecideRequest = approvalwire.DecideRequest
 
 // maxReason bounds a decision's reason.
 const maxReason = 2000

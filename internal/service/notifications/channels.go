@@ -2,12 +2,11 @@ package notifications
 
 import (
 	"context"
-	"net/url"
 	"slices"
-	"strings"
 
 	"svc/auth"
 	"svc/internal/domain/eval"
+	"svc/internal/domain/notificationwire"
 	"svc/internal/integrations/webhooks"
 	"svc/internal/platform/derrors"
 	"svc/store"
@@ -20,44 +19,9 @@ func ChannelSecretName(channelID string) string { return "notification-channel."
 // MaxChannels bounds how many channels one member keeps in a workspace.
 const MaxChannels = 20
 
-// CreateChannelRequest is the body of POST /notification-channels.
-type CreateChannelRequest struct {
-	// Type is webhook (Standard Webhooks, signed with the channel's own
-	// secret, shown once) or slack (a Slack-compatible incoming webhook:
-	// {"text": ...}).
-	Type string `json:"type"`
-	URL  string `json:"url"`
-	// Kinds are the notification kinds to send; empty means every kind.
-	Kinds []string `json:"kinds,omitempty"`
-}
-
-// Validate checks the body without the network.
-func (r *CreateChannelRequest) Validate() error {
-	if r.Type != store.ChannelWebhook && r.Type != store.ChannelSlack {
-		return derrors.Invalidf("type %q: want webhook (signed, Standard Webhooks) or slack (an incoming-webhook URL)", r.Type)
-	}
-	if r.URL == "" {
-		return derrors.Invalidf("url is required")
-	}
-	if len(r.URL) > 2048 {
-		return derrors.Invalidf("url is %d bytes; at most 2048", len(r.URL))
-	}
-	u, err := url.Parse(r.URL)
-	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
-		return derrors.Invalidf("url must be an absolute http or https URL")
-	}
-	seen := map[string]bool{}
-	for _, k := range r.Kinds {
-		if !eval.IsNotificationKind(k) {
-			return derrors.Invalidf("kind %q is not a notification kind; the kinds are %s", k, strings.Join(eval.NotificationKinds(), ", "))
-		}
-		if seen[k] {
-			return derrors.Invalidf("kind %q is listed twice", k)
-		}
-		seen[k] = true
-	}
-	return nil
-}
+// CreateChannelRequest is the body of POST /notification-channels
+// (notificationwire.CreateChannelRequest, the wire format the client shares).
+type CreateChannelRequest = notificationwire.CreateChannelRequest
 
 // Channel is a channel as its owner reads it; Secret only in the answer
 // to its creation.

@@ -5,6 +5,7 @@ import (
 
 	"svc/auth"
 	"svc/internal/domain/eval"
+	"svc/internal/domain/notificationwire"
 	"svc/internal/platform/derrors"
 	"svc/store"
 )
@@ -40,24 +41,9 @@ type Notification struct {
 	Href string `json:"href,omitempty"`
 }
 
-// ReadRequest is the body of POST /notifications/read: ids, or all.
-type ReadRequest struct {
-	IDs []string `json:"ids,omitempty"`
-	All bool     `json:"all,omitempty"`
-}
-
-// Validate refuses a body that says neither or both.
-func (r *ReadRequest) Validate() error {
-	switch {
-	case r.All && len(r.IDs) > 0:
-		return derrors.Invalidf("send either ids or all:true, not both")
-	case !r.All && len(r.IDs) == 0:
-		return derrors.Invalidf("send ids (the notifications to mark read) or all:true")
-	case len(r.IDs) > 1000:
-		return derrors.Invalidf("at most 1000 ids per request, not %d", len(r.IDs))
-	}
-	return nil
-}
+// ReadRequest is the body of POST /notifications/read: ids, or all
+// (notificationwire.ReadRequest, the wire format the client shares).
+type ReadRequest = notificationwire.ReadRequest
 
 // MarkRead marks the caller's notifications read; ids that are not the
 // caller's, or already read, are skipped, so the call is idempotent.
