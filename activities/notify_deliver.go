@@ -34,10 +34,6 @@ const ChannelFailureLimit = 5
 // channel that fails it alone while others succeed.
 const maxDeliveryAttempts = 10
 
-// ChannelSecretName is the name a webhook channel's signing secret is
-// sealed under (with the workspace as the sealing context).
-func ChannelSecretName(channelID string) string { return "notification-channel." + channelID }
-
 // NotificationMessageID is the webhook-id of a notification's delivery to a
 // channel: the same on every attempt, so a receiver deduplicates retries.
 func NotificationMessageID(channelID, notificationID string) string {
@@ -222,7 +218,7 @@ func (d *NotificationDrainer) send(ctx context.Context, ch store.NotificationCha
 		if d.Sealer == nil {
 			return derrors.ErrNoSecretKey
 		}
-		secret, err := d.Sealer.Open(ch.Workspace, ChannelSecretName(ch.ID), ch.Secret)
+		secret, err := d.Sealer.Open(ch.Workspace, eval.ChannelSecretName(ch.ID), ch.Secret)
 		if err != nil {
 			return fmt.Errorf("opening channel %s's secret: %w", ch.ID, err)
 		}

@@ -51,7 +51,7 @@ func TestNotificationDrainer(t *testing.T) {
 	}
 	hook, slack, broken, other := recv("hook", 204), recv("slack", 200), recv("broken", 500), recv("other", 200)
 	secret, _ := webhooks.NewSecret()
-	sealed, err := sealer.Seal("acme", ChannelSecretName("nch_hook"), []byte(secret))
+	sealed, err := sealer.Seal("acme", eval.ChannelSecretName("nch_hook"), []byte(secret))
 	if err != nil {
 		t.Fatal(err)
 	}

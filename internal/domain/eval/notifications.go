@@ -197,6 +197,12 @@ func ApprovalNotice(r ApprovalRequest) Notice {
 		Title: title, Body: "Decide it under /approvals (svc approvals, or the approvals inbox).", Link: link}
 }
 
+// ChannelSecretName is the name a webhook delivery channel's signing
+// secret is sealed under (with the workspace as the sealing context): the
+// notifications service seals it by this name when the channel is created
+// and the worker's drainer opens it by the same name to sign a delivery.
+func ChannelSecretName(channelID string) string { return "notification-channel." + channelID }
+
 // ChannelDisabledNotice tells a member that their delivery channel was
 // disabled after failures consecutive failures, and how to re-enable it;
 // one per disabling (at, unix seconds, tells two apart).

@@ -12,10 +12,6 @@ import (
 	"svc/store"
 )
 
-// ChannelSecretName is the name a webhook channel's secret is sealed
-// under; the worker opens it by the same name (activities.ChannelSecretName).
-func ChannelSecretName(channelID string) string { return "notification-channel." + channelID }
-
 // MaxChannels bounds how many channels one member keeps in a workspace.
 const MaxChannels = 20
 
@@ -62,7 +58,7 @@ func (s *Service) CreateChannel(ctx context.Context, p auth.Principal, req Creat
 		if secret, err = webhooks.NewSecret(); err != nil {
 			return Channel{}, err
 		}
-		if c.Secret, err = s.o.Sealer.Seal(p.Workspace, ChannelSecretName(c.ID), []byte(secret)); err != nil {
+		if c.Secret, err = s.o.Sealer.Seal(p.Workspace, eval.ChannelSecretName(c.ID), []byte(secret)); err != nil {
 			return Channel{}, err
 		}
 	}
