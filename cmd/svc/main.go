@@ -2,8 +2,8 @@
 // dev (everything in one process), serve (API), worker (Temporal worker),
 // migrate and version, and the client commands CI uses against a running
 // service (scorecard, dataset, harness, judge, runs, diff, eval, gate,
-// verify, sandbox, world, image; docs/cli.md). `svc help` lists the
-// commands and every setting.
+// verify, sandbox, world, image, approvals, notifications, events;
+// docs/cli.md). `svc help` lists the commands and every setting.
 package main
 
 import (
@@ -50,6 +50,9 @@ func commands() []command {
 		{"world", "list the workspace's worlds (saved sandbox states) or one world's versions", nil, cli.RunWorld},
 		{"image", "import an image (an OCI layout directory, a docker save or OCI tar) into the image store", nil, cli.RunImage},
 		{"eval", "run an eval file: push, run, wait and gate in one command (CI)", nil, cli.RunEval},
+		{"approvals", "list, show, approve or deny agents' parked calls; read or set the approval policies", nil, cli.RunApprovals},
+		{"notifications", "list or mark read your notifications; add, list, remove or re-enable delivery channels", nil, cli.RunNotifications},
+		{"events", "read the workspace's event log, newest first, by type or glob (--all follows every page)", nil, cli.RunEvents},
 		{"runner", "a self-hosted runner: lease a workspace's jobs and run them on this machine (--url, --workers)", nil, cli.Runner(openLocalDriver)},
 	}
 }
@@ -115,14 +118,14 @@ func printHelp(w io.Writer) {
 	fmt.Fprintln(w, "Commands:")
 	for _, c := range commands() {
 		if c.client == nil {
-			fmt.Fprintf(w, "  %-10s %s\n", c.name, c.short)
+			fmt.Fprintf(w, "  %-13s %s\n", c.name, c.short)
 		}
 	}
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "Client commands, against a running svc (docs/cli.md; `svc <command> -h` for each):")
 	for _, c := range commands() {
 		if c.client != nil {
-			fmt.Fprintf(w, "  %-10s %s\n", c.name, c.short)
+			fmt.Fprintf(w, "  %-13s %s\n", c.name, c.short)
 		}
 	}
 	fmt.Fprintf(w, "  Connection: --url or %s (default %s); --workspace or %s;\n", client.EnvURL, client.DefaultURL, client.EnvWorkspace)
