@@ -88,4 +88,11 @@ type NotificationChannels interface {
 	// ListNotificationDeliveries returns a workspace's queued deliveries,
 	// oldest first (for tests and operators).
 	ListNotificationDeliveries(ctx context.Context, workspace string) ([]NotificationDelivery, error)
+	// SweepApprovalNotifications deletes (never marks read), across
+	// workspaces, every notification of kind (agent_approval_requested)
+	// that no pending approval of its workspace names as its Notification:
+	// its approval was decided or expired by a path that did not delete
+	// it, or is gone. It returns how many it deleted. A row with a pending
+	// approval stays, even when other approvals naming it settled.
+	SweepApprovalNotifications(ctx context.Context, kind string) (deleted int, err error)
 }

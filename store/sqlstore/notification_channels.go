@@ -295,3 +295,20 @@ func (o ops) GetNotification(ctx context.Context, workspace, id string) (_ store
 	}
 	return n, nil
 }
+
+// SweepApprovalNotifications deletes approval notifications no pending
+// approval names; see store.NotificationChannels. One statement, so a
+// notification parked in a transaction with its approval is never seen
+// without it.
+func (o ops) SweepApprovalNotifications(ctx context.Context, kind string) (deleted int, err error) {
+	defer derrors.Wrap(&err, "%s.SweepApprovalNotifications(ctx, %q)", o.kind, kind)
+	if err := required("kind", kind); err != nil {
+		return 0, err
+	}
+	if err := checkText(kind); err != nil {
+		return 0, err
+	}
+	return o.execCount(ctx, `DELETE FROM notifications WHERE kind = $1 AND NOT EXISTS (
+		SELECT 1 FROM approvals WHERE approvals.workspace = notifications.workspace AND approvals.status = $2
+			AND approvals.doc ->> 'notification' = notifications.id)`, kind, store.ApprovalPending)
+}

@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"errors"
+	"slices"
 	"testing"
 	"time"
 
@@ -34,7 +35,10 @@ func queued(t *testing.T, s store.Store, workspace string) []string {
 	return pluck(ds, func(d store.NotificationDelivery) string { return d.NotificationID + "->" + d.ChannelID })
 }
 
-var notificationChannelCases = []Case{
+// notificationChannelCases are the channels', the outbox's and the sweep's.
+var notificationChannelCases = slices.Concat(channelOutboxCases, notificationSweepCases)
+
+var channelOutboxCases = []Case{
 	{"notification_channels/owner_scoped", func(t *testing.T, s store.Store) {
 		ctx := t.Context()
 		a := createChannel(t, s, channel("acme", "nch_a", "user:alice", "run_completed"))
@@ -139,6 +143,82 @@ var notificationChannelCases = []Case{
 		addNotification(t, s, notification("acme", "n4", "user:alice", now))
 		if diff := cmp.Diff([]string{"n4->nch_1"}, queued(t, s, "acme")); diff != "" {
 			t.Errorf("after re-enabling (-want +got):\n%s", diff)
+		}
+	}},
+}
+
+// approvalNotice is an agent_approval_requested notification for alice.
+func approvalNotice(ws, id string) store.Notification {
+	n := notification(ws, id, "alice", t0)
+	n.Kind = "agent_approval_requested"
+	return n
+}
+
+// parkedWith is a pending approval naming notification notice.
+func parkedWith(ws, id, notice string) store.Approval {
+	a := parked(ws, id, t0)
+	a.Notification = notice
+	return a
+}
+
+var notificationSweepCases = []Case{
+	// Spec §3: an agent_approval_requested notification is deleted on a
+	// decision, an expiry or a sweep; the sweep deletes those no pending
+	// approval of their workspace names (decided or expired by a path
+	// that skipped the delete, or gone), read or not, and nothing else.
+	{"notification_channels/sweep_deletes_approval_notices_without_a_pending_approval", func(t *testing.T, s store.Store) {
+		ctx := t.Context()
+		const kind = "agent_approval_requested"
+		settle := func(ws, id, status string) {
+			t.Helper()
+			if _, err := s.UpdateApproval(ctx, ws, id, func(a *store.Approval) error { a.Status = status; return nil }); err != nil {
+				t.Fatalf("settling %s: %v", id, err)
+			}
+		}
+		for _, c := range []struct{ ws, approval, notice, status string }{
+			{"acme", "ap-pending", "n-pending", store.ApprovalPending},
+			{"acme", "ap-denied", "n-denied", store.ApprovalDenied},
+			{"acme", "ap-expired", "n-expired", store.ApprovalExpired},
+			{"acme", "ap-approved", "n-approved", store.ApprovalApproved},
+			// One session's notification named by a settled approval and
+			// a pending one: the pending one keeps it.
+			{"acme", "ap-shared-1", "n-shared", store.ApprovalDenied},
+			{"acme", "ap-shared-2", "n-shared", store.ApprovalPending},
+			// A pending approval of another workspace does not keep
+			// acme's notification of the same id.
+			{"globex", "ap-other", "n-denied", store.ApprovalPending},
+		} {
+			if _, _, err := s.CreateApproval(ctx, parkedWith(c.ws, c.approval, c.notice)); err != nil {
+				t.Fatalf("CreateApproval(%s): %v", c.approval, err)
+			}
+			if c.status != store.ApprovalPending {
+				settle(c.ws, c.approval, c.status)
+			}
+		}
+		for _, id := range []string{"n-pending", "n-denied", "n-expired", "n-approved", "n-shared", "n-gone"} {
+			addNotification(t, s, approvalNotice("acme", id))
+		}
+		addNotification(t, s, notification("acme", "run_completed:r1", "alice", t0))
+		if n := markRead(t, s, "acme", "alice", []string{"n-denied"}, false, t0); n != 1 {
+			t.Fatalf("marked %d read, want 1", n)
+		}
+		deleted, err := s.SweepApprovalNotifications(ctx, kind)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if deleted != 4 {
+			t.Errorf("the sweep deleted %d, want 4 (denied, expired, approved, gone)", deleted)
+		}
+		feed := pluck(listNotifications(t, s, "acme", "alice", false, 0), func(n store.Notification) string { return n.ID })
+		slices.Sort(feed)
+		if diff := cmp.Diff([]string{"n-pending", "n-shared", "run_completed:r1"}, feed); diff != "" {
+			t.Errorf("after the sweep the feed (-want +got):\n%s", diff)
+		}
+		if again, err := s.SweepApprovalNotifications(ctx, kind); err != nil || again != 0 {
+			t.Errorf("a second sweep = %d, %v; want 0", again, err)
+		}
+		if _, err := s.SweepApprovalNotifications(ctx, ""); !errors.Is(err, derrors.ErrInvalid) {
+			t.Errorf("a sweep without a kind: %v, want ErrInvalid", err)
 		}
 	}},
 }
