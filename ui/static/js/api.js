@@ -34,7 +34,9 @@ let onUnauthorized = () => {};
 export function setUnauthorizedHandler(fn) { onUnauthorized = fn; }
 
 // call sends one request; token overrides the session's (sign-in checks a
-// key before keeping it). It resolves {data, headers}.
+// key before keeping it). It resolves {data, headers, text}: text is the
+// body as received, for a page that must show part of it exactly (the
+// approvals inbox shows an agent's arguments number for number).
 export async function call(method, path, body, opts = {}) {
   const headers = { Accept: 'application/json' };
   const token = opts.token !== undefined ? opts.token : session.token();
@@ -57,7 +59,7 @@ export async function call(method, path, body, opts = {}) {
     if (res.status === 401 && opts.token === undefined) onUnauthorized(err);
     throw err;
   }
-  return { data, headers: res.headers };
+  return { data, headers: res.headers, text };
 }
 
 export async function get(path, opts) { return (await call('GET', path, undefined, opts)).data; }

@@ -6,9 +6,10 @@ import { add, h, clear, announce } from './dom.js';
 
 const routes = [
   ['/signin', () => import('./pages/signin.js'), 'signin', true],
-  // The workspace root: where a notification about a conversation leads
-  // (#/?conversation=c_1).
-  ['/', () => import('./pages/scorecards.js'), 'scorecards'],
+  // The workspace root: the scorecards, or, where a notification about an
+  // agent's conversation leads (#/?conversation=c_1, spec §6), that
+  // conversation's approvals.
+  ['/', () => import('./pages/root.js'), 'root'],
   ['/scorecards', () => import('./pages/scorecards.js'), 'scorecards'],
   ['/scorecards/:id', () => import('./pages/scorecard.js'), 'scorecards'],
   ['/scorecards/:id/cases/:caseId', () => import('./pages/case.js'), 'scorecards'],
@@ -28,6 +29,8 @@ const routes = [
   ['/worlds', () => import('./pages/worlds.js'), 'worlds'],
   ['/worlds/:id', () => import('./pages/worlds.js'), 'worlds'],
   ['/notifications', () => import('./pages/notifications.js'), 'notifications'],
+  ['/approvals', () => import('./pages/approvals.js'), 'approvals'],
+  ['/approvals/:id', () => import('./pages/approvals.js'), 'approvals'],
   // Resources of the tools around svc that a notification may name (spec
   // §6): the page says what it is and that svc does not keep it.
   ['/views/:id', () => import('./pages/elsewhere.js'), 'notifications'],
@@ -146,15 +149,19 @@ function renderWho() {
 }
 
 // pollUnread keeps the header's unread count, about every 25 s as the
-// spec's web client does.
+// spec's web client does, and the count of pending approvals beside it.
 let unreadTimer = 0;
 function pollUnread() {
   clearTimeout(unreadTimer);
-  if (!me) { document.getElementById('unread').textContent = ''; return; }
-  get('/notifications?unread=1&limit=100').then(items => {
+  if (!me) { document.getElementById('unread').textContent = ''; document.getElementById('pending-approvals').textContent = ''; return; }
+  const count = (id, items) => {
     const n = Array.isArray(items) ? items.length : 0;
-    document.getElementById('unread').textContent = n ? String(n) : '';
-  }).catch(() => {}).finally(() => { if (me) unreadTimer = setTimeout(pollUnread, 25000); });
+    document.getElementById(id).textContent = n ? String(n) : '';
+  };
+  Promise.all([
+    get('/notifications?unread=1&limit=100').then(items => count('unread', items)).catch(() => {}),
+    get('/approvals?status=pending').then(items => count('pending-approvals', items)).catch(() => {}),
+  ]).finally(() => { if (me) unreadTimer = setTimeout(pollUnread, 25000); });
 }
 
 function markNav(nav) {
@@ -196,7 +203,7 @@ async function render() {
   // page awaits ctx.whoami() only where it needs the principal.
   const loading = route.load();
   loading.catch(() => {});
-  markNav(route.nav);
+  markNav(route.nav === 'root' ? (query.get('conversation') ? 'approvals' : 'scorecards') : route.nav);
   const ctx = new Context(route, query);
   current = ctx;
   if (!route.pub && !me) {

@@ -50,7 +50,7 @@ export function clear(el) { while (el.firstChild) el.removeChild(el.firstChild);
 // Status words shown with a symbol, so a state never depends on colour.
 const SYMBOL = {
   pass: '✓', succeeded: '✓', fail: '✗', failed: '✗', error: '!', block: '✗', blocked_missing: '✗',
-  running: '▶', queued: '…', pending: '…', cancelled: '■', superseded: '■', not_comparable: '≠', skipped: '–',
+  running: '▶', queued: '…', pending: '…', approved: '✓', denied: '✗', expired: '⌛', cancelled: '■', superseded: '■', not_comparable: '≠', skipped: '–',
 };
 
 export function badge(state, label) {
