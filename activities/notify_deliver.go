@@ -59,8 +59,11 @@ type NotificationDrainer struct {
 	// Backoff is the wait after a delivery's first failed attempt; it
 	// doubles per attempt up to MaxBackoff (500 ms and 5 min when zero).
 	Backoff, MaxBackoff time.Duration
-	Logger              *slog.Logger
-	Now                 func() time.Time
+	// SweepEvery is how often Run sweeps the approval notifications whose
+	// approval is no longer pending (SweepApprovalNotices); 0 never.
+	SweepEvery time.Duration
+	Logger     *slog.Logger
+	Now        func() time.Time
 }
 
 func (d *NotificationDrainer) now() time.Time {
@@ -70,13 +73,21 @@ func (d *NotificationDrainer) now() time.Time {
 	return time.Now().UTC()
 }
 
-// Run drains every interval until ctx ends.
+// Run drains every interval, and sweeps approval notifications at start
+// and every SweepEvery (when positive), until ctx ends.
 func (d *NotificationDrainer) Run(ctx context.Context, interval time.Duration) {
 	if d.Logger == nil {
 		d.Logger = slog.Default()
 	}
 	t := time.NewTicker(interval)
 	defer t.Stop()
+	var sweep <-chan time.Time
+	if d.SweepEvery > 0 {
+		st := time.NewTicker(d.SweepEvery)
+		defer st.Stop()
+		sweep = st.C
+		d.sweep(ctx)
+	}
 	for {
 		if _, err := d.DrainOnce(ctx); err != nil && ctx.Err() == nil {
 			d.Logger.Warn("draining notification deliveries", "err", err)
@@ -84,8 +95,31 @@ func (d *NotificationDrainer) Run(ctx context.Context, interval time.Duration) {
 		select {
 		case <-ctx.Done():
 			return
+		case <-sweep:
+			d.sweep(ctx)
 		case <-t.C:
 		}
+	}
+}
+
+// SweepApprovalNotices deletes (never marks read) the
+// agent_approval_requested notifications whose approval is no longer
+// pending: decided, expired or gone (spec §3). A decision and an expiry
+// delete their notification in their own transaction; the sweep catches
+// what a path that skipped it left behind (an approval settled by an
+// operator in the store, a runtime that parked and never cleared). It
+// returns how many it deleted.
+func (d *NotificationDrainer) SweepApprovalNotices(ctx context.Context) (int, error) {
+	return d.Store.SweepApprovalNotifications(ctx, eval.NotifyAgentApprovalRequested)
+}
+
+func (d *NotificationDrainer) sweep(ctx context.Context) {
+	n, err := d.SweepApprovalNotices(ctx)
+	switch {
+	case err != nil && ctx.Err() == nil:
+		d.Logger.Warn("sweeping approval notifications", "err", err)
+	case n > 0:
+		d.Logger.Info("swept approval notifications whose approval is settled or gone", "deleted", n)
 	}
 }
 

@@ -15,12 +15,13 @@ import (
 const notificationDrainInterval = 500 * time.Millisecond
 
 // startNotificationDrainer drains the notification delivery outbox in the
-// background with the worker's webhook guard, client and sealer, until the
-// returned worker is stopped.
+// background with the worker's webhook guard, client and sealer, and
+// sweeps approval notifications whose approval is settled or gone every
+// SVC_APPROVAL_NOTICE_SWEEP, until the returned worker is stopped.
 func startNotificationDrainer(cfg config.Config, d Deps, acts *activities.Activities, w worker.Worker) worker.Worker {
 	ctx, cancel := context.WithCancel(context.Background())
 	drainer := &activities.NotificationDrainer{Store: d.Store, Sealer: acts.Sealer, Guard: acts.Guard, HTTP: acts.HTTP,
-		PublicURL: cfg.PublicURL, Logger: d.Logger}
+		PublicURL: cfg.PublicURL, SweepEvery: cfg.ApprovalNoticeSweep, Logger: d.Logger}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)

@@ -102,6 +102,10 @@ type Config struct {
 	// IngestIdleWindow is how long an external trajectory's spans wait
 	// without a new one before it is sealed.
 	IngestIdleWindow time.Duration
+	// ApprovalNoticeSweep is how often the worker deletes the
+	// agent_approval_requested notifications whose approval is no longer
+	// pending (decided, expired or gone).
+	ApprovalNoticeSweep time.Duration
 
 	// TemporalTLSCert and TemporalTLSKey are the PEM files of the client
 	// certificate serve and worker present to Temporal (mutual TLS);
@@ -329,6 +333,15 @@ var Settings = []Setting{
 				return fmt.Errorf("want a positive duration such as 5m, got %q", v)
 			}
 			c.IngestIdleWindow = d
+			return nil
+		}},
+	{Flag: "approval-notice-sweep", Env: "SVC_APPROVAL_NOTICE_SWEEP", Default: "1m", Usage: "how often the worker deletes the agent_approval_requested notifications whose approval is no longer pending (decided, expired or gone); a decision or an expiry deletes its own at once, the sweep catches the rest",
+		set: func(c *Config, v string) error {
+			d, err := time.ParseDuration(v)
+			if err != nil || d <= 0 {
+				return fmt.Errorf("want a positive duration such as 1m, got %q", v)
+			}
+			c.ApprovalNoticeSweep = d
 			return nil
 		}},
 	{Flag: "image-store", Env: "SVC_IMAGE_STORE", Default: "", Usage: "OCI registry of worlds and imported images, [http://|https://]host[:port][/prefix] (https unless http:// is written; its address must pass SVC_WEBHOOK_ALLOW when private); empty: svc dev serves its own managed store on loopback under the data dir, serve and worker refuse world sessions",
