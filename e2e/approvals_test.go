@@ -45,7 +45,9 @@ type approvalView struct {
 	Delivered bool            `json:"delivered"`
 	Resumed   bool            `json:"resumed"`
 	Executor  string          `json:"executor"`
-	Result    *struct {
+	// ExecutedAt is when the call's answer was stored.
+	ExecutedAt *time.Time `json:"executedAt"`
+	Result     *struct {
 		Status int             `json:"status"`
 		Body   json.RawMessage `json:"body"`
 	} `json:"result"`
@@ -381,12 +383,17 @@ func TestApprovalsResumeOnceAcrossKill(t *testing.T) {
 		t.Fatalf("approve = %d", code)
 	}
 	svc.signal(syscall.SIGKILL)
+	killed := time.Now()
 	svc.wait(time.Minute)
 	again := start(t, env, true, "dev")
 	url = again.URL
 	a = resumed(url, second)
-	if !a.Resumed || a.Result.Status != 202 {
+	if !a.Resumed || a.Result.Status != 202 || a.ExecutedAt == nil {
 		t.Errorf("after the restart the approved call = %+v; want resumed, the route's 202 stored", a)
+	} else if a.ExecutedAt.After(killed) {
+		t.Logf("the kill landed between the decision and the execution: the restarted svc ran it at %s", a.ExecutedAt)
+	} else {
+		t.Logf("the execution (%s) beat the kill (%s): this pass checked only that the restart did not run it again", a.ExecutedAt, killed)
 	}
 	// The run exists once, and stays once: a later read finds no second.
 	if n := runsOf(url, "gone-2"); n != 1 {
@@ -463,8 +470,11 @@ func TestApprovalsResumeOnPostgres(t *testing.T) {
 	var v struct {
 		Origin versionOrigin `json:"origin"`
 	}
-	if code := call(t, "GET", url+"/judges/pg-j/versions/1.0.0", nil, &v); code != 200 || v.Origin.AgentID != "http-bot" {
-		t.Errorf("GET the judge the approved call registered = %d %+v, want 200 with the agent in its origin", code, v)
+	if err := json.Unmarshal(a.Result.Body, &v); err != nil || v.Origin.AgentID != "http-bot" || v.Origin.ConversationID != "conv-1" {
+		t.Errorf("the stored answer %s (%v), want the registration with the agent in its origin", a.Result.Body, err)
+	}
+	if code := call(t, "GET", url+"/judges/pg-j/versions/1.0.0", nil, nil); code != 200 {
+		t.Errorf("GET the judge the approved call registered = %d, want 200", code)
 	}
 	if n := countEvents(t, url, "judge.registered"); n != 1 {
 		t.Errorf("judge.registered %d times, want once", n)
