@@ -86,13 +86,13 @@ func RunEvents(ctx context.Context, x *cli, args []string) (int, error) {
 			break
 		}
 		if x.tty {
-			fmt.Fprintf(x.stderr, "\rsvc events: %d events in %d pages\x1b[K", len(list), pages)
+			fmt.Fprintf(x.stderr, "\rsvc events: %d events read (page %d)\x1b[K", len(list), pages)
 			onTTY = true
 		}
 		q.Cursor = next
 	}
 	if onTTY {
-		fmt.Fprintf(x.stderr, "\rsvc events: %d events in %d pages\x1b[K\n", len(list), pages)
+		fmt.Fprintf(x.stderr, "\rsvc events: %d events read (page %d)\x1b[K\n", len(list), pages)
 	}
 	var raw json.RawMessage
 	if *asJSON {

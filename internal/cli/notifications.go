@@ -11,7 +11,7 @@ import (
 const notificationsSynopsis = `usage: svc notifications ls [--unread] [--format table|csv|jsonl|md] [--json]
        svc notifications read ID... | --all [--json]
        svc notifications channels ls [--format table|csv|jsonl|md] [--json]
-       svc notifications channels add --type webhook|slack --url URL [--kinds k1,k2] [--json]
+       svc notifications channels add --type webhook|slack --to URL [--kinds k1,k2] [--json]
        svc notifications channels rm ID
        svc notifications channels enable ID [--json]
 
@@ -21,8 +21,9 @@ read marks the named notifications, or --all of them, read (idempotent).
 channels deliver your notifications beyond the feed: add subscribes a signed webhook
 (Standard Webhooks; its secret is printed once, at add, and never again) or a Slack-
 compatible incoming-webhook URL to kinds of them (--kinds, comma-separated; none: every
-kind); ls lists your channels with their failures (5 in a row disable one); enable
-re-enables a disabled channel; rm deletes one.
+kind); --to is where to deliver (--url stays the service's address, as on every command).
+ls lists your channels with their failures (5 in a row disable one); enable re-enables
+a disabled channel; rm deletes one.
 
 Exit codes: 0 done; 2 usage or service error (the service's message says what to do).`
 
@@ -157,7 +158,7 @@ func runChannelsList(ctx context.Context, x *cli, args []string) (int, error) {
 		sh.add(ch.ID, ch.Type, ch.URL, kinds, ch.Enabled, ch.Failures, ch.LastError)
 	}
 	return writeList(x, sh, *format, *asJSON, raw, func() {
-		fmt.Fprintln(x.stderr, "no notification channels (svc notifications channels add --type webhook|slack --url URL adds one)")
+		fmt.Fprintln(x.stderr, "no notification channels (svc notifications channels add --type webhook|slack --to URL adds one)")
 	})
 }
 
@@ -167,14 +168,14 @@ func runChannelsAdd(ctx context.Context, x *cli, args []string) (int, error) {
 	var cf clientFlags
 	cf.register(fs, x.getenv)
 	typ := fs.String("type", "", "webhook (signed, Standard Webhooks) or slack (a Slack-compatible incoming-webhook URL)")
-	u := fs.String("url", "", "where to deliver")
+	u := fs.String("to", "", "the `URL` to deliver to: the webhook endpoint or the Slack incoming-webhook URL")
 	kinds := fs.String("kinds", "", "comma-separated notification kinds to deliver (run_failed,agent_approval_requested); none: every kind")
 	asJSON := fs.Bool("json", false, "print the service's answer (with a webhook's secret)")
 	if err := parseNone(fs, args); err != nil {
 		return 0, err
 	}
 	if *typ == "" || *u == "" {
-		return 0, fmt.Errorf("%w: name the channel: --type webhook|slack --url URL", errUsage)
+		return 0, fmt.Errorf("%w: name the channel: --type webhook|slack --to URL", errUsage)
 	}
 	req := notificationwire.CreateChannelRequest{Type: *typ, URL: *u}
 	for _, k := range strings.Split(*kinds, ",") {
