@@ -45,8 +45,10 @@ esac
 // trace, a diff with its gate decision, the trend, registries and
 // notifications, see another workspace's scorecard answer "not found",
 // open sandbox sessions and a world (a busybox image imported through
-// the API) and read them in the Sandboxes and Worlds views,
-// and cancel the running batch. Screenshots of each page land in
+// the API) and read them in the Sandboxes and Worlds views, park an
+// agent's call (the X-Svc-Agent-* headers, Prefer: wait=0) and approve it
+// in the approvals inbox (its arguments shown as sent, as text), and
+// cancel the running batch. Screenshots of each page land in
 // SVC_UI_SHOTS (default ui/testdata/screenshots, ignored by git). Without
 // chromium or playwright-core (ui/test/install.sh) it skips, except under
 // CI=true, where it fails.

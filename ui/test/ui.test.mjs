@@ -12,6 +12,8 @@
 //   SVC_UI_BIG_ID and SVC_UI_BIG_N (a finished batch of that many cases);
 //   SVC_UI_IMAGE_TAR (a busybox image's tar, imported to open sandbox
 //   sessions and a world from; without it those steps are skipped).
+// It also parks an agent's call through HTTP itself (the X-Svc-Agent-*
+// headers with SVC_UI_KEY) and approves it in the approvals inbox.
 // It exits non-zero on the first failed step, naming it.
 import { createRequire } from 'node:module';
 import { mkdirSync, readdirSync, unlinkSync } from 'node:fs';
@@ -303,11 +305,104 @@ if (imageTar) {
   }, '09-worlds');
 }
 
+// An agent's call parked for approval (docs/approvals.md): an agent using
+// the signed-in member's key (the X-Svc-Agent-* headers) asks to delete a
+// dataset version, a destructive call the default policy parks; with
+// Prefer: wait=0 it answers 202 at once. Its arguments carry markup, a key
+// that a parsed copy would move ("2") and a number a parsed copy would
+// round: the inbox shows them as sent, as text.
+const agentArgs = '{"id":"scratch","version":"1.0.0","reason":"<script>window.pwned=1</script><img src=x onerror=\\"window.pwned=2\\">","2":"kept in place","limit":12345678901234567891}';
+const agentArgsShown = [
+  '{',
+  '  "id": "scratch",',
+  '  "version": "1.0.0",',
+  '  "reason": "<script>window.pwned=1</script><img src=x onerror=\\"window.pwned=2\\">",',
+  '  "2": "kept in place",',
+  '  "limit": 12345678901234567891',
+  '}'].join('\n');
+// status answers a request's status with the signed-in key.
+async function status(method, path, body) {
+  const res = await fetch(`${base}${path}`, { method, headers: { Authorization: `Bearer ${key}`, 'Content-Type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body) });
+  await res.arrayBuffer();
+  return res.status;
+}
+let approvalId;
+await step('approvals', async () => {
+  const me = await api('GET', '/me');
+  await api('POST', '/datasets', { id: 'scratch', version: '1.0.0', cases: [{ id: 'c1', task: 'say ok', expected: 'ok', graders: [{ id: 'exact' }] }] });
+  const res = await fetch(`${base}/datasets/scratch/versions/1.0.0`, {
+    method: 'DELETE', body: agentArgs,
+    headers: { Authorization: `Bearer ${key}`, 'Content-Type': 'application/json', Prefer: 'wait=0',
+      'X-Svc-Agent-Id': 'ui-agent', 'X-Svc-Agent-Name': 'UI Agent', 'X-Svc-Conversation-Id': 'c1' },
+  });
+  const parked = await res.json();
+  approvalId = parked.error && parked.error.details && parked.error.details.approval;
+  expect(res.status === 202 && parked.error.code === 'APPROVAL_PENDING' && approvalId && res.headers.get('location') === `/approvals/${approvalId}`,
+    `the agent's delete answered ${res.status} ${JSON.stringify(parked)}, want 202 APPROVAL_PENDING with the approval to poll`);
+  expect(await status('GET', '/datasets/scratch/versions/1.0.0') === 200, 'the parked delete ran before anybody approved it');
+
+  // The feed has the request, unread; its link (spec §6: the conversation,
+  // the workspace root with ?conversation=) leads to the inbox narrowed to
+  // that conversation.
+  await hash('#/notifications');
+  const item = page.locator('#notifications li[data-kind="agent_approval_requested"]', { hasText: 'UI Agent' });
+  await item.waitFor();
+  expect(await item.locator('.unread-mark').count() === 1, 'the approval request is not shown unread');
+  await page.screenshot({ path: join(shots, '10a-approval-requested.png'), fullPage: true });
+  await item.locator('a.open').click();
+  await page.locator('#approvals-conversation', { hasText: 'c1' }).waitFor();
+  expect(new URL(page.url()).hash === '#/?conversation=c1', `the notification led to ${page.url()}, want #/?conversation=c1`);
+  expect(await page.locator('a[data-nav="approvals"][aria-current="page"]').count() === 1, 'the nav does not mark Approvals');
+  const card = page.locator(`#approvals article.approval[data-id="${approvalId}"]`);
+  await card.waitFor();
+  const text = await card.innerText();
+  for (const want of ['UI Agent', '(id ui-agent)', 'c1', me.subject, 'delete_dataset_version', 'DELETE /datasets/scratch/versions/1.0.0', 'then refused']) {
+    expect(text.includes(want), `the pending approval's card lacks ${JSON.stringify(want)}: ${JSON.stringify(text)}`);
+  }
+  expect(/in (1 h|\d+ min)/.test(text), `the card does not say when it expires: ${JSON.stringify(text)}`);
+  const shown = await card.locator('pre.args').innerText();
+  expect(shown === agentArgsShown, `the arguments read\n${shown}\nwant, as sent,\n${agentArgsShown}`);
+  const injected = await page.evaluate(() => [document.querySelectorAll('main script, main img').length, window.pwned]);
+  expect(injected[0] === 0 && injected[1] === undefined, `the arguments' markup became elements: ${JSON.stringify(injected)}`);
+
+  // Approve it in the page, with a reason.
+  await card.locator('input[name=reason]').fill('scratch data, fine to delete');
+  await card.locator('button[data-decision="approve"]').click();
+  const decided = page.locator(`#approvals article.approval[data-id="${approvalId}"][data-status="approved"]`);
+  await decided.waitFor();
+  const d = await decided.locator('dl.settled').innerText();
+  expect(d.includes(`approved by ${me.subject}`) && d.includes('scratch data, fine to delete'), `the decided card reads ${JSON.stringify(d)}`);
+  expect(await decided.locator('button[data-decision]').count() === 0, 'the decided card still offers Approve and Deny');
+
+  // Its page: the caller had stopped waiting (202), so the service ran the
+  // call once on approval (resumed), and its answer is shown.
+  await decided.locator('h2 a').click();
+  await page.locator('article.approval dl.settled', { hasText: 'yes: the caller had stopped waiting' }).waitFor({ timeout: 60000 });
+  const s = await page.locator('article.approval dl.settled').innerText();
+  expect(/✓ 204/.test(s) && /Delivered\s+no/.test(s), `the approval's page reads ${JSON.stringify(s)}, want ran 204, not delivered`);
+  expect(await page.locator('article.approval pre.args').innerText() === agentArgsShown, 'the approval\'s page shows other arguments');
+  const a = await api('GET', `/approvals/${approvalId}`);
+  expect(a.status === 'approved' && a.resumed === true && a.delivered === false && a.decidedBy === me.subject && a.result && a.result.status === 204,
+    `GET /approvals/${approvalId} = ${JSON.stringify({ ...a, body: undefined })}`);
+  expect(await status('GET', '/datasets/scratch/versions/1.0.0') === 404, 'the approved delete did not run');
+  expect(await status('POST', `/approvals/${approvalId}/decide`, { decision: 'deny' }) === 409, 'a second decision was not refused');
+
+  // The tabs: gone from Pending, listed under Approved.
+  await hash('#/approvals');
+  await page.locator('#approvals-empty', { hasText: 'No pending approvals' }).waitFor();
+  await page.click('nav.tabs a[data-status="approved"]');
+  await page.locator(`#approvals article.approval[data-id="${approvalId}"][data-status="approved"]`).waitFor();
+  await hash(`#/approvals/${approvalId}`);
+  await page.locator('article.approval dl.settled').waitFor();
+}, '10-approvals');
+
 await step('notifications', async () => {
   await hash('#/notifications');
   await page.locator('#notifications li', { hasText: 'completed' }).first().waitFor();
+  // The decision deleted the approval's notification (not marked read).
+  expect(await page.locator('#notifications li[data-kind="agent_approval_requested"]').count() === 0, 'the decided approval\'s notification is still in the feed');
   expect(/\d/.test(await page.locator('#unread').innerText()), 'the header shows no unread count');
-  await page.screenshot({ path: join(shots, '10a-notifications-unread.png'), fullPage: true });
+  await page.screenshot({ path: join(shots, '11a-notifications-unread.png'), fullPage: true });
   await page.click('#read-all');
   await page.locator('#notifications li', { hasText: 'unread' }).first().waitFor({ state: 'detached' });
   expect((await page.locator('#unread').innerText()) === '', 'the unread count stays after marking all read');
@@ -316,15 +411,22 @@ await step('notifications', async () => {
   await page.locator('#notifications li', { hasText: baseline }).first().locator('a', { hasText: 'Open' }).click();
   await page.locator('h1', { hasText: baseline }).waitFor();
   expect(new URL(page.url()).hash === `#/scorecards/${baseline}`, `Open led to ${page.url()}, want #/scorecards/${baseline}`);
-});
+  // The feed itself, for the screenshot.
+  await hash('#/notifications');
+  await page.locator('#notifications li').first().waitFor();
+}, '11-notifications');
 
 await step('notification-links', async () => {
   // Every resource type a link may name has a page: a runtime's is a
-  // registry page, a conversation's the workspace root, and a resource
-  // svc does not keep (an issue, say) a page that names it.
+  // registry page, a conversation's the workspace root narrowed to that
+  // conversation's approvals, and a resource svc does not keep (an issue,
+  // say) a page that names it.
   await hash('#/runtimes');
   await page.locator('h1', { hasText: 'Runtimes' }).waitFor();
   await hash('#/?conversation=c_1');
+  await page.locator('#approvals-conversation', { hasText: 'c_1' }).waitFor();
+  await page.locator('#approvals-empty', { hasText: 'No pending approvals in conversation c_1' }).waitFor();
+  await hash('#/');
   await page.locator('h1', { hasText: 'Scorecards' }).waitFor();
   await hash('#/issues/ISS-7');
   await page.locator('#resource-id', { hasText: 'ISS-7' }).waitFor();
