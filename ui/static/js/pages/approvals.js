@@ -93,6 +93,10 @@ export async function render(main, ctx) {
       add(list, els);
     }
     const pending = items.filter(a => a.status === 'pending').length;
+    if (status === 'pending' || status === '') {
+      const count = document.getElementById('pending-approvals');
+      if (count) count.textContent = pending ? String(pending) : '';
+    }
     note.textContent = `${els.length} shown${conversation ? ` of ${items.length} in the workspace` : ''}${status === '' ? `; ${pending} pending` : ''} (the newest 100).`;
     return true;
   };
