@@ -38,6 +38,13 @@ func ApprovalWorkflow(ctx workflow.Context, in flows.ApprovalInput) (flows.Appro
 	sel.AddFuture(timer, func(workflow.Future) {})
 	sel.Select(ctx)
 	cancelTimer()
+	// A signal after the first decision (a second decide, or one racing the
+	// expiry) changes nothing: the store settled the approval once. It is
+	// drained on the way out so the workflow does not end with it pending.
+	defer func() {
+		for decide.ReceiveAsync(nil) {
+		}
+	}()
 	ref := flows.ApprovalRef{Workspace: in.Workspace, ID: in.ID}
 	if status == "" {
 		var settled flows.ApprovalSettled
