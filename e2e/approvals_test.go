@@ -411,7 +411,8 @@ func TestApprovalsResumeOnceAcrossKill(t *testing.T) {
 // policy with a 3 s expiry; nobody decides; the approval settles
 // expired, with no decidedBy (never a person's denial); the agent's
 // waiting MCP call answers a refusal naming the expiry; nothing ran; a
-// decision after it is 409.
+// decision after it is 409. With onExpiry halt, the agent conversation's
+// later calls are refused.
 func TestApprovalsExpiryDenies(t *testing.T) {
 	svc := start(t, devEnv(t.TempDir(), "SVC_INTERNAL_TOKEN="+sandboxOperatorToken), true, "dev")
 	url := svc.URL
@@ -438,6 +439,27 @@ func TestApprovalsExpiryDenies(t *testing.T) {
 	}
 	if n, d := countEvents(t, url, "approval.expired"), countEvents(t, url, "approval.denied"); n != 1 || d != 0 {
 		t.Errorf("approval.expired %d, approval.denied %d; want 1 and 0", n, d)
+	}
+
+	// onExpiry halt: the waiting call is refused saying the run is halted,
+	// and every later mutating call of that agent conversation is refused
+	// too, parked route or not; another conversation is not halted.
+	putPolicies(t, url, `{"policies":[{"name":"halting","tools":["create_judge"],"expiry":"2s","onExpiry":"halt"}]}`)
+	judge := map[string]any{"id": "halt-j", "version": "1.0.0", "kind": "code", "language": "python", "code": "print(1)"}
+	var hb errorView
+	if code := call(t, "POST", url+"/judges", judge, &hb, agentHeaders...); code != 403 || hb.Error.Details["halted"] != true ||
+		!strings.Contains(hb.Error.Message, "halts this agent's run") {
+		t.Errorf("the halting expiry answered %d %+v, want 403 saying the run is halted", code, hb.Error)
+	}
+	if code := call(t, "POST", url+"/datasets", approvalDataset("after-halt"), &hb, agentHeaders...); code != 403 || hb.Error.Details["halted"] != true {
+		t.Errorf("the halted conversation's next call = %d %+v, want 403 halted", code, hb.Error)
+	}
+	other := []string{"X-Svc-Agent-Id", "http-bot", "X-Svc-Conversation-Id", "conv-2"}
+	if code := call(t, "POST", url+"/datasets", approvalDataset("other-conv"), nil, other...); code != 201 {
+		t.Errorf("another conversation's call = %d, want 201 (only the halted conversation stops)", code)
+	}
+	if n := countEvents(t, url, "agent.run.halted"); n != 1 {
+		t.Errorf("agent.run.halted %d times, want once", n)
 	}
 }
 
