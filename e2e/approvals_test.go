@@ -279,7 +279,7 @@ func TestApprovalsMCPAgentWaitsForAPerson(t *testing.T) {
 	if n := countEvents(t, url, "dataset.registered"); n != 1 {
 		t.Errorf("dataset.registered %d times, want once", n)
 	}
-	for _, typ := range []string{"approval.requested", "approval.approved", "approval.executed"} {
+	for _, typ := range []string{"approval.requested", "agent.run.awaiting_approval", "approval.approved", "approval.executed"} {
 		if n := countEvents(t, url, typ); n != 1 {
 			t.Errorf("%s %d times, want once", typ, n)
 		}
