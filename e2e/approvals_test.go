@@ -125,6 +125,13 @@ type agentCallResult struct {
 // results, errors included, arrive on the channel once it ends (an error
 // string when the client itself failed).
 func startAgent(t *testing.T, url string, client, headers map[string]string, calls [][2]any) <-chan any {
+	ch, _ := startAgentCancel(t, url, client, headers, calls)
+	return ch
+}
+
+// startAgentCancel is startAgent with a function that kills the client
+// (the agent goes away mid-call).
+func startAgentCancel(t *testing.T, url string, client, headers map[string]string, calls [][2]any) (<-chan any, func()) {
 	t.Helper()
 	cache := os.Getenv("SVC_NPM_CACHE")
 	if cache == "" {
@@ -184,7 +191,7 @@ func startAgent(t *testing.T, url string, client, headers map[string]string, cal
 		out <- res.Calls
 	}()
 	t.Cleanup(func() { cancel() })
-	return out
+	return out, cancel
 }
 
 // agentCalls waits for startAgent's results.
@@ -404,6 +411,53 @@ func TestApprovalsResumeOnceAcrossKill(t *testing.T) {
 	}
 	if n := runsOf(url, "gone-1"); n != 1 {
 		t.Errorf("%d runs of the first call after the restart, want still 1", n)
+	}
+}
+
+// TestApprovalsMCPClientGone (issue 33: "the same with the caller
+// gone", the MCP client disconnecting): the official MCP client's parked
+// call is killed mid-wait; a person approves; the workflow runs the call
+// once (resumed, not delivered) and the dataset is registered once.
+func TestApprovalsMCPClientGone(t *testing.T) {
+	// Found by this test, not fixed yet: the MCP SDK (go-sdk) gives a
+	// stateful session's tool handler a context that the client's
+	// disconnect does not cancel (StreamableHTTPOptions.
+	// PropagateRequestCancellation applies only to protocol 2026-07-28), so
+	// the parked call keeps waiting its 55 s, a decision meanwhile runs it
+	// as the vanished caller's (delivered: true, executor live) and the
+	// answer goes nowhere. The call still runs once. Unskip once api/mcp.go
+	// ties a tool call to its POST's lifetime.
+	t.Skip("an MCP client's disconnect does not end its parked call's live wait (docs/approvals.md)")
+	svc := start(t, devEnv(t.TempDir(), "SVC_INTERNAL_TOKEN="+sandboxOperatorToken), true, "dev")
+	url := svc.URL
+	person := otherMember(t, url)
+	putPolicies(t, url, `{"policies":[{"name":"registrations","tools":["create_dataset"]}]}`)
+	agent, kill := startAgentCancel(t, url, map[string]string{"name": "e2e-agent"}, nil,
+		[][2]any{{"create_dataset", map[string]any{"body": approvalDataset("gone-ds")}}})
+	ap := pendingApproval(t, url, person)
+	kill()
+	<-agent
+	// The server notices the client went away: the live wait is released
+	// (liveUntil moves from the 55 s bound to the moment it left).
+	testwait.Until(t, 30*time.Second, "the parked call's live wait to end", func() bool {
+		var raw map[string]any
+		call(t, "GET", url+"/approvals/"+ap.ID, nil, &raw, "Authorization", "Bearer "+person)
+		lu, _ := raw["liveUntil"].(string)
+		at, err := time.Parse(time.RFC3339Nano, lu)
+		return err == nil && at.Before(time.Now())
+	})
+	if code := decide(t, url, person, ap.ID, "approve", nil); code != 200 {
+		t.Fatalf("approve = %d", code)
+	}
+	a := testwait.UntilValue(t, 2*time.Minute, "the workflow to run the approved call", func() (approvalView, bool) {
+		a := getApproval(t, url, person, ap.ID)
+		return a, a.Result != nil
+	})
+	if !a.Resumed || a.Delivered || a.Executor != "workflow" || a.Result.Status != 201 {
+		t.Errorf("the approved call of the gone client = %+v; want resumed by the workflow, the 201 stored", a)
+	}
+	if n := countEvents(t, url, "dataset.registered"); n != 1 {
+		t.Errorf("dataset.registered %d times, want once", n)
 	}
 }
 
