@@ -42,11 +42,57 @@ func (s *Server) approvalRoutes() []Route {
 	}
 }
 
-// approvalView is an approval as the routes show it: without the stored
-// principal.
-func approvalView(a store.Approval) store.Approval {
+// approvalView is an approval as the routes show it to p: without the
+// stored principal, and with the call's answer only for the member whose
+// call it was (an approved call's answer is theirs, not every reader's).
+func approvalView(a store.Approval, p auth.Principal) store.Approval {
 	a.Principal = nil
+	if a.Result != nil && p.Subject != a.Member {
+		r := *a.Result
+		r.Body = nil
+		a.Result = &r
+	}
 	return a
+}
+
+// secretFields are the answer fields that carry a secret shown once.
+var secretFields = map[string]bool{"apiKey": true, "secret": true, "token": true, "value": true, "password": true, "clientSecret": true}
+
+// redactSecrets replaces, at any depth of a JSON answer, the string
+// values of secretFields by a note; a body that is not JSON is dropped.
+func redactSecrets(body []byte) []byte {
+	if len(bytes.TrimSpace(body)) == 0 {
+		return body
+	}
+	var v any
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.UseNumber()
+	if err := dec.Decode(&v); err != nil {
+		return nil
+	}
+	var walk func(any) any
+	walk = func(x any) any {
+		switch t := x.(type) {
+		case map[string]any:
+			for k, e := range t {
+				if s, ok := e.(string); ok && secretFields[k] && s != "" {
+					t[k] = "[not kept: shown once to the caller]"
+					continue
+				}
+				t[k] = walk(e)
+			}
+		case []any:
+			for i, e := range t {
+				t[i] = walk(e)
+			}
+		}
+		return x
+	}
+	out, err := json.Marshal(walk(v))
+	if err != nil {
+		return nil
+	}
+	return out
 }
 
 func (s *Server) listApprovals(c echo.Context) error {
@@ -55,7 +101,7 @@ func (s *Server) listApprovals(c echo.Context) error {
 		return err
 	}
 	for i := range list {
-		list[i] = approvalView(list[i])
+		list[i] = approvalView(list[i], principal(c))
 	}
 	return listJSON(c, list)
 }
@@ -69,7 +115,7 @@ func (s *Server) getApproval(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, approvalView(a))
+	return c.JSON(http.StatusOK, approvalView(a, principal(c)))
 }
 
 func (s *Server) decideApproval(c echo.Context) error {
@@ -85,7 +131,7 @@ func (s *Server) decideApproval(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, approvalView(a))
+	return c.JSON(http.StatusOK, approvalView(a, principal(c)))
 }
 
 func (s *Server) getApprovalPolicies(c echo.Context) error {
@@ -229,5 +275,15 @@ func (s *Server) dispatchApproved(ctx context.Context, a store.Approval, executo
 	w := newToolResponse()
 	s.e.ServeHTTP(w, r)
 	res := store.ApprovalResult{Status: w.status, ContentType: w.written().Get(echo.HeaderContentType), Body: bytes.Clone(w.body.Bytes())}
-	return s.approvals.Finish(context.WithoutCancel(ctx), a.Workspace, a.ID, executor, res)
+	// The stored answer is read by others later: the secrets a route
+	// answers once (a new API key, a channel's signing secret) are not
+	// kept in it; the caller waiting live still gets them.
+	stored := res
+	stored.Body = redactSecrets(res.Body)
+	done, err := s.approvals.Finish(context.WithoutCancel(ctx), a.Workspace, a.ID, executor, stored)
+	if err == nil && done.Result != nil && done.ExecutedAt != nil && done.Executor == executor {
+		live := res
+		done.Result = &live
+	}
+	return done, err
 }

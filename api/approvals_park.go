@@ -119,6 +119,11 @@ func (s *Server) park(r Route) echo.MiddlewareFunc {
 				}
 				return next(c)
 			}
+			if r.Method == http.MethodPut && r.Path == "/secrets/:name" {
+				// An approval keeps the call as sent, and a secret's value is
+				// never kept outside the sealed store: a person sets it.
+				return derrors.Forbiddenf("setting a secret's value parks for approval (policy %q), and an approval would keep the value in the clear; a person sets secrets: ask the member to PUT /secrets/%s", rule.Name, c.Param("name"))
+			}
 			if len(bytes.TrimSpace(body)) > 0 && !json.Valid(body) {
 				return derrors.Invalidf("the call parks for approval (policy %q) and its body is not JSON: send a JSON body", rule.Name)
 			}

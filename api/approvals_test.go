@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"svc/auth"
 	"svc/internal/testing/testwait"
 	"svc/store"
 )
@@ -117,4 +118,64 @@ func TestApprovalsDeny(t *testing.T) {
 	}
 	want(t, e.do(t, http.MethodGet, "/datasets/nope/versions/1.0.0", "", bearer(a.key)), http.StatusNotFound, "the denied registration")
 	want(t, e.do(t, http.MethodPut, "/approval-policies", `{"policies":[{"tools":["["]}]}`, bearer(a.key)), http.StatusBadRequest, "a bad glob")
+}
+
+// TestApprovalsKeepNoSecrets: an approval keeps the call's answer without
+// the secrets a route answers once (the waiting caller gets them; the
+// stored answer does not), shows the answer only to the member whose call
+// it was, and a secret's value never parks (an approval would keep it in
+// the clear): the agent is told a person sets it.
+func TestApprovalsKeepNoSecrets(t *testing.T) {
+	e := newEnv(t, withOIDC())
+	a := e.tenant(t, "apsec")
+	viewer := e.join(t, a, "apsec-viewer", auth.RoleViewer)
+	policy := `{"policies":[{"name":"keys","tools":["create_key","put_secret"],"expiry":"30m"}]}`
+	want(t, e.do(t, http.MethodPut, "/approval-policies", policy, bearer(a.key)), http.StatusOK, "PUT /approval-policies")
+
+	type answer struct {
+		status int
+		body   []byte
+	}
+	done := make(chan answer, 1)
+	go func() {
+		res := e.do(t, http.MethodPost, "/keys", `{"label":"bot key"}`, agentCall(a.key)...)
+		done <- answer{res.Status, res.Body}
+	}()
+	var pending []store.Approval
+	testwait.Until(t, 10*time.Second, "the key creation to park", func() bool {
+		e.do(t, http.MethodGet, "/approvals?status=pending", "", bearer(a.key)).JSON(t, &pending)
+		return len(pending) == 1
+	})
+	want(t, e.do(t, http.MethodPost, "/approvals/"+pending[0].ID+"/decide", `{"decision":"approve"}`, bearer(a.key)), http.StatusOK, "decide")
+	got := <-done
+	var created struct {
+		APIKey string `json:"apiKey"`
+	}
+	if err := json.Unmarshal(got.body, &created); err != nil || got.status != http.StatusCreated || created.APIKey == "" {
+		t.Fatalf("the waiting caller got %d %s, want the 201 with its new key", got.status, got.body)
+	}
+	var mine store.Approval
+	e.do(t, http.MethodGet, "/approvals/"+pending[0].ID, "", bearer(a.key)).JSON(t, &mine)
+	if mine.Result == nil || mine.Result.Status != http.StatusCreated || strings.Contains(string(mine.Result.Body), created.APIKey) ||
+		!strings.Contains(string(mine.Result.Body), "not kept") {
+		t.Errorf("the stored answer, read by its member = %+v; want the 201 without the key", mine.Result)
+	}
+	var theirs store.Approval
+	e.do(t, http.MethodGet, "/approvals/"+pending[0].ID, "", bearer(viewer), selectWorkspace(a.ws)).JSON(t, &theirs)
+	if theirs.Result == nil || theirs.Result.Status != http.StatusCreated || len(theirs.Result.Body) != 0 {
+		t.Errorf("the stored answer, read by another member = %+v; want the status only", theirs.Result)
+	}
+
+	res := e.do(t, http.MethodPut, "/secrets/db", `{"value":"hunter2"}`, agentCall(a.key)...)
+	want(t, res, http.StatusForbidden, "an agent's parked secret write")
+	if !strings.Contains(string(res.Body), "a person sets secrets") || strings.Contains(string(res.Body), "hunter2") {
+		t.Errorf("the refusal = %s; want it to say a person sets secrets, never the value", res.Body)
+	}
+	var all []store.Approval
+	e.do(t, http.MethodGet, "/approvals", "", bearer(a.key)).JSON(t, &all)
+	for _, ap := range all {
+		if strings.Contains(string(ap.Body), "hunter2") {
+			t.Errorf("an approval keeps the secret's value: %+v", ap)
+		}
+	}
 }
