@@ -99,7 +99,7 @@ func (r *Runtime) Exec(ctx context.Context, id, command string, timeout time.Dur
 	}
 	if err != nil {
 		wg.Wait() // runc wrote its error and exited: the pipes are closed
-		msg := strings.TrimSpace(string(stderr.buf.Bytes()))
+		msg := strings.TrimSpace(stderr.buf.String())
 		if strings.Contains(msg, "stopped") || strings.Contains(msg, "not running") || strings.Contains(msg, "does not exist") {
 			return ExecResult{}, fmt.Errorf("%w: %s: %s", ErrNotRunning, id, msg)
 		}

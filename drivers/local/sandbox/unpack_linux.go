@@ -188,7 +188,7 @@ func unpack(ctx context.Context, rc io.Reader, dir string, uidBase int) error {
 				return err
 			}
 			dirs = append(dirs, dirTime{p, hdr})
-		case tar.TypeReg, tar.TypeRegA:
+		case tar.TypeReg: // archive/tar reads the old TypeRegA as TypeReg
 			if err := clearPath(p); err != nil {
 				return err
 			}

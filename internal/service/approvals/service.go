@@ -13,7 +13,6 @@ package approvals
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"log/slog"
 	"time"
@@ -228,10 +227,4 @@ func errNotPending(a store.Approval) error {
 		msg += fmt.Sprintf(" (at %s, nobody decided)", a.ExpiresAt.UTC().Format(time.RFC3339))
 	}
 	return derrors.Refusef(derrors.ErrConflict, map[string]any{"approval": a.ID, "status": a.Status}, "%s", msg)
-}
-
-// isRefusal reports whether err is a refusal of change (not a store error).
-func isRefusal(err error) bool {
-	var p *derrors.Public
-	return errors.As(err, &p)
 }
