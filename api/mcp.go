@@ -3,6 +3,7 @@ package api
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
 	"fmt"
 	"mime"
 	"net/http"
@@ -108,7 +109,16 @@ func (s *Server) newMCPHandler() http.Handler {
 // every other route. Its JSON-RPC errors, already JSON, pass unchanged.
 func (s *Server) serveMCP(c echo.Context) error {
 	w := &mcpResponse{ResponseWriter: c.Response()}
-	s.mcp.ServeHTTP(w, c.Request())
+	req := c.Request()
+	// The SDK does not end a stateful session's tool call when the POST
+	// that carries it goes away (only the 2026-07-28 protocol does): the
+	// POST's context is registered under a token only this process sets,
+	// so callRoute ends the call with it (a parked call's caller is gone).
+	token := rand.Text()
+	req.Header.Set(mcpPostHeader, token)
+	s.mcpPosts.Store(token, req.Context())
+	defer s.mcpPosts.Delete(token)
+	s.mcp.ServeHTTP(w, req)
 	if w.held == 0 {
 		return nil
 	}
@@ -259,4 +269,23 @@ func (s *Server) resourceMetadata(c echo.Context) error {
 		m.AuthorizationServers = []string{s.cfg.OIDCIssuer}
 	}
 	return c.JSON(http.StatusOK, m)
+}
+
+// mcpPostHeader carries, from serveMCP to the tool handler, the token of
+// the POST a tool call came in (set by serveMCP; a client's is replaced).
+const mcpPostHeader = "X-Svc-Mcp-Post"
+
+// postContext is ctx ended also when the POST that carried the call ends
+// (its client disconnected), and the function that releases it.
+func (s *Server) postContext(ctx context.Context, extra *mcp.RequestExtra) (context.Context, func()) {
+	if extra == nil {
+		return ctx, func() {}
+	}
+	v, ok := s.mcpPosts.Load(extra.Header.Get(mcpPostHeader))
+	if !ok {
+		return ctx, func() {}
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	stop := context.AfterFunc(v.(context.Context), cancel)
+	return ctx, func() { stop(); cancel() }
 }

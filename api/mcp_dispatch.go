@@ -51,6 +51,8 @@ func markToolCall(next echo.HandlerFunc) echo.HandlerFunc {
 
 // callRoute serves one tool call through the tool's route.
 func (s *Server) callRoute(ctx context.Context, req *mcp.CallToolRequest, rt *routeTool) *mcp.CallToolResult {
+	ctx, release := s.postContext(ctx, req.Extra)
+	defer release()
 	id := toolCallID(req)
 	args, err := toolArgs(req.Params.Arguments)
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net/http"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -118,6 +119,7 @@ type Server struct {
 	dev           devWorkspaces
 	mcp           http.Handler // the MCP SDK's streamable-HTTP handler
 	mcpServer     *mcp.Server  // its tools are the route table's (registerMCPTools)
+	mcpPosts      sync.Map     // serveMCP's token -> the context of the POST carrying a tool call
 	registries    *registries.Service
 	runs          *runs.Service
 	scorecards    *scorecards.Service

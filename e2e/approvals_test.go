@@ -419,15 +419,12 @@ func TestApprovalsResumeOnceAcrossKill(t *testing.T) {
 // call is killed mid-wait; a person approves; the workflow runs the call
 // once (resumed, not delivered) and the dataset is registered once.
 func TestApprovalsMCPClientGone(t *testing.T) {
-	// Found by this test, not fixed yet: the MCP SDK (go-sdk) gives a
-	// stateful session's tool handler a context that the client's
-	// disconnect does not cancel (StreamableHTTPOptions.
-	// PropagateRequestCancellation applies only to protocol 2026-07-28), so
-	// the parked call keeps waiting its 55 s, a decision meanwhile runs it
-	// as the vanished caller's (delivered: true, executor live) and the
-	// answer goes nowhere. The call still runs once. Unskip once api/mcp.go
-	// ties a tool call to its POST's lifetime.
-	t.Skip("an MCP client's disconnect does not end its parked call's live wait (docs/approvals.md)")
+	// This test found that the MCP SDK (go-sdk) gives a stateful session's
+	// tool handler a context the client's disconnect does not cancel
+	// (StreamableHTTPOptions.PropagateRequestCancellation covers only the
+	// 2026-07-28 protocol); api/mcp.go ties each tool call to the POST that
+	// carried it, so the parked call's caller is seen gone.
+
 	svc := start(t, devEnv(t.TempDir(), "SVC_INTERNAL_TOKEN="+sandboxOperatorToken), true, "dev")
 	url := svc.URL
 	person := otherMember(t, url)
