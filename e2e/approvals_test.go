@@ -540,11 +540,20 @@ func TestApprovalsResumeOnPostgres(t *testing.T) {
 	if !a.Resumed || a.Executor != "workflow" || a.Result.Status != 201 {
 		t.Errorf("the approved call = %+v; want resumed by the workflow, the 201 stored", a)
 	}
+	// The answer is the member's whose call it was (the agent acted with
+	// dev's credential); another member sees its status only.
+	if len(a.Result.Body) != 0 {
+		t.Errorf("another member reads the stored answer %s, want its status only", a.Result.Body)
+	}
+	var mine approvalView
+	if code := call(t, "GET", url+"/approvals/"+id, nil, &mine); code != 200 || mine.Result == nil {
+		t.Fatalf("GET /approvals/%s as its member = %d %+v", id, code, mine.Result)
+	}
 	var v struct {
 		Origin versionOrigin `json:"origin"`
 	}
-	if err := json.Unmarshal(a.Result.Body, &v); err != nil || v.Origin.AgentID != "http-bot" || v.Origin.ConversationID != "conv-1" {
-		t.Errorf("the stored answer %s (%v), want the registration with the agent in its origin", a.Result.Body, err)
+	if err := json.Unmarshal(mine.Result.Body, &v); err != nil || v.Origin.AgentID != "http-bot" || v.Origin.ConversationID != "conv-1" {
+		t.Errorf("the stored answer %s (%v), want the registration with the agent in its origin", mine.Result.Body, err)
 	}
 	if code := call(t, "GET", url+"/judges/pg-j/versions/1.0.0", nil, nil); code != 200 {
 		t.Errorf("GET the judge the approved call registered = %d, want 200", code)
