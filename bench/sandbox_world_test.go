@@ -1,7 +1,6 @@
 package bench
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"fmt"
@@ -10,7 +9,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"sort"
 	"strconv"
 	"testing"
@@ -128,61 +126,15 @@ func worldPct(ds []time.Duration, p float64) time.Duration {
 	return s[min(len(s)-1, int(float64(len(s))*p))]
 }
 
-var worldAPILine = regexp.MustCompile(`API on (http://\S+)`)
-
-// worldDev runs `svc dev` on dataDir until the benchmark ends and answers
-// its API's URL.
+// worldDev runs bin/svc dev (SVC_BIN) on dataDir until the benchmark
+// ends (sbxStartDev) and answers its API's URL.
 func worldDev(b *testing.B, dataDir string, env ...string) string {
 	b.Helper()
 	bin := os.Getenv("SVC_BIN")
 	if bin == "" {
 		bin, _ = filepath.Abs("../bin/svc")
 	}
-	sbxRemoveAllAfter(b, filepath.Join(dataDir, "sandbox"))
-	cmd := exec.Command(bin, "dev")
-	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"), "SVC_LOG_LEVEL=warn",
-		"SVC_DATA_DIR=" + dataDir, "SVC_ADDR=127.0.0.1:0", "SVC_TEMPORAL_PORT=0"}, env...)
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		b.Fatal(err)
-	}
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		b.Fatal(err)
-	}
-	done := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(done) }()
-	b.Cleanup(func() {
-		_ = cmd.Process.Signal(os.Interrupt)
-		select {
-		case <-done:
-		case <-time.After(time.Minute):
-			_ = cmd.Process.Kill()
-			<-done
-		}
-	})
-	urls := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(out)
-		for sc.Scan() {
-			if m := worldAPILine.FindStringSubmatch(sc.Text()); m != nil {
-				select {
-				case urls <- m[1]:
-				default:
-				}
-			}
-		}
-	}()
-	select {
-	case u := <-urls:
-		return u
-	case <-done:
-		b.Fatalf("svc dev exited: %s", stderr.String())
-	case <-time.After(2 * time.Minute):
-		b.Fatalf("svc dev printed no API address: %s", stderr.String())
-	}
-	return ""
+	return sbxStartDev(b, bin, dataDir, env...).url
 }
 
 func worldPost(b *testing.B, url string, body any, want int, out any) {

@@ -28,6 +28,33 @@ type agentResult struct {
 // except under CI=true.
 func runAgent(t *testing.T, url string, client, headers map[string]string, calls [][2]any) agentResult {
 	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	cmd := agentCommand(t, ctx, url, client, headers, calls)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("node agent.mjs: %v\nstderr:\n%s\nstdout:\n%s", err, stderr.String(), out)
+	}
+	var res agentResult
+	if err := json.Unmarshal(out, &res); err != nil {
+		t.Fatalf("decoding the agent's output: %v\n%s", err, out)
+	}
+	for _, c := range res.Calls {
+		if c.IsError {
+			t.Fatalf("tool %s failed: %s", c.Name, c.Result)
+		}
+	}
+	return res
+}
+
+// agentCommand is the command that runs the official TypeScript MCP SDK's
+// client (api/testdata/mcp-client/agent.mjs) as an agent against url's
+// /mcp with ctx: clientInfo, extra headers and the tool calls, in order.
+// It skips t without node and the SDK (install.sh), except under CI=true.
+func agentCommand(t *testing.T, ctx context.Context, url string, client, headers map[string]string, calls [][2]any) *exec.Cmd {
+	t.Helper()
 	cache := os.Getenv("SVC_NPM_CACHE")
 	if cache == "" {
 		cache = filepath.Join(os.TempDir(), "svc-mcp-client")
@@ -61,27 +88,10 @@ func runAgent(t *testing.T, url string, client, headers map[string]string, calls
 		}
 		return string(b)
 	}
-	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
-	defer cancel()
 	cmd := exec.CommandContext(ctx, node, filepath.Join(dir, "agent.mjs"))
 	cmd.Env = append(os.Environ(), "SVC_MCP_URL="+url+"/mcp", "SVC_MCP_CLIENT="+enc(client),
 		"SVC_MCP_HEADERS="+enc(headers), "SVC_MCP_CALLS="+enc(calls))
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("node agent.mjs: %v\nstderr:\n%s\nstdout:\n%s", err, stderr.String(), out)
-	}
-	var res agentResult
-	if err := json.Unmarshal(out, &res); err != nil {
-		t.Fatalf("decoding the agent's output: %v\n%s", err, out)
-	}
-	for _, c := range res.Calls {
-		if c.IsError {
-			t.Fatalf("tool %s failed: %s", c.Name, c.Result)
-		}
-	}
-	return res
+	return cmd
 }
 
 // eventView is an entry of GET /events.

@@ -4,9 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -133,43 +130,9 @@ func startAgent(t *testing.T, url string, client, headers map[string]string, cal
 // (the agent goes away mid-call).
 func startAgentCancel(t *testing.T, url string, client, headers map[string]string, calls [][2]any) (<-chan any, func()) {
 	t.Helper()
-	cache := os.Getenv("SVC_NPM_CACHE")
-	if cache == "" {
-		cache = filepath.Join(os.TempDir(), "svc-mcp-client")
-	}
-	node, err := exec.LookPath("node")
-	if err == nil {
-		_, err = os.Stat(filepath.Join(cache, "node_modules", "@modelcontextprotocol", "sdk", "package.json"))
-	}
-	if err != nil {
-		const how = "install Node.js 18 or later and run api/testdata/mcp-client/install.sh"
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("the TypeScript MCP SDK client cannot run (%v): %s", err, how)
-		}
-		t.Skipf("the TypeScript MCP SDK client cannot run (%v): %s", err, how)
-	}
-	dir := t.TempDir()
-	if err := os.Symlink(filepath.Join(cache, "node_modules"), filepath.Join(dir, "node_modules")); err != nil {
-		t.Fatal(err)
-	}
-	script, err := os.ReadFile(filepath.Join("..", "api", "testdata", "mcp-client", "agent.mjs"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "agent.mjs"), script, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	enc := func(v any) string {
-		b, err := json.Marshal(v)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return string(b)
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	cmd := exec.CommandContext(ctx, node, filepath.Join(dir, "agent.mjs"))
-	cmd.Env = append(os.Environ(), "SVC_MCP_URL="+url+"/mcp", "SVC_MCP_CLIENT="+enc(client),
-		"SVC_MCP_HEADERS="+enc(headers), "SVC_MCP_CALLS="+enc(calls))
+	t.Cleanup(cancel)
+	cmd := agentCommand(t, ctx, url, client, headers, calls)
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	out := make(chan any, 1)
@@ -190,7 +153,6 @@ func startAgentCancel(t *testing.T, url string, client, headers map[string]strin
 		}
 		out <- res.Calls
 	}()
-	t.Cleanup(func() { cancel() })
 	return out, cancel
 }
 
